@@ -1,0 +1,168 @@
+//! Views the executor hands to thunks: borrowed slices of the arena or of leaf storage.
+use crate::error::op_err;
+use crate::CpuError;
+use rlx_ir::{ComputeClass, DType};
+
+/// Owned values of one tensor in its compute class.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Storage {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    I64(Vec<i64>),
+}
+
+impl Storage {
+    pub fn len(&self) -> usize {
+        match self {
+            Storage::F32(v) => v.len(),
+            Storage::F64(v) => v.len(),
+            Storage::I64(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn as_buf(&self) -> Buf<'_> {
+        match self {
+            Storage::F32(v) => Buf::F32(v),
+            Storage::F64(v) => Buf::F64(v),
+            Storage::I64(v) => Buf::I64(v),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Buf<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+    I64(&'a [i64]),
+}
+
+#[derive(Debug)]
+pub enum BufMut<'a> {
+    F32(&'a mut [f32]),
+    F64(&'a mut [f64]),
+    I64(&'a mut [i64]),
+}
+
+/// Element types the CPU computes in.
+pub trait Elem: Copy + Send + Sync + Default + std::fmt::Debug + 'static {
+    const CLASS: ComputeClass;
+    fn slice<'a>(b: &Buf<'a>) -> Option<&'a [Self]>;
+    fn slice_mut<'a, 'b>(b: &'b mut BufMut<'a>) -> Option<&'b mut [Self]>;
+    fn to_f64(self) -> f64;
+    fn from_f64(v: f64) -> Self;
+}
+
+macro_rules! elem {
+    ($t:ty, $v:ident, $c:ident) => {
+        impl Elem for $t {
+            const CLASS: ComputeClass = ComputeClass::$c;
+            fn slice<'a>(b: &Buf<'a>) -> Option<&'a [Self]> {
+                match b {
+                    Buf::$v(s) => Some(s),
+                    _ => None,
+                }
+            }
+            fn slice_mut<'a, 'b>(b: &'b mut BufMut<'a>) -> Option<&'b mut [Self]> {
+                match b {
+                    BufMut::$v(s) => Some(s),
+                    _ => None,
+                }
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+        }
+    };
+}
+elem!(f32, F32, F32);
+elem!(f64, F64, F64);
+elem!(i64, I64, I64);
+
+/// Float compute types (f32, f64): everything num-traits offers plus conversions.
+pub trait Float:
+    Elem
+    + num_traits::Float
+    + num_traits::FloatConst
+    + std::iter::Sum
+    + std::ops::AddAssign
+    + std::ops::MulAssign
+    + std::ops::SubAssign
+    + std::ops::DivAssign
+{
+}
+impl Float for f32 {}
+impl Float for f64 {}
+
+/// An input of a thunk.
+#[derive(Clone, Copy, Debug)]
+pub struct TensorView<'a> {
+    pub shape: &'a [usize],
+    pub dtype: DType,
+    pub data: Buf<'a>,
+}
+
+impl<'a> TensorView<'a> {
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+    /// The values as `T`, or an error if this tensor is held in another compute class.
+    pub fn get<T: Elem>(&self) -> Result<&'a [T], CpuError> {
+        T::slice(&self.data).ok_or_else(|| {
+            op_err(format!(
+                "input of dtype {} is not held as {:?}",
+                self.dtype,
+                T::CLASS
+            ))
+        })
+    }
+    /// Values converted to f64 whatever the class (for indices, labels, masks).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        match self.data {
+            Buf::F32(s) => s.iter().map(|&v| v as f64).collect(),
+            Buf::F64(s) => s.to_vec(),
+            Buf::I64(s) => s.iter().map(|&v| v as f64).collect(),
+        }
+    }
+    /// Values as integers whatever the class (floats truncate).
+    pub fn to_i64_vec(&self) -> Vec<i64> {
+        match self.data {
+            Buf::F32(s) => s.iter().map(|&v| v as i64).collect(),
+            Buf::F64(s) => s.iter().map(|&v| v as i64).collect(),
+            Buf::I64(s) => s.to_vec(),
+        }
+    }
+}
+
+/// The output of a thunk. `shape`/`dtype` are the node's (concrete) declared ones.
+#[derive(Debug)]
+pub struct OutView<'a> {
+    pub shape: &'a [usize],
+    pub dtype: DType,
+    pub data: BufMut<'a>,
+}
+
+impl<'a> OutView<'a> {
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+    pub fn class(&self) -> ComputeClass {
+        self.dtype.compute_class()
+    }
+    pub fn get_mut<T: Elem>(&mut self) -> Result<&mut [T], CpuError> {
+        let dt = self.dtype;
+        T::slice_mut(&mut self.data).ok_or_else(|| {
+            op_err(format!(
+                "output of dtype {dt} is not held as {:?}",
+                T::CLASS
+            ))
+        })
+    }
+}

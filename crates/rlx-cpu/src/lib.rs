@@ -1,0 +1,12 @@
+//! rlx-cpu: the CPU reference executor — one thunk per op over a planned arena.
+//! Float types compute in f32 (f16/bf16 are rounded to their storage after each op), f64
+//! in f64, integer and bool types in i64.
+mod buffer;
+mod error;
+mod exec;
+pub mod ops;
+pub mod util;
+
+pub use buffer::{Buf, BufMut, Elem, Float, OutView, Storage, TensorView};
+pub use error::{op_err, CpuError};
+pub use exec::{from_buf, run_graph, to_storage, CpuExecutable};

@@ -1,0 +1,33 @@
+//! IR errors.
+use crate::NodeId;
+use thiserror::Error;
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum IrError {
+    /// A builder call whose inputs do not fit the op.
+    #[error("cannot add {op} as node {node} (inputs {inputs}): {msg}")]
+    Build {
+        op: &'static str,
+        node: NodeId,
+        inputs: String,
+        msg: String,
+    },
+    /// The verifier found a broken node.
+    #[error("node {node} ({op}{name}): {msg}")]
+    Verify {
+        node: NodeId,
+        op: &'static str,
+        name: String,
+        msg: String,
+    },
+    #[error("graph output {0} does not exist")]
+    BadOutput(NodeId),
+    #[error("node id {0} does not exist")]
+    UnknownNode(NodeId),
+    #[error("tensor: {0}")]
+    Tensor(String),
+    #[error("malformed graph bytes at offset {offset}: {msg}")]
+    Decode { offset: usize, msg: String },
+    #[error("malformed graph JSON: {0}")]
+    Json(String),
+}

@@ -1,0 +1,17 @@
+//! rlx-ir: the tensor IR of rlx — graph, shapes, the op set, builders with shape
+//! inference, verifier, serialization and text dump.
+mod dtype;
+mod error;
+mod graph;
+mod op;
+pub mod ops;
+mod shape;
+mod tensor;
+mod verify;
+
+pub use dtype::{ComputeClass, DType};
+pub use error::IrError;
+pub use graph::{AxisArg, Graph, Node, NodeId};
+pub use op::*;
+pub use shape::{broadcast_dims, normalize_axis, strides, Dim, DimsFmt, Shape};
+pub use tensor::HostTensor;

@@ -1,0 +1,586 @@
+//! The op set. Parameters live here so every crate sees one definition; each op's shape
+//! rule and builder live in `ops/<group>.rs`.
+use crate::{DType, Dim};
+use serde::{Deserialize, Serialize};
+
+/// Unary elementwise functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Activation {
+    /// Exact GELU: x·Φ(x) with erf.
+    Gelu,
+    /// Tanh approximation of GELU.
+    GeluApprox,
+    Silu,
+    Relu,
+    Sigmoid,
+    Tanh,
+    Exp,
+    Log,
+    Sqrt,
+    Rsqrt,
+    Neg,
+    Abs,
+    Sin,
+    Cos,
+    Erf,
+    Softplus,
+    Recip,
+    Square,
+}
+
+impl Activation {
+    pub const ALL: [Activation; 18] = [
+        Activation::Gelu,
+        Activation::GeluApprox,
+        Activation::Silu,
+        Activation::Relu,
+        Activation::Sigmoid,
+        Activation::Tanh,
+        Activation::Exp,
+        Activation::Log,
+        Activation::Sqrt,
+        Activation::Rsqrt,
+        Activation::Neg,
+        Activation::Abs,
+        Activation::Sin,
+        Activation::Cos,
+        Activation::Erf,
+        Activation::Softplus,
+        Activation::Recip,
+        Activation::Square,
+    ];
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Max,
+    Min,
+    Pow,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CompareOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReduceOp {
+    Sum,
+    Mean,
+    Max,
+    Min,
+    Prod,
+}
+
+/// Which positions a query may attend to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MaskKind {
+    None,
+    /// Query i sits at absolute position `Lk - Lq + i` (the last Lq positions, as in
+    /// KV-cache decode) and attends to keys at positions `<=` its own.
+    Causal,
+    /// Causal, and only the last `w` positions up to and including the query's own.
+    SlidingWindow(usize),
+    /// A 4th input, a keep-mask `[B, Sk]`: nonzero = attend, 0 = ignore.
+    Custom,
+}
+
+/// Memory layout of attention's q/k/v (and output).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AttentionLayout {
+    /// `[B, S, H*D]`
+    Packed,
+    /// `[B, S, H, D]`
+    Bshd,
+    /// `[B, H, S, D]`
+    Bhsd,
+}
+
+/// Parameters of `Op::Attention`. KV heads are read from k's shape; fewer KV heads than
+/// query heads is grouped-query attention (query head h uses KV head h / (H / Hkv)).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AttentionSpec {
+    pub num_heads: usize,
+    pub head_dim: usize,
+    /// Head size of v (and the output); None = head_dim.
+    pub v_head_dim: Option<usize>,
+    pub mask_kind: MaskKind,
+    /// Multiplier of q·k; None = 1/sqrt(head_dim).
+    pub score_scale: Option<f32>,
+    /// Gemma-style soft cap: scores become `cap * tanh(scores / cap)` before masking.
+    pub attn_logit_softcap: Option<f32>,
+    pub layout: AttentionLayout,
+}
+
+impl AttentionSpec {
+    /// `[B, S, H*D]` layout, no mask, default scale.
+    pub fn new(num_heads: usize, head_dim: usize) -> AttentionSpec {
+        AttentionSpec {
+            num_heads,
+            head_dim,
+            v_head_dim: None,
+            mask_kind: MaskKind::None,
+            score_scale: None,
+            attn_logit_softcap: None,
+            layout: AttentionLayout::Packed,
+        }
+    }
+    pub fn causal(mut self) -> Self {
+        self.mask_kind = MaskKind::Causal;
+        self
+    }
+    pub fn mask(mut self, kind: MaskKind) -> Self {
+        self.mask_kind = kind;
+        self
+    }
+    pub fn layout(mut self, layout: AttentionLayout) -> Self {
+        self.layout = layout;
+        self
+    }
+    pub fn v_head_dim(mut self, d: usize) -> Self {
+        self.v_head_dim = Some(d);
+        self
+    }
+    pub fn scale(mut self, s: f32) -> Self {
+        self.score_scale = Some(s);
+        self
+    }
+    pub fn softcap(mut self, cap: f32) -> Self {
+        self.attn_logit_softcap = Some(cap);
+        self
+    }
+    pub fn v_dim(&self) -> usize {
+        self.v_head_dim.unwrap_or(self.head_dim)
+    }
+    pub fn effective_scale(&self) -> f32 {
+        self.score_scale
+            .unwrap_or(1.0 / (self.head_dim as f32).sqrt())
+    }
+}
+
+/// Pairing of rotated dims in RoPE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RopeStyle {
+    /// Dim i pairs with i + n_rot/2 (GPT-NeoX / Hugging Face `rotate_half`).
+    Half,
+    /// Dim 2i pairs with 2i+1 (GPT-J / original llama).
+    Interleaved,
+}
+
+/// Conv / conv-gradient geometry (2-D; a 1-D conv is `[N,C,1,L]` with kernel `[k,1]`, its
+/// length parameters at index 0 — see DESIGN.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ConvSpec {
+    pub kernel_size: [usize; 2],
+    pub stride: [usize; 2],
+    /// Symmetric zero padding per spatial dim.
+    pub padding: [usize; 2],
+    pub dilation: [usize; 2],
+    pub groups: usize,
+}
+
+impl ConvSpec {
+    pub fn new(kernel_size: [usize; 2]) -> ConvSpec {
+        ConvSpec {
+            kernel_size,
+            stride: [1, 1],
+            padding: [0, 0],
+            dilation: [1, 1],
+            groups: 1,
+        }
+    }
+    pub fn stride(mut self, s: [usize; 2]) -> Self {
+        self.stride = s;
+        self
+    }
+    pub fn padding(mut self, p: [usize; 2]) -> Self {
+        self.padding = p;
+        self
+    }
+    pub fn dilation(mut self, d: [usize; 2]) -> Self {
+        self.dilation = d;
+        self
+    }
+    pub fn groups(mut self, g: usize) -> Self {
+        self.groups = g;
+        self
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PoolKind {
+    Max,
+    /// Average over the window; padded positions count (PyTorch's `count_include_pad=True`).
+    Avg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PoolSpec {
+    pub kind: PoolKind,
+    pub kernel_size: [usize; 2],
+    pub stride: [usize; 2],
+    pub padding: [usize; 2],
+}
+
+/// NumPy's FFT normalisation modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FftNorm {
+    /// Forward unscaled, inverse scaled by 1/n.
+    Backward,
+    /// Both scaled by 1/sqrt(n).
+    Ortho,
+    /// Forward scaled by 1/n, inverse unscaled.
+    Forward,
+}
+
+/// Packed weight storage schemes (GGUF block layouts, 32 values a block).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum QuantScheme {
+    /// f16 scale d + 32 × i8: x = d·q. 34 bytes a block.
+    Q8_0,
+    /// f16 scale d + 16 bytes of nibbles: x = d·(q − 8). 18 bytes a block.
+    Q4_0,
+    /// f16 scale d, f16 min m + 16 bytes of nibbles: x = d·q + m. 20 bytes a block.
+    Q4_1,
+}
+
+impl QuantScheme {
+    pub const BLOCK: usize = 32;
+    pub fn block_bytes(self) -> usize {
+        match self {
+            QuantScheme::Q8_0 => 34,
+            QuantScheme::Q4_0 => 18,
+            QuantScheme::Q4_1 => 20,
+        }
+    }
+}
+
+/// An operand of a region step: a region input or an earlier step's result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ChainOperand {
+    Input(usize),
+    Step(usize),
+}
+
+/// One elementwise step of a fused region.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ChainStep {
+    Activation(Activation, ChainOperand),
+    Binary(BinaryOp, ChainOperand, ChainOperand),
+    Cast(DType, ChainOperand),
+    Compare(CompareOp, ChainOperand, ChainOperand),
+    /// cond, then, else
+    Where(ChainOperand, ChainOperand, ChainOperand),
+}
+
+/// Applied to a region's input 0 before the chain runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RegionPrologue {
+    None,
+    /// Input 0 is `[N,C,H,W]`; the chain sees it resized to `[N,C,2H,2W]`.
+    ResizeNearest2x,
+}
+
+/// One data-movement step of a `TransformRegion` (applied in order).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TransformStep {
+    Reshape(Vec<i64>),
+    Transpose(Vec<usize>),
+    Narrow { axis: i64, start: usize, len: usize },
+    Expand(Vec<Dim>),
+}
+
+/// Every op of the IR. See DESIGN.md's op table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Op {
+    // ---- leaves
+    Input {
+        name: String,
+    },
+    Param {
+        name: String,
+    },
+    /// Little-endian bytes in the node's dtype.
+    Constant {
+        data: Vec<u8>,
+    },
+
+    // ---- elementwise
+    Activation(Activation),
+    Binary(BinaryOp),
+    Compare(CompareOp),
+    /// cond, a, b (broadcast)
+    Where,
+    Cast {
+        to: DType,
+    },
+    StopGradient,
+
+    // ---- matmul
+    MatMul,
+    /// a, w, bias: act(a @ w + bias)
+    FusedMatMulBiasAct {
+        activation: Option<Activation>,
+    },
+    /// x `[.., K]`, packed U8 weight `[N, K/32 * block_bytes]` → `[.., N]` (x @ Wᵀ)
+    DequantMatMul {
+        scheme: QuantScheme,
+    },
+
+    // ---- norms (inputs x, gamma, [beta]); normalise over dims axis..rank
+    LayerNorm {
+        axis: i64,
+        eps: f32,
+    },
+    RmsNorm {
+        axis: i64,
+        eps: f32,
+    },
+    /// x, residual, [bias], gamma, [beta]: layer-norm of x + residual (+ bias) over the last dim
+    FusedResidualLN {
+        has_bias: bool,
+        eps: f32,
+    },
+    FusedResidualRmsNorm {
+        has_bias: bool,
+        eps: f32,
+    },
+
+    // ---- reductions
+    Reduce {
+        op: ReduceOp,
+        axes: Vec<i64>,
+        keep_dim: bool,
+    },
+    Softmax {
+        axis: i64,
+    },
+    /// Index of the max (first on ties), I64.
+    ArgMax {
+        axis: i64,
+        keep_dim: bool,
+    },
+    /// logits `[N,C]`, dense targets `[N,C]` → `[N]`
+    SoftmaxCrossEntropy,
+    /// logits `[N,C]`, integer labels `[N]` → `[N]`
+    SoftmaxCrossEntropyWithLogits,
+    /// logits, labels (integer `[N]` or dense `[N,C]`), d_loss `[N]` → dlogits `[N,C]`
+    SoftmaxCrossEntropyBackward,
+
+    // ---- shape
+    /// ONNX rules: -1 infers one dim, 0 copies the input dim; an expanding reshape of a
+    /// 1-element tensor broadcasts.
+    Reshape {
+        shape: Vec<i64>,
+    },
+    Expand {
+        shape: Vec<Dim>,
+    },
+    Transpose {
+        perm: Vec<usize>,
+    },
+    Narrow {
+        axis: i64,
+        start: usize,
+        len: usize,
+    },
+    Concat {
+        axis: i64,
+    },
+    /// data, indices (float or int); output = indices.shape spliced into data.shape at axis
+    Gather {
+        axis: i64,
+    },
+    /// Constant padding, `pads[i] = [before, after]` per axis.
+    Pad {
+        pads: Vec<[usize; 2]>,
+        value: f64,
+    },
+    /// ONNX Slice: per listed axis, start/end (negative from the end, clamped) and step (≠ 0).
+    Slice {
+        axes: Vec<i64>,
+        starts: Vec<i64>,
+        ends: Vec<i64>,
+        steps: Vec<i64>,
+    },
+
+    // ---- transformer
+    /// q, k, v, [mask]
+    Attention(AttentionSpec),
+    /// x, cos, sin. x is viewed as `[.., head_dim]` (a packed last dim `H*head_dim` is split);
+    /// cos/sin broadcast against that view with last dim n_rot/2; only the first n_rot dims
+    /// of each head rotate.
+    Rope {
+        head_dim: usize,
+        n_rot: usize,
+        style: RopeStyle,
+    },
+    /// `[.., 2n]` → `[.., n]`: up * silu(gate); `[up ‖ gate]`, or `[gate ‖ up]` when gate_first.
+    FusedSwiGLU {
+        cast_to: Option<DType>,
+        gate_first: bool,
+    },
+
+    // ---- vision (NCHW / OIHW)
+    /// x, w, [bias]
+    Conv(ConvSpec),
+    Pool(PoolSpec),
+    ResizeNearest2x,
+    /// dy, w → dx; `input_hw` is x's spatial size.
+    Conv2dBackwardInput {
+        spec: ConvSpec,
+        input_hw: [usize; 2],
+    },
+    /// x, dy → dw
+    Conv2dBackwardWeight(ConvSpec),
+    /// x, dy → dx
+    MaxPool2dBackward(PoolSpec),
+
+    // ---- regions (made by fusion)
+    /// Inputs broadcast to the output shape; the last step is the result.
+    ElementwiseRegion {
+        chain: Vec<ChainStep>,
+        prologue: RegionPrologue,
+    },
+    /// Inputs 0..num_batch_inputs are `[1, ..]` samples; the chain runs on each with
+    /// `Input(0)` = that sample and `Input(i)` (i ≥ 1) = shared input `num_batch_inputs + i - 1`;
+    /// the results are concatenated on axis 0.
+    BatchElementwiseRegion {
+        chain: Vec<ChainStep>,
+        num_batch_inputs: usize,
+        prologue: RegionPrologue,
+    },
+    TransformRegion {
+        steps: Vec<TransformStep>,
+    },
+
+    // ---- audio
+    /// Complex FFT over the second-to-last axis of `[.., n, 2]` (re, im).
+    Fft {
+        inverse: bool,
+        norm: FftNorm,
+    },
+    /// power spectrum `[.., frames, n_freq]`, filterbank `[n_freq, n_mels]` → Whisper log-mel;
+    /// the (max − 8) clamp takes the max over each leading-batch item's last two axes.
+    LogMel,
+    /// spec, filterbank, dy → dspec
+    LogMelBackward,
+}
+
+impl Op {
+    /// Short name of the op kind (for dumps, errors and dispatch reports).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Op::Input { .. } => "Input",
+            Op::Param { .. } => "Param",
+            Op::Constant { .. } => "Constant",
+            Op::Activation(_) => "Activation",
+            Op::Binary(_) => "Binary",
+            Op::Compare(_) => "Compare",
+            Op::Where => "Where",
+            Op::Cast { .. } => "Cast",
+            Op::StopGradient => "StopGradient",
+            Op::MatMul => "MatMul",
+            Op::FusedMatMulBiasAct { .. } => "FusedMatMulBiasAct",
+            Op::DequantMatMul { .. } => "DequantMatMul",
+            Op::LayerNorm { .. } => "LayerNorm",
+            Op::RmsNorm { .. } => "RmsNorm",
+            Op::FusedResidualLN { .. } => "FusedResidualLN",
+            Op::FusedResidualRmsNorm { .. } => "FusedResidualRmsNorm",
+            Op::Reduce { .. } => "Reduce",
+            Op::Softmax { .. } => "Softmax",
+            Op::ArgMax { .. } => "ArgMax",
+            Op::SoftmaxCrossEntropy => "SoftmaxCrossEntropy",
+            Op::SoftmaxCrossEntropyWithLogits => "SoftmaxCrossEntropyWithLogits",
+            Op::SoftmaxCrossEntropyBackward => "SoftmaxCrossEntropyBackward",
+            Op::Reshape { .. } => "Reshape",
+            Op::Expand { .. } => "Expand",
+            Op::Transpose { .. } => "Transpose",
+            Op::Narrow { .. } => "Narrow",
+            Op::Concat { .. } => "Concat",
+            Op::Gather { .. } => "Gather",
+            Op::Pad { .. } => "Pad",
+            Op::Slice { .. } => "Slice",
+            Op::Attention(_) => "Attention",
+            Op::Rope { .. } => "Rope",
+            Op::FusedSwiGLU { .. } => "FusedSwiGLU",
+            Op::Conv(_) => "Conv",
+            Op::Pool(_) => "Pool",
+            Op::ResizeNearest2x => "ResizeNearest2x",
+            Op::Conv2dBackwardInput { .. } => "Conv2dBackwardInput",
+            Op::Conv2dBackwardWeight(_) => "Conv2dBackwardWeight",
+            Op::MaxPool2dBackward(_) => "MaxPool2dBackward",
+            Op::ElementwiseRegion { .. } => "ElementwiseRegion",
+            Op::BatchElementwiseRegion { .. } => "BatchElementwiseRegion",
+            Op::TransformRegion { .. } => "TransformRegion",
+            Op::Fft { .. } => "Fft",
+            Op::LogMel => "LogMel",
+            Op::LogMelBackward => "LogMelBackward",
+        }
+    }
+
+    /// Every op kind name, in declaration order (the coverage list tests check against).
+    pub const KINDS: [&'static str; 45] = [
+        "Input",
+        "Param",
+        "Constant",
+        "Activation",
+        "Binary",
+        "Compare",
+        "Where",
+        "Cast",
+        "StopGradient",
+        "MatMul",
+        "FusedMatMulBiasAct",
+        "DequantMatMul",
+        "LayerNorm",
+        "RmsNorm",
+        "FusedResidualLN",
+        "FusedResidualRmsNorm",
+        "Reduce",
+        "Softmax",
+        "ArgMax",
+        "SoftmaxCrossEntropy",
+        "SoftmaxCrossEntropyWithLogits",
+        "SoftmaxCrossEntropyBackward",
+        "Reshape",
+        "Expand",
+        "Transpose",
+        "Narrow",
+        "Concat",
+        "Gather",
+        "Pad",
+        "Slice",
+        "Attention",
+        "Rope",
+        "FusedSwiGLU",
+        "Conv",
+        "Pool",
+        "ResizeNearest2x",
+        "Conv2dBackwardInput",
+        "Conv2dBackwardWeight",
+        "MaxPool2dBackward",
+        "ElementwiseRegion",
+        "BatchElementwiseRegion",
+        "TransformRegion",
+        "Fft",
+        "LogMel",
+        "LogMelBackward",
+    ];
+
+    pub fn is_leaf(&self) -> bool {
+        matches!(
+            self,
+            Op::Input { .. } | Op::Param { .. } | Op::Constant { .. }
+        )
+    }
+}

@@ -1,0 +1,205 @@
+//! Shapes with static or symbolic dimensions.
+use crate::DType;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fmt;
+
+/// One dimension: a known size or a named symbol bound at compile or run time.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Dim {
+    Static(usize),
+    Dynamic(String),
+}
+
+impl Dim {
+    pub fn dynamic(sym: impl Into<String>) -> Dim {
+        Dim::Dynamic(sym.into())
+    }
+    pub fn as_static(&self) -> Option<usize> {
+        match self {
+            Dim::Static(n) => Some(*n),
+            Dim::Dynamic(_) => None,
+        }
+    }
+    pub fn is_one(&self) -> bool {
+        *self == Dim::Static(1)
+    }
+}
+
+impl From<usize> for Dim {
+    fn from(n: usize) -> Dim {
+        Dim::Static(n)
+    }
+}
+
+impl From<&str> for Dim {
+    fn from(s: &str) -> Dim {
+        Dim::Dynamic(s.to_string())
+    }
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dim::Static(n) => write!(f, "{n}"),
+            Dim::Dynamic(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// Dimensions plus element type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Shape {
+    pub dims: Vec<Dim>,
+    pub dtype: DType,
+}
+
+impl Shape {
+    /// A fully static shape: `Shape::new(&[2, 3], DType::F32)`.
+    pub fn new(dims: &[usize], dtype: DType) -> Shape {
+        Shape {
+            dims: dims.iter().map(|&d| Dim::Static(d)).collect(),
+            dtype,
+        }
+    }
+
+    /// A shape that may hold symbolic dims: `Shape::with_dims(vec![Dim::dynamic("B"), 8.into()], F32)`.
+    pub fn with_dims(dims: Vec<Dim>, dtype: DType) -> Shape {
+        Shape { dims, dtype }
+    }
+
+    pub fn scalar(dtype: DType) -> Shape {
+        Shape {
+            dims: vec![],
+            dtype,
+        }
+    }
+
+    pub fn rank(&self) -> usize {
+        self.dims.len()
+    }
+
+    pub fn is_static(&self) -> bool {
+        self.dims.iter().all(|d| d.as_static().is_some())
+    }
+
+    /// Concrete sizes, or None while a dim is symbolic.
+    pub fn static_dims(&self) -> Option<Vec<usize>> {
+        self.dims.iter().map(Dim::as_static).collect()
+    }
+
+    /// Element count, or None while a dim is symbolic.
+    pub fn numel(&self) -> Option<usize> {
+        self.static_dims().map(|d| d.iter().product())
+    }
+
+    pub fn with_dtype(&self, dtype: DType) -> Shape {
+        Shape {
+            dims: self.dims.clone(),
+            dtype,
+        }
+    }
+
+    /// Replace every symbol found in `bindings` by its size; unknown symbols stay symbolic.
+    pub fn bind(&self, bindings: &HashMap<String, usize>) -> Shape {
+        Shape {
+            dims: self
+                .dims
+                .iter()
+                .map(|d| match d {
+                    Dim::Dynamic(s) => bindings
+                        .get(s)
+                        .map(|&n| Dim::Static(n))
+                        .unwrap_or_else(|| d.clone()),
+                    s => s.clone(),
+                })
+                .collect(),
+            dtype: self.dtype,
+        }
+    }
+
+    /// Normalise a possibly negative axis against this rank.
+    pub fn axis(&self, axis: i64) -> Result<usize, String> {
+        normalize_axis(axis, self.rank())
+    }
+}
+
+/// Map a NumPy-style axis (negative counts from the end) into `0..rank`.
+pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize, String> {
+    let r = rank as i64;
+    let a = if axis < 0 { axis + r } else { axis };
+    if a < 0 || a >= r {
+        Err(format!("axis {axis} is out of range for rank {rank}"))
+    } else {
+        Ok(a as usize)
+    }
+}
+
+/// NumPy broadcasting of two dim lists. A symbol meets 1 → symbol; equal symbols agree;
+/// a symbol against a static size > 1 takes the static size (checked again once bound).
+pub fn broadcast_dims(a: &[Dim], b: &[Dim]) -> Result<Vec<Dim>, String> {
+    let r = a.len().max(b.len());
+    let mut out = Vec::with_capacity(r);
+    for i in 0..r {
+        let da = if i + a.len() >= r {
+            &a[i + a.len() - r]
+        } else {
+            &Dim::Static(1)
+        };
+        let db = if i + b.len() >= r {
+            &b[i + b.len() - r]
+        } else {
+            &Dim::Static(1)
+        };
+        let d = if da == db || db.is_one() {
+            da.clone()
+        } else if da.is_one() {
+            db.clone()
+        } else {
+            match (da, db) {
+                (Dim::Static(x), Dim::Static(y)) => {
+                    return Err(format!(
+                        "cannot broadcast {} with {} (dim {x} vs {y})",
+                        DimsFmt(a),
+                        DimsFmt(b)
+                    ))
+                }
+                (Dim::Static(_), Dim::Dynamic(_)) => da.clone(),
+                (Dim::Dynamic(_), _) => db.clone(),
+            }
+        };
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// Formats a dim list as `[2, S, 3]`.
+pub struct DimsFmt<'a>(pub &'a [Dim]);
+
+impl fmt::Display for DimsFmt<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[")?;
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ")?;
+            }
+            write!(f, "{d}")?;
+        }
+        write!(f, "]")
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.dtype, DimsFmt(&self.dims))
+    }
+}
+
+/// Row-major strides of concrete dims.
+pub fn strides(dims: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * dims[i + 1];
+    }
+    s
+}

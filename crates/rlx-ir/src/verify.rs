@@ -1,0 +1,84 @@
+//! The verifier: every node well-formed, in topological order, with the shape its op's
+//! rule gives; outputs exist.
+use crate::{ops::infer_shape, Graph, IrError, Node, Op};
+
+fn fail(node: &Node, msg: String) -> IrError {
+    IrError::Verify {
+        node: node.id,
+        op: node.op.kind(),
+        name: node
+            .name
+            .as_ref()
+            .map(|n| format!(" \"{n}\""))
+            .unwrap_or_default(),
+        msg,
+    }
+}
+
+impl Graph {
+    /// Check arity, shapes, dtypes, topological order and outputs. Errors name the node.
+    pub fn verify(&self) -> Result<(), IrError> {
+        for (i, node) in self.nodes.iter().enumerate() {
+            if node.id.0 != i {
+                return Err(fail(
+                    node,
+                    format!("stored at index {i} but numbered {}", node.id),
+                ));
+            }
+            for inp in &node.inputs {
+                if inp.0 >= i {
+                    return Err(fail(
+                        node,
+                        format!(
+                            "input {inp} is not an earlier node (graph not in topological order)"
+                        ),
+                    ));
+                }
+            }
+            match &node.op {
+                Op::Input { .. } | Op::Param { .. } => {
+                    if !node.inputs.is_empty() {
+                        return Err(fail(node, "a leaf takes no inputs".into()));
+                    }
+                }
+                Op::Constant { data } => {
+                    if !node.inputs.is_empty() {
+                        return Err(fail(node, "a leaf takes no inputs".into()));
+                    }
+                    let numel = node
+                        .shape
+                        .numel()
+                        .ok_or_else(|| fail(node, "constant with a dynamic dim".into()))?;
+                    let want = numel * node.shape.dtype.size_bytes();
+                    if data.len() != want {
+                        return Err(fail(
+                            node,
+                            format!(
+                                "constant {} needs {want} bytes, holds {}",
+                                node.shape,
+                                data.len()
+                            ),
+                        ));
+                    }
+                }
+                op => {
+                    let shapes: Vec<_> =
+                        node.inputs.iter().map(|j| &self.nodes[j.0].shape).collect();
+                    let want = infer_shape(op, &shapes).map_err(|m| fail(node, m))?;
+                    if want != node.shape {
+                        return Err(fail(
+                            node,
+                            format!("declared shape {} but its inputs give {want}", node.shape),
+                        ));
+                    }
+                }
+            }
+        }
+        for &o in &self.outputs {
+            if o.0 >= self.nodes.len() {
+                return Err(IrError::BadOutput(o));
+            }
+        }
+        Ok(())
+    }
+}
