@@ -204,3 +204,9 @@ macro_rules! axis_arg {
     )*};
 }
 axis_arg!(i32, i64, isize, usize, u32);
+
+impl From<&Graph> for Graph {
+    fn from(g: &Graph) -> Graph {
+        g.clone()
+    }
+}

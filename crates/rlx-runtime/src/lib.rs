@@ -1,1 +1,6 @@
+//! rlx-runtime: `Session::new(device).compile(graph)` → a `CompiledGraph` to run.
+mod error;
+mod session;
 
+pub use error::Error;
+pub use session::{CompiledGraph, Device, Session};

@@ -1,0 +1,87 @@
+//! `rlx`: run the demo, inspect graphs.
+mod demo;
+mod inspect;
+
+use clap::{Parser, Subcommand};
+use rlx::prelude::Device;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "rlx", version, about = "rlx — an ML compiler and runtime")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Build a transformer block on random weights, run it, print a summary and checksum.
+    Demo {
+        /// cpu, cuda or cuda:N (default: the best available)
+        #[arg(long)]
+        device: Option<String>,
+        /// Sequence length.
+        #[arg(long, default_value_t = 64)]
+        seq: usize,
+        /// Model width.
+        #[arg(long, default_value_t = 256)]
+        width: usize,
+        /// Attention heads (must divide the width).
+        #[arg(long, default_value_t = 8)]
+        heads: usize,
+        /// Write the graph here as well (.json, or the binary form otherwise).
+        #[arg(long)]
+        save: Option<PathBuf>,
+    },
+    /// Print a serialized graph (JSON or binary) and check it.
+    Inspect {
+        file: PathBuf,
+    },
+}
+
+/// A CLI failure with a hint on what to do next.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Rlx(#[from] rlx::prelude::Error),
+    #[error(transparent)]
+    Ir(#[from] rlx::prelude::IrError),
+}
+
+fn parse_device(s: Option<&str>) -> Result<Device, CliError> {
+    match s {
+        None => Ok(Device::best()),
+        Some("cpu") => Ok(Device::Cpu),
+        Some("cuda") => Ok(Device::Cuda(0)),
+        Some(d) => d
+            .strip_prefix("cuda:")
+            .and_then(|n| n.parse().ok())
+            .map(Device::Cuda)
+            .ok_or_else(|| CliError::Usage(format!("unknown device \"{d}\": use cpu, cuda or cuda:N"))),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Demo {
+            device,
+            seq,
+            width,
+            heads,
+            save,
+        } => parse_device(device.as_deref())
+            .and_then(|d| demo::run(d, seq, width, heads, save.as_deref())),
+        Cmd::Inspect { file } => inspect::run(&file),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

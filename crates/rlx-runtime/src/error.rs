@@ -1,0 +1,48 @@
+//! The runtime's error type: every variant names the tensor, node or device concerned.
+use rlx_cpu::CpuError;
+use rlx_ir::IrError;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error("unknown input \"{name}\": the graph's inputs are [{known}]")]
+    UnknownInput { name: String, known: String },
+    #[error("missing input \"{name}\" ({shape}): every graph input must be fed")]
+    MissingInput { name: String, shape: String },
+    #[error("input \"{name}\" given more than once")]
+    DuplicateInput { name: String },
+    #[error("{kind} \"{name}\": {got} values given, its shape {shape} needs {expected}")]
+    WrongLength {
+        kind: &'static str,
+        name: String,
+        shape: String,
+        expected: usize,
+        got: usize,
+    },
+    #[error("{kind} \"{name}\": shape {got:?} given, the graph declares {expected}")]
+    WrongShape {
+        kind: &'static str,
+        name: String,
+        expected: String,
+        got: Vec<usize>,
+    },
+    #[error("{kind} \"{name}\": dtype {got} given, the graph declares {expected}")]
+    WrongDtype {
+        kind: &'static str,
+        name: String,
+        expected: rlx_ir::DType,
+        got: rlx_ir::DType,
+    },
+    #[error("input \"{name}\" has dynamic dims {shape} that a flat slice cannot bind: use run_typed with a HostTensor")]
+    Unbindable { name: String, shape: String },
+    #[error("unknown param \"{name}\": the graph's params are [{known}]")]
+    UnknownParam { name: String, known: String },
+    #[error("param \"{name}\" was never set: call set_param(\"{name}\", ..) before run")]
+    ParamNotSet { name: String },
+    #[error("device {device} is not available: {reason}")]
+    DeviceUnavailable { device: String, reason: String },
+    #[error(transparent)]
+    Ir(#[from] IrError),
+    #[error(transparent)]
+    Cpu(#[from] CpuError),
+}

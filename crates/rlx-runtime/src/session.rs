@@ -1,0 +1,304 @@
+//! Devices, sessions and compiled graphs. Inputs and params are checked here, against the
+//! graph's declarations, so every backend reports user mistakes the same way.
+use crate::Error;
+use rlx_cpu::CpuExecutable;
+use rlx_ir::{Dim, Graph, HostTensor, Op, Shape};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Where a graph runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Device {
+    Cpu,
+    /// A CUDA GPU by ordinal.
+    Cuda(usize),
+}
+
+impl Device {
+    /// The fastest device this build can use.
+    pub fn best() -> Device {
+        Device::Cpu
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Device::Cpu => write!(f, "cpu"),
+            Device::Cuda(n) => write!(f, "cuda:{n}"),
+        }
+    }
+}
+
+/// Compiles graphs for one device.
+#[derive(Clone, Debug)]
+pub struct Session {
+    device: Device,
+}
+
+impl Session {
+    pub fn new(device: Device) -> Session {
+        Session { device }
+    }
+
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// Verify the graph and prepare it to run on this session's device.
+    pub fn compile(&self, graph: impl Into<Graph>) -> Result<CompiledGraph, Error> {
+        let graph = graph.into();
+        graph.verify()?;
+        match self.device {
+            Device::Cpu => {}
+            Device::Cuda(_) => {
+                return Err(Error::DeviceUnavailable {
+                    device: self.device.to_string(),
+                    reason: "this build of rlx has no CUDA backend yet; compile for Device::Cpu".into(),
+                })
+            }
+        }
+        if std::env::var("RLX_DISPATCH_REPORT").is_ok_and(|v| v == "1") {
+            eprint!("{}", dispatch_report(&graph, self.device));
+        }
+        let exe = CpuExecutable::new(graph.clone())?;
+        Ok(CompiledGraph {
+            device: self.device,
+            graph,
+            exe: Mutex::new(exe),
+            params_set: Mutex::new(HashMap::new()),
+        })
+    }
+}
+
+/// Per op kind: how many nodes and where they run.
+fn dispatch_report(graph: &Graph, device: Device) -> String {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for n in &graph.nodes {
+        if !n.op.is_leaf() {
+            *counts.entry(n.op.kind()).or_default() += 1;
+        }
+    }
+    let mut s = format!("rlx dispatch report for \"{}\" on {device}:\n", graph.name);
+    for (k, c) in counts {
+        s += &format!("  {k:<32} {c:>5}  native ({device})\n");
+    }
+    s
+}
+
+/// A graph prepared for one device: set params once, run many times.
+pub struct CompiledGraph {
+    device: Device,
+    graph: Graph,
+    exe: Mutex<CpuExecutable>,
+    params_set: Mutex<HashMap<String, bool>>,
+}
+
+fn names<'a>(it: impl Iterator<Item = (&'a str, &'a Shape)>) -> String {
+    it.map(|(n, s)| format!("{n}: {s}")).collect::<Vec<_>>().join(", ")
+}
+
+impl CompiledGraph {
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CpuExecutable> {
+        // A panic inside a thunk would poison the lock; the executor holds no invariant a
+        // later run could trip on (it re-plans and overwrites every value), so carry on.
+        self.exe.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn param_shape(&self, name: &str) -> Result<&Shape, Error> {
+        self.graph
+            .params()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| s)
+            .ok_or_else(|| Error::UnknownParam {
+                name: name.into(),
+                known: names(self.graph.params()),
+            })
+    }
+
+    /// Set a param from f32 values (converted to the param's dtype).
+    pub fn set_param(&self, name: &str, data: &[f32]) -> Result<(), Error> {
+        let shape = self.param_shape(name)?.clone();
+        let dims = shape.static_dims().ok_or_else(|| Error::Unbindable {
+            name: name.into(),
+            shape: shape.to_string(),
+        })?;
+        let n: usize = dims.iter().product();
+        if data.len() != n {
+            return Err(Error::WrongLength {
+                kind: "param",
+                name: name.into(),
+                shape: shape.to_string(),
+                expected: n,
+                got: data.len(),
+            });
+        }
+        self.set_param_typed(name, HostTensor::from_f32_as(&dims, data, shape.dtype))
+    }
+
+    /// Set a param from a typed tensor (shape and dtype must match the graph's).
+    pub fn set_param_typed(&self, name: &str, value: HostTensor) -> Result<(), Error> {
+        let shape = self.param_shape(name)?.clone();
+        check_tensor("param", name, &shape, &value)?;
+        self.lock().set_param(name, &value)?;
+        self.params_set
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.into(), true);
+        Ok(())
+    }
+
+    /// Run with f32 inputs (converted to each input's dtype); one f32 vector per output.
+    pub fn run<N: AsRef<str>, S: AsRef<[f32]>>(&self, inputs: &[(N, S)]) -> Result<Vec<Vec<f32>>, Error> {
+        let mut typed = Vec::with_capacity(inputs.len());
+        for (name, data) in inputs {
+            let name = name.as_ref();
+            let data = data.as_ref();
+            let shape = self.input_shape(name)?;
+            let dims = bind_flat(name, shape, data.len())?;
+            typed.push((name, HostTensor::from_f32_as(&dims, data, shape.dtype)));
+        }
+        Ok(self
+            .run_typed(&typed)?
+            .into_iter()
+            .map(|t| t.to_f32_vec())
+            .collect())
+    }
+
+    /// Run with typed inputs; returns typed outputs.
+    pub fn run_typed<N: AsRef<str>>(&self, inputs: &[(N, HostTensor)]) -> Result<Vec<HostTensor>, Error> {
+        let mut seen: HashMap<&str, ()> = HashMap::new();
+        for (name, t) in inputs {
+            let name = name.as_ref();
+            let shape = self.input_shape(name)?;
+            if seen.insert(name, ()).is_some() {
+                return Err(Error::DuplicateInput { name: name.into() });
+            }
+            check_tensor("input", name, shape, t)?;
+        }
+        for (name, shape) in self.graph.inputs() {
+            if !seen.contains_key(name) {
+                return Err(Error::MissingInput {
+                    name: name.into(),
+                    shape: shape.to_string(),
+                });
+            }
+        }
+        {
+            let set = self.params_set.lock().unwrap_or_else(|p| p.into_inner());
+            for (name, _) in self.graph.params() {
+                if !set.contains_key(name) {
+                    return Err(Error::ParamNotSet { name: name.into() });
+                }
+            }
+        }
+        let refs: Vec<(&str, HostTensor)> = inputs.iter().map(|(n, t)| (n.as_ref(), t.clone())).collect();
+        Ok(self.lock().run(&refs)?)
+    }
+
+    fn input_shape(&self, name: &str) -> Result<&Shape, Error> {
+        self.graph
+            .nodes
+            .iter()
+            .find(|n| matches!(&n.op, Op::Input { name: p } if p == name))
+            .map(|n| &n.shape)
+            .ok_or_else(|| Error::UnknownInput {
+                name: name.into(),
+                known: names(self.graph.inputs()),
+            })
+    }
+
+    /// Arena bytes of the last run's memory plan.
+    pub fn arena_bytes(&self) -> usize {
+        self.lock().arena_bytes()
+    }
+
+    /// Run `iters` times with the same inputs and return the median wall time of one run.
+    pub fn time_runs(&self, inputs: &[(&str, HostTensor)], iters: usize) -> Result<Duration, Error> {
+        let mut ts = Vec::with_capacity(iters.max(1));
+        for _ in 0..iters.max(1) {
+            let t0 = std::time::Instant::now();
+            self.run_typed(inputs)?;
+            ts.push(t0.elapsed());
+        }
+        ts.sort();
+        Ok(ts[ts.len() / 2])
+    }
+}
+
+/// Dims of an input fed as a flat slice: static dims as declared; one dynamic dim can be
+/// solved from the length.
+fn bind_flat(name: &str, shape: &Shape, len: usize) -> Result<Vec<usize>, Error> {
+    let known: usize = shape.dims.iter().filter_map(Dim::as_static).product();
+    let unknown = shape.dims.iter().filter(|d| d.as_static().is_none()).count();
+    match unknown {
+        0 => {
+            if len != known {
+                return Err(Error::WrongLength {
+                    kind: "input",
+                    name: name.into(),
+                    shape: shape.to_string(),
+                    expected: known,
+                    got: len,
+                });
+            }
+            Ok(shape.static_dims().expect("static"))
+        }
+        1 if known > 0 && len % known == 0 => Ok(shape
+            .dims
+            .iter()
+            .map(|d| d.as_static().unwrap_or(len / known))
+            .collect()),
+        _ => Err(Error::Unbindable {
+            name: name.into(),
+            shape: shape.to_string(),
+        }),
+    }
+}
+
+fn check_tensor(kind: &'static str, name: &str, want: &Shape, t: &HostTensor) -> Result<(), Error> {
+    if t.dtype != want.dtype {
+        return Err(Error::WrongDtype {
+            kind,
+            name: name.into(),
+            expected: want.dtype,
+            got: t.dtype,
+        });
+    }
+    let rank_ok = t.shape.len() == want.rank();
+    let dims_ok = rank_ok
+        && want
+            .dims
+            .iter()
+            .zip(&t.shape)
+            .all(|(d, &n)| d.as_static().is_none_or(|m| m == n));
+    if !dims_ok {
+        return Err(Error::WrongShape {
+            kind,
+            name: name.into(),
+            expected: want.to_string(),
+            got: t.shape.clone(),
+        });
+    }
+    let bytes = t.numel() * t.dtype.size_bytes();
+    if t.data.len() != bytes {
+        return Err(Error::WrongLength {
+            kind,
+            name: name.into(),
+            shape: want.to_string(),
+            expected: bytes / t.dtype.size_bytes().max(1),
+            got: t.data.len() / t.dtype.size_bytes().max(1),
+        });
+    }
+    Ok(())
+}
