@@ -31,3 +31,7 @@ pub mod prelude {
     };
     pub use rlx_runtime::{CompiledGraph, Device, Error, Session};
 }
+
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
