@@ -1,0 +1,258 @@
+//! Random graphs: elementwise ops with broadcasting, comparisons, selects, casts, and
+//! (optionally) views and the redundancies the passes remove.
+use super::Rng;
+use rlx_ir::{
+    broadcast_dims, Activation, BinaryOp, CompareOp, DType, Dim, Graph, HostTensor, NodeId, Op,
+    Shape,
+};
+
+#[derive(Clone, Copy, Debug)]
+pub struct GenOpts {
+    /// Non-leaf nodes to add (roughly).
+    pub ops: usize,
+    /// Reshape / Narrow / Transpose nodes.
+    pub views: bool,
+    /// x·1, x+0, duplicate nodes, casts to the same dtype, transpose pairs.
+    pub redundancy: bool,
+    /// Casts between dtypes (f16/f64/bool/i64), compares and selects.
+    pub mixed_dtypes: bool,
+}
+
+pub const ACTS: [Activation; 8] = [
+    Activation::Relu,
+    Activation::Neg,
+    Activation::Abs,
+    Activation::Tanh,
+    Activation::Sigmoid,
+    Activation::Silu,
+    Activation::Square,
+    Activation::Sin,
+];
+const BINS: [BinaryOp; 5] = [
+    BinaryOp::Add,
+    BinaryOp::Sub,
+    BinaryOp::Mul,
+    BinaryOp::Max,
+    BinaryOp::Min,
+];
+const CMPS: [CompareOp; 4] = [CompareOp::Lt, CompareOp::Le, CompareOp::Gt, CompareOp::Ne];
+
+fn dims(g: &Graph, id: NodeId) -> Vec<usize> {
+    g.nodes[id.0].shape.static_dims().unwrap()
+}
+
+fn dtype(g: &Graph, id: NodeId) -> DType {
+    g.nodes[id.0].shape.dtype
+}
+
+/// A random shape `x` broadcasts against without growing: some dims set to 1, some leading
+/// dims dropped.
+fn sub_shape(rng: &mut Rng, d: &[usize]) -> Vec<usize> {
+    let drop = if d.is_empty() {
+        0
+    } else {
+        rng.below(d.len() + 1)
+    };
+    d[drop..]
+        .iter()
+        .map(|&x| if rng.chance(0.3) { 1 } else { x })
+        .collect()
+}
+
+fn constant(g: &mut Graph, rng: &mut Rng, d: &[usize], dt: DType, fill: Option<f64>) -> NodeId {
+    let n = d.iter().product();
+    let v = match fill {
+        Some(f) => vec![f; n],
+        None => rng.normals(n),
+    };
+    g.constant(HostTensor::from_f64_as(d, &v, dt)).unwrap()
+}
+
+/// Add `op` through the builder; the op's shape rule must accept it.
+fn add(g: &mut Graph, op: Op, ins: &[NodeId]) -> NodeId {
+    g.add_node(op.clone(), ins)
+        .unwrap_or_else(|e| panic!("generator built a bad {op:?}: {e}"))
+}
+
+/// A node of dtype `dt` broadcasting with `a`, or a fresh constant that does.
+fn partner(g: &mut Graph, rng: &mut Rng, a: NodeId, dt: DType) -> NodeId {
+    let da: Vec<Dim> = g.nodes[a.0].shape.dims.clone();
+    let cands: Vec<NodeId> = g
+        .nodes
+        .iter()
+        .filter(|n| n.shape.dtype == dt && broadcast_dims(&da, &n.shape.dims).is_ok())
+        .map(|n| n.id)
+        .collect();
+    if cands.is_empty() || rng.chance(0.15) {
+        let d = sub_shape(rng, &dims(g, a));
+        return constant(g, rng, &d, dt, None);
+    }
+    rng.pick(&cands)
+}
+
+/// A random graph whose inputs are named `x0`, `x1`, ….
+pub fn random_graph(rng: &mut Rng, o: GenOpts) -> Graph {
+    let mut g = Graph::new("random");
+    let rank = 1 + rng.below(3);
+    let base: Vec<usize> = (0..rank).map(|_| 1 + rng.below(7)).collect();
+    let fdt = rng.pick(&[DType::F32, DType::F32, DType::F64, DType::F16]);
+    for k in 0..1 + rng.below(3) {
+        let d = if k == 0 {
+            base.clone()
+        } else {
+            sub_shape(rng, &base)
+        };
+        g.input(format!("x{k}"), Shape::new(&d, fdt)).unwrap();
+    }
+    let mut made = 0;
+    while made < o.ops {
+        let nodes: Vec<NodeId> = g.nodes.iter().map(|n| n.id).collect();
+        let floats: Vec<NodeId> = nodes
+            .iter()
+            .copied()
+            .filter(|&i| dtype(&g, i).is_float())
+            .collect();
+        let a = rng.pick(&floats);
+        let dt = dtype(&g, a);
+        let choice = rng.below(if o.views { 12 } else { 8 });
+        match choice {
+            0 | 1 => add(&mut g, Op::Activation(rng.pick(&ACTS)), &[a]),
+            2..=4 => {
+                let b = partner(&mut g, rng, a, dt);
+                let op = Op::Binary(rng.pick(&BINS));
+                if rng.chance(0.5) {
+                    add(&mut g, op, &[a, b])
+                } else {
+                    add(&mut g, op, &[b, a])
+                }
+            }
+            5 if o.mixed_dtypes => {
+                let b = partner(&mut g, rng, a, dt);
+                let c = add(&mut g, Op::Compare(rng.pick(&CMPS)), &[a, b]);
+                let t = partner(&mut g, rng, c, dt);
+                let e = partner(&mut g, rng, a, dt);
+                add(&mut g, Op::Where, &[c, t, e])
+            }
+            6 if o.mixed_dtypes => {
+                // Round trips keep float chains going; the integer / bool casts feed views.
+                let to = rng.pick(&[DType::F16, DType::F32, DType::F64, DType::BF16, DType::I64]);
+                let c = add(&mut g, Op::Cast { to }, &[a]);
+                if to.is_float() {
+                    c
+                } else {
+                    add(&mut g, Op::Cast { to: fdt }, &[c])
+                }
+            }
+            7 if o.redundancy => {
+                let r = rng.below(4);
+                match r {
+                    0 => {
+                        let one = {
+                            let d = sub_shape(rng, &dims(&g, a));
+                            constant(&mut g, rng, &d, dt, Some(1.0))
+                        };
+                        add(&mut g, Op::Binary(BinaryOp::Mul), &[one, a])
+                    }
+                    1 => {
+                        let zero = {
+                            let d = sub_shape(rng, &dims(&g, a));
+                            constant(&mut g, rng, &d, dt, Some(0.0))
+                        };
+                        add(&mut g, Op::Binary(BinaryOp::Add), &[a, zero])
+                    }
+                    2 => add(&mut g, Op::Cast { to: dt }, &[a]),
+                    _ => {
+                        // A duplicate of an existing non-leaf node (same op, same inputs).
+                        let comp: Vec<NodeId> = nodes
+                            .iter()
+                            .copied()
+                            .filter(|&i| !g.nodes[i.0].op.is_leaf())
+                            .collect();
+                        if comp.is_empty() {
+                            continue;
+                        }
+                        let src = g.nodes[rng.pick(&comp).0].clone();
+                        add(&mut g, src.op, &src.inputs)
+                    }
+                }
+            }
+            8 => {
+                let d = dims(&g, a);
+                let n: usize = d.iter().product();
+                // Flatten, drop or add leading 1s, or restore the base shape.
+                let to: Vec<i64> = match rng.below(3) {
+                    0 => vec![n as i64],
+                    1 if base.iter().product::<usize>() == n => {
+                        base.iter().map(|&x| x as i64).collect()
+                    }
+                    _ => std::iter::once(1)
+                        .chain(d.iter().map(|&x| x as i64))
+                        .collect(),
+                };
+                let r = add(&mut g, Op::Reshape { shape: to }, &[a]);
+                if o.redundancy && rng.chance(0.3) {
+                    let shape = d.iter().map(|&x| x as i64).collect();
+                    add(&mut g, Op::Reshape { shape }, &[r])
+                } else {
+                    r
+                }
+            }
+            9 | 10 => {
+                let d = dims(&g, a);
+                if d.is_empty() {
+                    continue;
+                }
+                let axis = rng.below(d.len());
+                let len = 1 + rng.below(d[axis]);
+                let start = rng.below(d[axis] - len + 1);
+                let ax = if rng.chance(0.5) {
+                    axis as i64
+                } else {
+                    axis as i64 - d.len() as i64
+                };
+                add(
+                    &mut g,
+                    Op::Narrow {
+                        axis: ax,
+                        start,
+                        len,
+                    },
+                    &[a],
+                )
+            }
+            11 => {
+                let d = dims(&g, a);
+                let mut perm: Vec<usize> = (0..d.len()).collect();
+                for k in (1..perm.len()).rev() {
+                    let j = rng.below(k + 1);
+                    perm.swap(k, j);
+                }
+                let t = add(&mut g, Op::Transpose { perm: perm.clone() }, &[a]);
+                if o.redundancy && rng.chance(0.4) {
+                    let mut inv = vec![0; perm.len()];
+                    for (i, &p) in perm.iter().enumerate() {
+                        inv[p] = i;
+                    }
+                    add(&mut g, Op::Transpose { perm: inv }, &[t])
+                } else {
+                    t
+                }
+            }
+            _ => continue,
+        };
+        made += 1;
+    }
+    let last = NodeId(g.nodes.len() - 1);
+    let comp: Vec<NodeId> = g
+        .nodes
+        .iter()
+        .filter(|n| !n.op.is_leaf())
+        .map(|n| n.id)
+        .collect();
+    let mut outs = vec![last];
+    for _ in 0..rng.below(3) {
+        outs.push(rng.pick(&comp));
+    }
+    g.set_outputs(outs);
+    g
+}
