@@ -6,9 +6,10 @@
 //!   of its own inputs.
 //! - Views allocate nothing: a `Reshape` that keeps the element count, a lossless `Cast`
 //!   within one pool and element size (f16 → f32 when both sit in an f32 arena, i32 → i64
-//!   in an i64 arena; a same-dtype cast), and a `Narrow` whose axis has only size-1 dims
-//!   before it (so the slice is contiguous: an offset into the input). A view's uses keep
-//!   the buffer it aliases alive.
+//!   in an i64 arena; a same-dtype cast), a `Narrow` whose axis has only size-1 dims
+//!   before it (so the slice is contiguous: an offset into the input), a `Transpose` that
+//!   only moves size-1 axes, and `StopGradient` (an identity in the forward pass). A view's
+//!   uses keep the buffer it aliases alive; the backend does not run view nodes.
 //! - Leaves (Input / Param / Constant) live outside the arena; a view of a leaf aliases the
 //!   leaf (`slots[i] = None`, `views[i] = Some(..)`) unless `PlanOptions::views_of_leaves`
 //!   is off, in which case it gets its own buffer and the backend copies.
@@ -103,6 +104,16 @@ fn lossless(from: DType, to: DType) -> bool {
         )
 }
 
+/// Whether the axes of size > 1 keep their relative order under `perm`.
+fn keeps_order(perm: &[usize], dims: &[usize]) -> bool {
+    let big: Vec<usize> = perm
+        .iter()
+        .copied()
+        .filter(|&p| dims.get(p).is_some_and(|&d| d != 1))
+        .collect();
+    perm.len() == dims.len() && big.windows(2).all(|w| w[0] < w[1])
+}
+
 fn align_up(x: usize, a: usize) -> usize {
     x.div_ceil(a) * a
 }
@@ -120,6 +131,9 @@ fn view_offset(
     let off = match &n.op {
         Op::Reshape { .. } if numel(s) == numel(si) => 0,
         Op::Cast { to } if lossless(input.shape.dtype, *to) => 0,
+        Op::StopGradient => 0,
+        // Moving only size-1 axes keeps the row-major order of the elements.
+        Op::Transpose { perm } if keeps_order(perm, si) => 0,
         Op::Narrow { axis, start, len } => {
             let a = rlx_ir::normalize_axis(*axis, si.len())
                 .map_err(|msg| OptError::Plan { node: n.id, msg })?;

@@ -92,11 +92,9 @@ impl Simplify {
                     return Ok(true);
                 }
             }
-            Op::Cast { to } if ins.len() == 1 => {
-                if rb.new_node(ins[0])?.shape.dtype == *to {
-                    rb.replace(n.id, ins[0])?;
-                    return Ok(true);
-                }
+            Op::Cast { to } if ins.len() == 1 && rb.new_node(ins[0])?.shape.dtype == *to => {
+                rb.replace(n.id, ins[0])?;
+                return Ok(true);
             }
             Op::Reshape { shape } if ins.len() == 1 => {
                 let src = rb.new_node(ins[0])?;

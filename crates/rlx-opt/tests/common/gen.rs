@@ -74,17 +74,50 @@ fn add(g: &mut Graph, op: Op, ins: &[NodeId]) -> NodeId {
         .unwrap_or_else(|e| panic!("generator built a bad {op:?}: {e}"))
 }
 
+/// Add a Reshape / Narrow / Transpose. Until those ops have shape rules on this branch the
+/// node is pushed with the shape computed here; once they do, the rule must agree.
+pub fn view(g: &mut Graph, op: Op, x: NodeId) -> NodeId {
+    let d = dims(g, x);
+    let out: Vec<usize> = match &op {
+        Op::Reshape { shape } => shape.iter().map(|&v| v as usize).collect(),
+        Op::Narrow { axis, len, .. } => {
+            let a = rlx_ir::normalize_axis(*axis, d.len()).unwrap();
+            let mut o = d.clone();
+            o[a] = *len;
+            o
+        }
+        Op::Transpose { perm } => perm.iter().map(|&p| d[p]).collect(),
+        _ => panic!("not a view op: {op:?}"),
+    };
+    let shape = Shape::new(&out, dtype(g, x));
+    match g.add_node(op.clone(), &[x]) {
+        Ok(id) => {
+            assert_eq!(g.nodes[id.0].shape, shape, "{op:?}");
+            id
+        }
+        Err(e) if e.to_string().contains("no shape rule") => g.push_node(op, vec![x], shape),
+        Err(e) => panic!("generator built a bad {op:?}: {e}"),
+    }
+}
+
 /// A node of dtype `dt` broadcasting with `a`, or a fresh constant that does.
 fn partner(g: &mut Graph, rng: &mut Rng, a: NodeId, dt: DType) -> NodeId {
-    let da: Vec<Dim> = g.nodes[a.0].shape.dims.clone();
+    let da: Vec<usize> = dims(g, a);
+    partner_of(g, rng, &da, dt)
+}
+
+/// A node of dtype `dt` broadcasting with `da` without growing past it when it is a
+/// constant.
+fn partner_of(g: &mut Graph, rng: &mut Rng, da: &[usize], dt: DType) -> NodeId {
+    let dd: Vec<Dim> = da.iter().map(|&x| Dim::Static(x)).collect();
     let cands: Vec<NodeId> = g
         .nodes
         .iter()
-        .filter(|n| n.shape.dtype == dt && broadcast_dims(&da, &n.shape.dims).is_ok())
+        .filter(|n| n.shape.dtype == dt && broadcast_dims(&dd, &n.shape.dims).is_ok())
         .map(|n| n.id)
         .collect();
     if cands.is_empty() || rng.chance(0.15) {
-        let d = sub_shape(rng, &dims(g, a));
+        let d = sub_shape(rng, da);
         return constant(g, rng, &d, dt, None);
     }
     rng.pick(&cands)
@@ -116,6 +149,7 @@ pub fn random_graph(rng: &mut Rng, o: GenOpts) -> Graph {
         let dt = dtype(&g, a);
         let choice = rng.below(if o.views { 12 } else { 8 });
         match choice {
+            0 | 1 if rng.chance(0.1) => add(&mut g, Op::StopGradient, &[a]),
             0 | 1 => add(&mut g, Op::Activation(rng.pick(&ACTS)), &[a]),
             2..=4 => {
                 let b = partner(&mut g, rng, a, dt);
@@ -130,7 +164,12 @@ pub fn random_graph(rng: &mut Rng, o: GenOpts) -> Graph {
                 let b = partner(&mut g, rng, a, dt);
                 let c = add(&mut g, Op::Compare(rng.pick(&CMPS)), &[a, b]);
                 let t = partner(&mut g, rng, c, dt);
-                let e = partner(&mut g, rng, a, dt);
+                let ct = broadcast_dims(&g.nodes[c.0].shape.dims, &g.nodes[t.0].shape.dims)
+                    .unwrap()
+                    .iter()
+                    .map(|d| d.as_static().unwrap())
+                    .collect::<Vec<_>>();
+                let e = partner_of(&mut g, rng, &ct, dt);
                 add(&mut g, Op::Where, &[c, t, e])
             }
             6 if o.mixed_dtypes => {
@@ -172,7 +211,7 @@ pub fn random_graph(rng: &mut Rng, o: GenOpts) -> Graph {
                             continue;
                         }
                         let src = g.nodes[rng.pick(&comp).0].clone();
-                        add(&mut g, src.op, &src.inputs)
+                        g.push_node(src.op, src.inputs, src.shape)
                     }
                 }
             }
@@ -189,10 +228,10 @@ pub fn random_graph(rng: &mut Rng, o: GenOpts) -> Graph {
                         .chain(d.iter().map(|&x| x as i64))
                         .collect(),
                 };
-                let r = add(&mut g, Op::Reshape { shape: to }, &[a]);
+                let r = view(&mut g, Op::Reshape { shape: to }, a);
                 if o.redundancy && rng.chance(0.3) {
                     let shape = d.iter().map(|&x| x as i64).collect();
-                    add(&mut g, Op::Reshape { shape }, &[r])
+                    view(&mut g, Op::Reshape { shape }, r)
                 } else {
                     r
                 }
@@ -210,15 +249,12 @@ pub fn random_graph(rng: &mut Rng, o: GenOpts) -> Graph {
                 } else {
                     axis as i64 - d.len() as i64
                 };
-                add(
-                    &mut g,
-                    Op::Narrow {
-                        axis: ax,
-                        start,
-                        len,
-                    },
-                    &[a],
-                )
+                let op = Op::Narrow {
+                    axis: ax,
+                    start,
+                    len,
+                };
+                view(&mut g, op, a)
             }
             11 => {
                 let d = dims(&g, a);
@@ -227,13 +263,13 @@ pub fn random_graph(rng: &mut Rng, o: GenOpts) -> Graph {
                     let j = rng.below(k + 1);
                     perm.swap(k, j);
                 }
-                let t = add(&mut g, Op::Transpose { perm: perm.clone() }, &[a]);
+                let t = view(&mut g, Op::Transpose { perm: perm.clone() }, a);
                 if o.redundancy && rng.chance(0.4) {
                     let mut inv = vec![0; perm.len()];
                     for (i, &p) in perm.iter().enumerate() {
                         inv[p] = i;
                     }
-                    add(&mut g, Op::Transpose { perm: inv }, &[t])
+                    view(&mut g, Op::Transpose { perm: inv }, t)
                 } else {
                     t
                 }
