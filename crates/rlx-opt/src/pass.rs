@@ -115,6 +115,16 @@ impl Pipeline {
 
     /// Run every pass once; the final graph and one report per pass.
     pub fn run(&self, g: &Graph) -> Result<(Graph, Vec<PassReport>), OptError> {
+        self.run_observed(g, |_, _| {})
+    }
+
+    /// As `run`, also handing each pass's report and resulting graph to `observe` (what
+    /// `rlx inspect --optimized` prints).
+    pub fn run_observed(
+        &self,
+        g: &Graph,
+        mut observe: impl FnMut(&PassReport, &Graph),
+    ) -> Result<(Graph, Vec<PassReport>), OptError> {
         if self.verify {
             g.verify().map_err(|source| OptError::Verify {
                 pass: "input",
@@ -131,13 +141,15 @@ impl Pipeline {
                     source,
                 })?;
             }
-            reports.push(PassReport {
+            let report = PassReport {
                 name: p.name(),
                 nodes_before: cur.nodes.len(),
                 nodes_after: next.nodes.len(),
                 kinds_before: kind_counts(&cur),
                 kinds_after: kind_counts(&next),
-            });
+            };
+            observe(&report, &next);
+            reports.push(report);
             cur = next;
         }
         Ok((cur, reports))

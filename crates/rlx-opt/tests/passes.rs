@@ -55,16 +55,20 @@ fn cse_merges_identical_nodes() {
     let r2 = g.activation(Activation::Tanh, x).unwrap();
     let s1 = g.add(r1, b).unwrap();
     let s2 = g.add(r2, b).unwrap(); // equal to s1 once r2 merges into r1
-    let s3 = g.add(b, r1).unwrap(); // operand order differs: not merged
+    let s3 = g.add(b, r1).unwrap(); // addition commutes: merges with s1
+    let d1 = g.sub(r1, b).unwrap();
+    let d2 = g.sub(b, r2).unwrap(); // subtraction does not
     let m = g.mul(s1, s2).unwrap();
-    g.set_outputs(vec![m, s2, s3]);
+    g.set_outputs(vec![m, s2, s3, d1, d2]);
     let h = apply(&Cse, &g, &mut rng);
     assert_eq!(count(&h, "Activation"), 1);
-    assert_eq!(count(&h, "Binary"), 3, "s1 (= s2), s3, m");
-    assert_eq!(h.nodes.len(), g.nodes.len() - 2);
+    assert_eq!(count(&h, "Binary"), 4, "s1 (= s2 = s3), d1, d2, m");
+    assert_eq!(h.nodes.len(), g.nodes.len() - 3);
     let m_new = &h.nodes[h.outputs[0].0];
     assert_eq!(m_new.inputs[0], m_new.inputs[1], "m = s1 * s1");
     assert_eq!(h.outputs[1], m_new.inputs[0]);
+    assert_eq!(h.outputs[2], m_new.inputs[0]);
+    assert_ne!(h.outputs[3], h.outputs[4]);
 }
 
 #[test]
@@ -315,7 +319,17 @@ fn pipeline_reports_and_verifies_every_pass() {
         p.pass_names(),
         ["simplify", "const_fold", "cse", "simplify", "dce"]
     );
-    let (h, reports) = p.run(&g).unwrap();
+    let mut seen = vec![];
+    let (h, reports) = p
+        .run_observed(&g, |r, graph| seen.push((r.name, graph.nodes.len())))
+        .unwrap();
+    assert_eq!(
+        seen,
+        reports
+            .iter()
+            .map(|r| (r.name, r.nodes_after))
+            .collect::<Vec<_>>()
+    );
     h.verify().unwrap();
     let feeds = random_feeds(&g, &mut rng);
     common::assert_same(&outputs(&h, &feeds), &outputs(&g, &feeds), 0.0, "pipeline");

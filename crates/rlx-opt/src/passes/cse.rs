@@ -1,8 +1,10 @@
 //! Common-subexpression elimination: nodes with the same op, the same (already merged)
 //! inputs and the same shape become one node. Inputs and params are never merged (each is
-//! fed separately); constants merge when shape, dtype and bytes are equal.
+//! fed separately); constants merge when shape, dtype and bytes are equal. `Add` and `Mul`
+//! are commutative in IEEE arithmetic, so `a+b` and `b+a` merge too (their broadcast shape
+//! is the same either way).
 use crate::{OptError, Pass, Rebuilder};
-use rlx_ir::{Graph, Node, NodeId, Op};
+use rlx_ir::{BinaryOp, Graph, Node, NodeId, Op};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -42,13 +44,20 @@ impl Pass for Cse {
                 rb.copy(n.id)?;
                 continue;
             }
-            let inputs = rb.inputs(n)?;
+            let mut inputs = rb.inputs(n)?;
+            if matches!(n.op, Op::Binary(BinaryOp::Add | BinaryOp::Mul)) && inputs.len() == 2 {
+                inputs.sort_unstable();
+            }
             let k = key(&n.op, &inputs, n);
             let mut hit = None;
             if let Some(cands) = seen.get(&k) {
                 for &c in cands {
                     let m = rb.new_node(c)?;
-                    if m.op == n.op && m.inputs == inputs && m.shape == n.shape {
+                    let mut m_inputs = m.inputs.clone();
+                    if matches!(m.op, Op::Binary(BinaryOp::Add | BinaryOp::Mul)) {
+                        m_inputs.sort_unstable();
+                    }
+                    if m.op == n.op && m_inputs == inputs && m.shape == n.shape {
                         hit = Some(c);
                         break;
                     }
