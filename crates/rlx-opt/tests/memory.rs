@@ -2,7 +2,7 @@
 //! that checks every plan independently (own view rule, own liveness, pairwise overlap, and
 //! a byte-level simulation of the schedule).
 mod common;
-use common::gen::{random_graph, view, GenOpts};
+use common::gen::{random_graph, transformer, view, GenOpts, Tf};
 use common::Rng;
 use rlx_ir::{ops::infer_shape, Activation, DType, Dim, Graph, Node, NodeId, Op, Shape};
 use rlx_opt::{plan_memory, static_shapes, MemoryPlan, OptError, PlanOptions, Slot, ViewOf};
@@ -557,6 +557,7 @@ fn memory_plan_property_on_random_graphs() {
             views: true,
             redundancy: rng.chance(0.5),
             mixed_dtypes: true,
+            heavy: true,
         };
         let g = random_graph(&mut rng, opts);
         let shapes = static_shapes(&g).unwrap();
@@ -580,4 +581,40 @@ fn memory_plan_property_on_random_graphs() {
     );
     assert!(views > 0, "the generator made no views");
     assert!(planned < unplanned);
+}
+
+#[test]
+fn memory_plan_of_a_transformer() {
+    let tf = Tf {
+        layers: 2,
+        batch: 1,
+        seq: 128,
+        dim: 256,
+        heads: 4,
+        ff: 1024,
+        redundant: false,
+    };
+    let g = transformer(tf);
+    g.verify().unwrap();
+    let shapes = static_shapes(&g).unwrap();
+    let o = PlanOptions::default();
+    let p = plan(&g, &shapes, Model::Cpu, &o);
+    check(&g, &shapes, &p, Model::Cpu, &o);
+    let views = p.views.iter().filter(|v| v.is_some()).count();
+    println!(
+        "transformer {tf:?}: {} nodes, planned {} bytes vs unplanned {} bytes ({:.1}%), {views} views",
+        g.nodes.len(),
+        p.planned_bytes,
+        p.unplanned_bytes,
+        100.0 * p.planned_bytes as f64 / p.unplanned_bytes as f64
+    );
+    assert!(views >= 2 * 4, "the head reshapes alias");
+    // Two layers need no more than one layer's working set plus the residual stream.
+    let one = transformer(Tf { layers: 1, ..tf });
+    let p1 = plan(&one, &static_shapes(&one).unwrap(), Model::Cpu, &o);
+    assert_eq!(
+        p.planned_bytes, p1.planned_bytes,
+        "layers reuse the same arena"
+    );
+    assert!(p.planned_bytes * 3 < p.unplanned_bytes);
 }

@@ -376,9 +376,10 @@ fn pipeline_preserves_outputs_on_random_graphs() {
         let ops = 4 + rng.below(30);
         let opts = common::gen::GenOpts {
             ops,
-            views: false,
+            views: true,
             redundancy: true,
             mixed_dtypes: true,
+            heavy: true,
         };
         let g = common::gen::random_graph(&mut rng, opts);
         let (h, _) = p
@@ -397,4 +398,216 @@ fn pipeline_preserves_outputs_on_random_graphs() {
     }
     println!("random graphs: {before} nodes before the pipeline, {after} after");
     assert!(after < before, "the pipeline removed nothing at all");
+}
+
+#[test]
+fn pipeline_shrinks_an_imported_transformer_without_changing_it() {
+    let mut rng = Rng::new("pipeline_shrinks_an_imported_transformer_without_changing_it");
+    let tf = common::gen::Tf {
+        layers: 2,
+        batch: 2,
+        seq: 5,
+        dim: 12,
+        heads: 3,
+        ff: 20,
+        redundant: true,
+    };
+    let g = common::gen::transformer(tf);
+    let clean = common::gen::transformer(common::gen::Tf {
+        redundant: false,
+        ..tf
+    });
+    let p = Pipeline::standard(Some(ConstFold::new(RefEval))).verify(true);
+    let (h, reports) = p.run(&g).unwrap();
+    for r in &reports {
+        println!("{r}");
+    }
+    // The clean build repeats the attention scale constant per layer, which CSE merges.
+    let (clean_opt, _) = p.run(&clean).unwrap();
+    println!(
+        "transformer ({} layers): {} nodes before the pipeline, {} after (clean build: {} -> {})",
+        tf.layers,
+        g.nodes.len(),
+        h.nodes.len(),
+        clean.nodes.len(),
+        clean_opt.nodes.len()
+    );
+    assert!(h.nodes.len() < g.nodes.len());
+    assert_eq!(clean_opt.nodes.len(), clean.nodes.len() - (tf.layers - 1));
+    assert_eq!(
+        common::kinds(&h),
+        common::kinds(&clean_opt),
+        "every redundancy is removed"
+    );
+    let feeds = random_feeds(&g, &mut rng);
+    common::assert_same(
+        &outputs(&h, &feeds),
+        &outputs(&g, &feeds),
+        1e-12,
+        "transformer",
+    );
+    // The imported scale is the f32 product of two rounded factors: equal up to f32 rounding.
+    let feeds = random_feeds(&clean, &mut rng);
+    common::assert_same(
+        &outputs(&h, &feeds),
+        &outputs(&clean, &feeds),
+        1e-6,
+        "vs clean",
+    );
+}
+
+#[test]
+fn simplify_composes_reshapes_and_transposes() {
+    let mut rng = Rng::new("simplify_composes_reshapes_and_transposes");
+    let mut g = Graph::new("t");
+    let x = g.input("x", f32s(&[2, 3, 4])).unwrap();
+    let r1 = g.add_node(Op::Reshape { shape: vec![6, 4] }, &[x]).unwrap();
+    let r2 = g
+        .add_node(Op::Reshape { shape: vec![4, -1] }, &[r1])
+        .unwrap();
+    let r3 = g
+        .add_node(Op::Reshape { shape: vec![2, 12] }, &[r2])
+        .unwrap();
+    let back = g
+        .add_node(
+            Op::Reshape {
+                shape: vec![2, 3, 4],
+            },
+            &[r3],
+        )
+        .unwrap();
+    let same = g
+        .add_node(
+            Op::Reshape {
+                shape: vec![0, 3, -1],
+            },
+            &[x],
+        )
+        .unwrap();
+    let t1 = g
+        .add_node(
+            Op::Transpose {
+                perm: vec![1, 0, 2],
+            },
+            &[x],
+        )
+        .unwrap();
+    let t2 = g
+        .add_node(
+            Op::Transpose {
+                perm: vec![2, 0, 1],
+            },
+            &[t1],
+        )
+        .unwrap();
+    let t3 = g
+        .add_node(
+            Op::Transpose {
+                perm: vec![1, 0, 2],
+            },
+            &[t1],
+        )
+        .unwrap(); // undoes t1
+    let id = g
+        .add_node(
+            Op::Transpose {
+                perm: vec![0, 1, 2],
+            },
+            &[t2],
+        )
+        .unwrap();
+    let y = g.add(back, same).unwrap();
+    g.set_outputs(vec![r3, y, id, t3]);
+    let h = apply(&Simplify, &g, &mut rng);
+    let h = apply(&Dce, &h, &mut rng);
+    // r3 becomes one reshape of x; back and same are x itself.
+    let r3n = &h.nodes[h.outputs[0].0];
+    assert_eq!(r3n.op, Op::Reshape { shape: vec![2, 12] });
+    assert_eq!(r3n.inputs, vec![x]);
+    let yn = &h.nodes[h.outputs[1].0];
+    assert_eq!(yn.inputs, vec![x, x]);
+    // transpose [2,0,1] of transpose [1,0,2] is transpose [2,1,0] of x; t3 is x.
+    let idn = &h.nodes[h.outputs[2].0];
+    assert_eq!(
+        idn.op,
+        Op::Transpose {
+            perm: vec![2, 1, 0]
+        }
+    );
+    assert_eq!(idn.inputs, vec![x]);
+    assert_eq!(h.outputs[3], x);
+    assert_eq!(count(&h, "Reshape"), 1);
+    assert_eq!(count(&h, "Transpose"), 1);
+}
+
+#[test]
+fn simplify_reshapes_with_symbolic_dims() {
+    let mut rng = Rng::new("simplify_reshapes_with_symbolic_dims");
+    let mut g = Graph::new("t");
+    let x = g
+        .input(
+            "x",
+            Shape::with_dims(vec![rlx_ir::Dim::dynamic("B"), 6.into()], DType::F32),
+        )
+        .unwrap();
+    let a = g.activation(Activation::Tanh, x).unwrap();
+    let r1 = g
+        .add_node(
+            Op::Reshape {
+                shape: vec![0, 2, 3],
+            },
+            &[a],
+        )
+        .unwrap();
+    let r2 = g
+        .add_node(Op::Reshape { shape: vec![0, 6] }, &[r1])
+        .unwrap(); // a's own shape
+    let r3 = g
+        .add_node(
+            Op::Reshape {
+                shape: vec![0, 3, 2],
+            },
+            &[r1],
+        )
+        .unwrap(); // 0: not composable
+    g.set_outputs(vec![r2, r3]);
+    g.verify().unwrap();
+    let h = Simplify.run(&g).unwrap();
+    h.verify().unwrap();
+    assert_eq!(h.outputs[0], a, "reshape back to a's shape is a");
+    let r3n = &h.nodes[h.outputs[1].0];
+    assert_eq!(r3n.shape, g.nodes[r3.0].shape, "symbolic shape kept");
+    let h = Dce.run(&h).unwrap();
+    assert_eq!(count(&h, "Reshape"), 2, "the chain through a 0-spec stays");
+    // Bound to a concrete batch, both graphs compute the same.
+    let bind = |g: &Graph, b: usize| {
+        let mut g = g.clone();
+        for n in &mut g.nodes {
+            let m = std::collections::HashMap::from([("B".to_string(), b)]);
+            n.shape = n.shape.bind(&m);
+        }
+        g
+    };
+    for b in [1, 4] {
+        let (gb, hb) = (bind(&g, b), bind(&h, b));
+        let feeds = random_feeds(&gb, &mut rng);
+        common::assert_same(&outputs(&hb, &feeds), &outputs(&gb, &feeds), 0.0, "bound");
+    }
+}
+
+#[test]
+fn simplify_never_composes_a_broadcasting_reshape() {
+    let mut rng = Rng::new("simplify_never_composes_a_broadcasting_reshape");
+    let mut g = Graph::new("t");
+    let x = g.input("x", f32s(&[1])).unwrap();
+    let r1 = g.add_node(Op::Reshape { shape: vec![6] }, &[x]).unwrap(); // broadcasts
+                                                                        // -1 here infers 3 from r1's 6 elements; against x's single element it would not.
+    let r2 = g
+        .add_node(Op::Reshape { shape: vec![2, -1] }, &[r1])
+        .unwrap();
+    g.set_outputs(vec![r2]);
+    let h = apply(&Simplify, &g, &mut rng);
+    assert_eq!(h.nodes[h.outputs[0].0].shape, f32s(&[2, 3]));
+    assert_eq!(h.nodes[h.outputs[0].0].inputs, vec![r1]);
+    assert_eq!(count(&h, "Reshape"), 2);
 }

@@ -56,24 +56,21 @@ fn binary_identity(rb: &Rebuilder, op: BinaryOp, n: &Node, a: NodeId, b: NodeId)
 }
 
 /// Whether a reshape from `from` to `to` keeps the element count (as opposed to the
-/// broadcasting reshape of a 1-element tensor). Symbolic dims compare as a multiset.
+/// broadcasting reshape of a 1-element tensor): equal static products and the same
+/// symbols, which are compared by name (an unknown relation between symbols says no).
 fn same_numel(from: &Shape, to: &Shape) -> bool {
-    if let (Some(a), Some(b)) = (from.numel(), to.numel()) {
-        return a == b;
+    fn key(s: &Shape) -> (Vec<&str>, u128) {
+        let mut syms: Vec<&str> = Vec::new();
+        let mut prod: u128 = 1;
+        for d in &s.dims {
+            match d {
+                Dim::Static(n) => prod = prod.saturating_mul(*n as u128),
+                Dim::Dynamic(name) => syms.push(name),
+            }
+        }
+        syms.sort_unstable();
+        (syms, prod)
     }
-    let key = |s: &Shape| {
-        let mut v: Vec<String> = s
-            .dims
-            .iter()
-            .filter(|d| !d.is_one())
-            .map(|d| match d {
-                Dim::Static(n) => format!("#{n}"),
-                Dim::Dynamic(s) => s.clone(),
-            })
-            .collect();
-        v.sort();
-        v
-    };
     key(from) == key(to)
 }
 

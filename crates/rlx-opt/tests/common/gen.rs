@@ -16,6 +16,8 @@ pub struct GenOpts {
     pub redundancy: bool,
     /// Casts between dtypes (f16/f64/bool/i64), compares and selects.
     pub mixed_dtypes: bool,
+    /// MatMul (square weights, so shapes stay in the broadcast family), Softmax, LayerNorm.
+    pub heavy: bool,
 }
 
 pub const ACTS: [Activation; 8] = [
@@ -147,7 +149,11 @@ pub fn random_graph(rng: &mut Rng, o: GenOpts) -> Graph {
             .collect();
         let a = rng.pick(&floats);
         let dt = dtype(&g, a);
-        let choice = rng.below(if o.views { 12 } else { 8 });
+        let choice = match (o.heavy && rng.chance(0.2), o.views) {
+            (true, _) => 12 + rng.below(3),
+            (false, true) => rng.below(12),
+            (false, false) => rng.below(8),
+        };
         match choice {
             0 | 1 if rng.chance(0.1) => add(&mut g, Op::StopGradient, &[a]),
             0 | 1 => add(&mut g, Op::Activation(rng.pick(&ACTS)), &[a]),
@@ -274,6 +280,38 @@ pub fn random_graph(rng: &mut Rng, o: GenOpts) -> Graph {
                     t
                 }
             }
+            12 => {
+                let d = dims(&g, a);
+                let k = *d.last().unwrap_or(&1);
+                if d.is_empty() {
+                    continue;
+                }
+                let w = constant(&mut g, rng, &[k, k], dt, None);
+                add(&mut g, Op::MatMul, &[a, w])
+            }
+            13 => {
+                let d = dims(&g, a);
+                if d.is_empty() {
+                    continue;
+                }
+                let axis =
+                    rng.below(d.len()) as i64 - if rng.chance(0.5) { d.len() as i64 } else { 0 };
+                add(&mut g, Op::Softmax { axis }, &[a])
+            }
+            14 => {
+                let d = dims(&g, a);
+                if d.is_empty() {
+                    continue;
+                }
+                let k = d[d.len() - 1];
+                let gamma = constant(&mut g, rng, &[k], dt, None);
+                let beta = constant(&mut g, rng, &[k], dt, None);
+                let op = Op::LayerNorm {
+                    axis: -1,
+                    eps: 1e-5,
+                };
+                add(&mut g, op, &[a, gamma, beta])
+            }
             _ => continue,
         };
         made += 1;
@@ -290,5 +328,156 @@ pub fn random_graph(rng: &mut Rng, o: GenOpts) -> Graph {
         outs.push(rng.pick(&comp));
     }
     g.set_outputs(outs);
+    g
+}
+
+/// A transformer-like stack: pre-norm attention + MLP blocks over `[B, S, D]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Tf {
+    pub layers: usize,
+    pub batch: usize,
+    pub seq: usize,
+    pub dim: usize,
+    pub heads: usize,
+    pub ff: usize,
+    /// Add what importers typically leave behind: reshape chains, identity casts and
+    /// transposes, `·1` scales, a constant scale computed from two constants, a layer norm
+    /// computed twice.
+    pub redundant: bool,
+}
+
+pub fn transformer(t: Tf) -> Graph {
+    let (b, s, d, h) = (t.batch, t.seq, t.dim, t.heads);
+    let hd = d / h;
+    let mut g = Graph::new("transformer");
+    let dt = DType::F32;
+    let mut x = g.input("x", Shape::new(&[b, s, d], dt)).unwrap();
+    let i64s = |v: &[usize]| v.iter().map(|&x| x as i64).collect::<Vec<_>>();
+    for l in 0..t.layers {
+        let mut p = |name: &str, dims: &[usize]| {
+            g.param(format!("l{l}.{name}"), Shape::new(dims, dt))
+                .unwrap()
+        };
+        let (g1, b1, g2, b2) = (
+            p("ln1.g", &[d]),
+            p("ln1.b", &[d]),
+            p("ln2.g", &[d]),
+            p("ln2.b", &[d]),
+        );
+        let (wq, bq, wk, bk) = (
+            p("wq", &[d, d]),
+            p("bq", &[d]),
+            p("wk", &[d, d]),
+            p("bk", &[d]),
+        );
+        let (wv, bv, wo, bo) = (
+            p("wv", &[d, d]),
+            p("bv", &[d]),
+            p("wo", &[d, d]),
+            p("bo", &[d]),
+        );
+        let (w1, c1, w2, c2) = (
+            p("w1", &[d, t.ff]),
+            p("b1", &[t.ff]),
+            p("w2", &[t.ff, d]),
+            p("b2", &[d]),
+        );
+        if t.redundant {
+            x = add(&mut g, Op::Cast { to: dt }, &[x]);
+        }
+        let ln = Op::LayerNorm {
+            axis: -1,
+            eps: 1e-5,
+        };
+        let hn = add(&mut g, ln.clone(), &[x, g1, b1]);
+        let hn2 = if t.redundant {
+            add(&mut g, ln.clone(), &[x, g1, b1])
+        } else {
+            hn
+        };
+        let proj = |g: &mut Graph, inp: NodeId, w: NodeId, bias: NodeId| {
+            let m = add(g, Op::MatMul, &[inp, w]);
+            add(g, Op::Binary(BinaryOp::Add), &[m, bias])
+        };
+        let q = proj(&mut g, hn, wq, bq);
+        let k = proj(&mut g, hn2, wk, bk);
+        let v = proj(&mut g, hn2, wv, bv);
+        let heads = |g: &mut Graph, y: NodeId, perm: &[usize]| {
+            let y = if t.redundant {
+                add(
+                    g,
+                    Op::Reshape {
+                        shape: i64s(&[b * s, d]),
+                    },
+                    &[y],
+                )
+            } else {
+                y
+            };
+            let y = add(
+                g,
+                Op::Reshape {
+                    shape: i64s(&[b, s, h, hd]),
+                },
+                &[y],
+            );
+            add(
+                g,
+                Op::Transpose {
+                    perm: perm.to_vec(),
+                },
+                &[y],
+            )
+        };
+        let qh = heads(&mut g, q, &[0, 2, 1, 3]);
+        let kt = heads(&mut g, k, &[0, 2, 3, 1]);
+        let vh = heads(&mut g, v, &[0, 2, 1, 3]);
+        let scores = add(&mut g, Op::MatMul, &[qh, kt]);
+        let scale = if t.redundant {
+            let a = g.scalar(1.0 / (hd as f64).sqrt().sqrt(), dt).unwrap();
+            let c = g.scalar(1.0 / (hd as f64).sqrt().sqrt(), dt).unwrap();
+            add(&mut g, Op::Binary(BinaryOp::Mul), &[a, c])
+        } else {
+            g.scalar(1.0 / (hd as f64).sqrt(), dt).unwrap()
+        };
+        let scaled = add(&mut g, Op::Binary(BinaryOp::Mul), &[scores, scale]);
+        let probs = add(&mut g, Op::Softmax { axis: -1 }, &[scaled]);
+        let ctx = add(&mut g, Op::MatMul, &[probs, vh]);
+        let mut ctx = add(
+            &mut g,
+            Op::Transpose {
+                perm: vec![0, 2, 1, 3],
+            },
+            &[ctx],
+        );
+        if t.redundant {
+            ctx = add(
+                &mut g,
+                Op::Transpose {
+                    perm: vec![0, 1, 2, 3],
+                },
+                &[ctx],
+            );
+        }
+        let ctx = add(
+            &mut g,
+            Op::Reshape {
+                shape: i64s(&[b, s, d]),
+            },
+            &[ctx],
+        );
+        let mut o = proj(&mut g, ctx, wo, bo);
+        if t.redundant {
+            let one = g.scalar(1.0, dt).unwrap();
+            o = add(&mut g, Op::Binary(BinaryOp::Mul), &[o, one]);
+        }
+        x = add(&mut g, Op::Binary(BinaryOp::Add), &[x, o]);
+        let hn = add(&mut g, ln, &[x, g2, b2]);
+        let f = proj(&mut g, hn, w1, c1);
+        let f = add(&mut g, Op::Activation(Activation::Silu), &[f]);
+        let f = proj(&mut g, f, w2, c2);
+        x = add(&mut g, Op::Binary(BinaryOp::Add), &[x, f]);
+    }
+    g.set_outputs(vec![x]);
     g
 }

@@ -220,6 +220,7 @@ pub fn eval_op(op: &Op, ins: &[Val], out: &Shape) -> Option<Val> {
             })
         }
         Op::MatMul => matmul(&ins[0], &ins[1], &dims)?,
+        Op::LayerNorm { axis, eps } => layer_norm(ins, *axis, *eps as f64)?,
         Op::Softmax { axis } => softmax(&ins[0], *axis)?,
         _ => return None,
     };
@@ -228,6 +229,14 @@ pub fn eval_op(op: &Op, ins: &[Val], out: &Shape) -> Option<Val> {
 
 /// Batched matmul with broadcast batch dims (both operands rank ≥ 2).
 fn matmul(a: &Val, b: &Val, out: &[usize]) -> Option<Vec<f64>> {
+    if a.dims.len() == 1 && b.dims.len() == 2 {
+        // NumPy: a vector is a one-row matrix whose row dim is dropped again.
+        let row = Val {
+            dims: vec![1, a.dims[0]],
+            ..a.clone()
+        };
+        return matmul(&row, b, &[1, b.dims[1]]);
+    }
     if a.dims.len() < 2 || b.dims.len() < 2 {
         return None;
     }
@@ -256,6 +265,23 @@ fn matmul(a: &Val, b: &Val, out: &[usize]) -> Option<Vec<f64>> {
                 }
                 v[(bidx * m + i) * nn + j] = s;
             }
+        }
+    }
+    Some(v)
+}
+
+/// LayerNorm over dims axis..rank with gamma (and beta) of those dims.
+fn layer_norm(ins: &[Val], axis: i64, eps: f64) -> Option<Vec<f64>> {
+    let x = &ins[0];
+    let a = rlx_ir::normalize_axis(axis, x.dims.len()).ok()?;
+    let inner: usize = x.dims[a..].iter().product();
+    let mut v = vec![0.0; x.data.len()];
+    for (row, out) in x.data.chunks(inner).zip(v.chunks_mut(inner)) {
+        let mean = row.iter().sum::<f64>() / inner as f64;
+        let var = row.iter().map(|y| (y - mean) * (y - mean)).sum::<f64>() / inner as f64;
+        for j in 0..inner {
+            let beta = ins.get(2).map_or(0.0, |b| b.data[j]);
+            out[j] = (row[j] - mean) / (var + eps).sqrt() * ins[1].data[j] + beta;
         }
     }
     Some(v)
@@ -363,4 +389,9 @@ pub fn count(g: &Graph, kind: &str) -> usize {
 
 pub fn node(g: &Graph, id: NodeId) -> &Node {
     &g.nodes[id.0]
+}
+
+/// Node count per op kind.
+pub fn kinds(g: &Graph) -> std::collections::BTreeMap<&'static str, usize> {
+    rlx_opt::kind_counts(g)
 }
