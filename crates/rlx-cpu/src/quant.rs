@@ -16,7 +16,7 @@ const QK: usize = QuantScheme::BLOCK;
 
 /// Bytes of one packed row of `cols` values.
 pub fn row_bytes(scheme: QuantScheme, cols: usize) -> Result<usize, CpuError> {
-    if cols % QK != 0 {
+    if !cols.is_multiple_of(QK) {
         return Err(op_err(format!(
             "{scheme:?}: row length {cols} is not a multiple of {QK}"
         )));

@@ -81,7 +81,7 @@ fn check_axis_norm(
         len,
         &gr,
         with_beta.then_some(&br[..]),
-        eps as f32 as f64,
+        eps as f64,
         rms,
     );
     assert_eq!(out[0].shape, shape);
@@ -177,7 +177,7 @@ fn check_residual(rng: &mut Rng, shape: &[usize], bias: bool, beta: bool, rms: b
         c,
         &through(dt, &gv),
         beta.then_some(&betar[..]),
-        eps as f32 as f64,
+        eps as f64,
         rms,
     );
     let what = format!("residual rms={rms} {shape:?} bias {bias} beta {beta} {dt}");

@@ -192,7 +192,7 @@ fn batched<T: Float>(
 /// `out[.., j] = act(out[.., j] + bias[j])`.
 fn bias_act<T: Float>(out: &mut [T], bias: &[T], act: Option<Activation>) -> Result<(), CpuError> {
     let n = bias.len();
-    if n == 0 || out.len() % n != 0 {
+    if n == 0 || !out.len().is_multiple_of(n) {
         return Err(op_err(format!(
             "bias of {n} values does not tile an output of {}",
             out.len()
@@ -232,7 +232,7 @@ fn dequant_matmul<T: Float>(
     }
     let k = x.shape[x.rank() - 1];
     let n = w.shape[0];
-    let m = if k == 0 { 0 } else { xv.len() / k };
+    let m = xv.len().checked_div(k).unwrap_or(0);
     let bytes = wv
         .iter()
         .map(|&b| {

@@ -158,7 +158,7 @@ fn swiglu<I: Float, O: Float>(
         .shape
         .last()
         .ok_or_else(|| op_err("x must have rank >= 1"))?;
-    if two_n % 2 != 0 {
+    if !two_n.is_multiple_of(2) {
         return Err(op_err(format!("last dim {two_n} is odd")));
     }
     let n = two_n / 2;

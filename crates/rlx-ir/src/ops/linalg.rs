@@ -96,7 +96,7 @@ pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
             }
             let k = &x.dims[x.rank() - 1];
             if let Dim::Static(k) = k {
-                if k % QuantScheme::BLOCK != 0 {
+                if !k.is_multiple_of(QuantScheme::BLOCK) {
                     return Err(format!(
                         "K = {k} is not a multiple of the block size {}",
                         QuantScheme::BLOCK

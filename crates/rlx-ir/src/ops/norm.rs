@@ -79,7 +79,7 @@ pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
             let mut dims = x.dims.clone();
             let last = dims.len() - 1;
             dims[last] = match &dims[last] {
-                Dim::Static(n) if n % 2 == 0 => Dim::Static(n / 2),
+                Dim::Static(n) if n.is_multiple_of(2) => Dim::Static(n / 2),
                 Dim::Static(n) => {
                     return Err(format!("last dim {n} must be even ([up ‖ gate])"));
                 }
