@@ -452,3 +452,36 @@ fn matmul_builders_reject_bad_shapes() {
     let ok = g.dequant_matmul(x64, w64, QuantScheme::Q4_0).unwrap();
     assert_eq!(g.shape(ok).unwrap(), &f(&[2, 3]));
 }
+
+#[test]
+fn matmul_with_symbolic_batch_dim() {
+    use rlx_ir::Dim;
+    let mut rng = Rng::new("matmul_with_symbolic_batch_dim");
+    let mut g = Graph::new("dyn");
+    let dims = vec![Dim::dynamic("B"), 7.into(), 13.into()];
+    let x = g.input("a", Shape::with_dims(dims, DType::F32)).unwrap();
+    let w = g.input("w", Shape::new(&[13, 5], DType::F32)).unwrap();
+    let z = g.matmul(x, w).unwrap();
+    assert_eq!(g.shape(z).unwrap().dims[0], Dim::dynamic("B"));
+    g.set_outputs(vec![z]);
+    for b in [1usize, 3] {
+        let a = rng.normals(b * 7 * 13);
+        let wv = rng.normals(13 * 5);
+        let out = run(
+            &g,
+            &[
+                ("a", HostTensor::from_f64_as(&[b, 7, 13], &a, DType::F32)),
+                ("w", HostTensor::from_f64_as(&[13, 5], &wv, DType::F32)),
+            ],
+            &[],
+        );
+        let (want, dims) = ref_matmul(
+            &through(DType::F32, &a),
+            &[b, 7, 13],
+            &through(DType::F32, &wv),
+            &[13, 5],
+        );
+        assert_eq!(out[0].shape, dims);
+        assert_close(&format!("B={b}"), &out[0], &want, DType::F32);
+    }
+}
