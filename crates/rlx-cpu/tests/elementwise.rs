@@ -24,7 +24,7 @@ const COMPARE: [CompareOp; 6] = [
     CompareOp::Ge,
 ];
 /// (a, b, broadcast result): rank 0, size-1 dims, odd sizes, equal shapes.
-const PAIRS: [(&[usize], &[usize], &[usize]); 6] = [
+const PAIRS: [(Dims, Dims, Dims); 6] = [
     (&[3, 1, 5], &[4, 1], &[3, 4, 5]),
     (&[], &[2, 3], &[2, 3]),
     (&[6, 1], &[], &[6, 1]),
@@ -120,6 +120,9 @@ fn src_index(ins: &[usize], out: &[usize], k: usize) -> usize {
     }
     s
 }
+
+/// A shape written inline in a case table.
+type Dims = &'static [usize];
 
 fn numel(s: &[usize]) -> usize {
     s.iter().product()
@@ -229,7 +232,13 @@ fn signed_away_from_zero(rng: &mut Rng, lo: f64, hi: f64) -> f64 {
     s * rng.range(lo, hi)
 }
 
-fn binary_operands(op: BinaryOp, dt: DType, rng: &mut Rng, na: usize, nb: usize) -> (Vec<f64>, Vec<f64>) {
+fn binary_operands(
+    op: BinaryOp,
+    dt: DType,
+    rng: &mut Rng,
+    na: usize,
+    nb: usize,
+) -> (Vec<f64>, Vec<f64>) {
     let gen = |rng: &mut Rng, n: usize, f: &dyn Fn(&mut Rng) -> f64| -> Vec<f64> {
         (0..n).map(|_| f(rng)).collect()
     };
@@ -410,7 +419,7 @@ fn every_compare_op_on_every_dtype() {
 #[test]
 fn where_selects_with_broadcast_and_any_condition_dtype() {
     let mut rng = Rng::new("where_broadcast");
-    let triples: [(&[usize], &[usize], &[usize], &[usize]); 4] = [
+    let triples: [(Dims, Dims, Dims, Dims); 4] = [
         (&[3, 1, 5], &[4, 1], &[], &[3, 4, 5]),
         (&[], &[2, 7], &[2, 1], &[2, 7]),
         (&[1, 6], &[6], &[5, 1], &[5, 6]),
@@ -422,7 +431,11 @@ fn where_selects_with_broadcast_and_any_condition_dtype() {
                 let c = grid(cdt, &mut rng, numel(sc));
                 let a = through(dt, &grid(dt, &mut rng, numel(sa)));
                 let b = through(dt, &rng.uniforms(numel(sb), 0.0, 200.0));
-                let b = if dt.is_float() { b } else { b.iter().map(|v| v.trunc()).collect() };
+                let b = if dt.is_float() {
+                    b
+                } else {
+                    b.iter().map(|v| v.trunc()).collect()
+                };
                 let b = through(dt, &b);
                 let mut g = Graph::new("where");
                 let ci = g.input("c", Shape::new(sc, cdt)).unwrap();
@@ -513,16 +526,22 @@ fn cast_between_every_dtype_pair() {
 #[test]
 fn cast_to_narrow_integers_wraps() {
     let mut rng = Rng::new("cast_wraps");
-    let x: Vec<f64> = (0..11)
-        .map(|_| rng.range(-3e9, 3e9).trunc())
-        .collect();
+    let x: Vec<f64> = (0..11).map(|_| rng.range(-3e9, 3e9).trunc()).collect();
     for to in [DType::I32, DType::U8] {
         let mut g = Graph::new("wrap");
         let xi = g.input("x", Shape::new(&[11], DType::I64)).unwrap();
         let y = g.cast(xi, to).unwrap();
         g.set_outputs(vec![y]);
-        let out = run(&g, &[("x", HostTensor::from_f64_as(&[11], &x, DType::I64))], &[]);
-        let m = if to == DType::U8 { 1i64 << 8 } else { 1i64 << 32 };
+        let out = run(
+            &g,
+            &[("x", HostTensor::from_f64_as(&[11], &x, DType::I64))],
+            &[],
+        );
+        let m = if to == DType::U8 {
+            1i64 << 8
+        } else {
+            1i64 << 32
+        };
         let want: Vec<f64> = x
             .iter()
             .map(|&v| {
@@ -588,14 +607,23 @@ fn bad_elementwise_builds_are_errors() {
     let h = g.input("h", Shape::new(&[2, 3], DType::F16)).unwrap();
     let i = g.input("i", Shape::new(&[2, 3], DType::I64)).unwrap();
     let w = g.input("w", Shape::new(&[4], DType::F32)).unwrap();
-    assert!(g.activation(Activation::Exp, i).is_err(), "activation on ints");
+    assert!(
+        g.activation(Activation::Exp, i).is_err(),
+        "activation on ints"
+    );
     assert!(g.add(f, h).is_err(), "dtype mismatch");
     assert!(g.add(f, w).is_err(), "broadcast mismatch");
     assert!(g
         .add_node(rlx_ir::Op::Compare(CompareOp::Lt), &[f, i])
         .is_err());
-    assert!(g.add_node(rlx_ir::Op::Where, &[i, f, h]).is_err(), "where branches");
-    assert!(g.add_node(rlx_ir::Op::Where, &[i, f]).is_err(), "where arity");
+    assert!(
+        g.add_node(rlx_ir::Op::Where, &[i, f, h]).is_err(),
+        "where branches"
+    );
+    assert!(
+        g.add_node(rlx_ir::Op::Where, &[i, f]).is_err(),
+        "where arity"
+    );
     assert!(g.add_node(rlx_ir::Op::StopGradient, &[f, f]).is_err());
 }
 
@@ -621,14 +649,11 @@ fn tanh_of_broadcast_sum_against_f64_oracle() {
     );
     let a32 = through(DType::F32, &a);
     let b32 = through(DType::F32, &b);
-    let mut want = vec![];
-    for i in 0..o_shape[0] {
-        for j in 0..o_shape[1] {
-            for k in 0..o_shape[2] {
-                want.push((a32[i * 5 + k] + b32[j]).tanh());
-            }
-        }
-    }
+    let want: Vec<f64> = (0..60)
+        .map(|k| {
+            (a32[src_index(&a_shape, &o_shape, k)] + b32[src_index(&b_shape, &o_shape, k)]).tanh()
+        })
+        .collect();
     assert_eq!(out[0].shape, o_shape);
     assert_close("tanh(a+b)", &out[0], &want, DType::F32);
 }

@@ -307,13 +307,19 @@ fn run_step(p: &Plan, k: usize, slots: &mut [Storage], n: usize) -> Result<(), C
         },
         ChainStep::Compare(op, a, b) => match (get(a), get(b), &mut *dst) {
             (Storage::F32(a), Storage::F32(b), Storage::I64(o)) => {
-                map2(&a[..n], &b[..n], &mut o[..n], |x, y| compare(*op, x, y) as i64)
+                map2(&a[..n], &b[..n], &mut o[..n], |x, y| {
+                    compare(*op, x, y) as i64
+                })
             }
             (Storage::F64(a), Storage::F64(b), Storage::I64(o)) => {
-                map2(&a[..n], &b[..n], &mut o[..n], |x, y| compare(*op, x, y) as i64)
+                map2(&a[..n], &b[..n], &mut o[..n], |x, y| {
+                    compare(*op, x, y) as i64
+                })
             }
             (Storage::I64(a), Storage::I64(b), Storage::I64(o)) => {
-                map2(&a[..n], &b[..n], &mut o[..n], |x, y| compare(*op, x, y) as i64)
+                map2(&a[..n], &b[..n], &mut o[..n], |x, y| {
+                    compare(*op, x, y) as i64
+                })
             }
             _ => return Err(mismatch()),
         },
@@ -339,7 +345,12 @@ fn run_step(p: &Plan, k: usize, slots: &mut [Storage], n: usize) -> Result<(), C
 }
 
 /// Compute output positions `start..start + out.len()`.
-fn process<T: Elem>(p: &Plan, start: usize, out: &mut [T], s: &mut Scratch) -> Result<(), CpuError> {
+fn process<T: Elem>(
+    p: &Plan,
+    start: usize,
+    out: &mut [T],
+    s: &mut Scratch,
+) -> Result<(), CpuError> {
     let n_in = p.readers.len();
     let last = n_in + p.chain.len() - 1;
     for (b, o) in out.chunks_mut(BLOCK).enumerate() {
@@ -361,12 +372,10 @@ fn process<T: Elem>(p: &Plan, start: usize, out: &mut [T], s: &mut Scratch) -> R
 
 fn drive<T: Elem>(p: &Plan, out: &mut [T]) -> Result<(), CpuError> {
     if out.len() >= PAR_MIN {
-        out.par_chunks_mut(PAR_CHUNK)
-            .enumerate()
-            .try_for_each_init(
-                || Scratch::new(p),
-                |s, (c, chunk)| process(p, c * PAR_CHUNK, chunk, s),
-            )
+        out.par_chunks_mut(PAR_CHUNK).enumerate().try_for_each_init(
+            || Scratch::new(p),
+            |s, (c, chunk)| process(p, c * PAR_CHUNK, chunk, s),
+        )
     } else {
         process(p, 0, out, &mut Scratch::new(p))
     }

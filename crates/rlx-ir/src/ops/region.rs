@@ -38,14 +38,18 @@ pub fn chain_dtypes(chain: &[ChainStep], inputs: &[DType]) -> Result<Vec<DType>,
             ChainStep::Binary(op, a, b) => {
                 let (da, db) = (dt(a)?, dt(b)?);
                 if da != db {
-                    return Err(format!("step {k}: {op:?} operand dtypes differ: {da} vs {db}"));
+                    return Err(format!(
+                        "step {k}: {op:?} operand dtypes differ: {da} vs {db}"
+                    ));
                 }
                 da
             }
             ChainStep::Compare(op, a, b) => {
                 let (da, db) = (dt(a)?, dt(b)?);
                 if da != db {
-                    return Err(format!("step {k}: {op:?} operand dtypes differ: {da} vs {db}"));
+                    return Err(format!(
+                        "step {k}: {op:?} operand dtypes differ: {da} vs {db}"
+                    ));
                 }
                 DType::Bool
             }
@@ -57,7 +61,9 @@ pub fn chain_dtypes(chain: &[ChainStep], inputs: &[DType]) -> Result<Vec<DType>,
                 dt(c)?;
                 let (da, db) = (dt(a)?, dt(b)?);
                 if da != db {
-                    return Err(format!("step {k}: Where branch dtypes differ: {da} vs {db}"));
+                    return Err(format!(
+                        "step {k}: Where branch dtypes differ: {da} vs {db}"
+                    ));
                 }
                 da
             }
