@@ -657,3 +657,29 @@ fn tanh_of_broadcast_sum_against_f64_oracle() {
     assert_eq!(out[0].shape, o_shape);
     assert_close("tanh(a+b)", &out[0], &want, DType::F32);
 }
+
+#[test]
+fn activations_propagate_nan() {
+    let mut rng = Rng::new("activation_nan");
+    let x: Vec<f64> = (0..9)
+        .map(|k| {
+            if k % 4 == 1 {
+                f64::NAN
+            } else {
+                rng.range(0.5, 2.0)
+            }
+        })
+        .collect();
+    for act in Activation::ALL {
+        for dt in [DType::F32, DType::F64] {
+            let mut g = Graph::new("nan");
+            let xi = g.input("x", Shape::new(&[9], dt)).unwrap();
+            let y = g.activation(act, xi).unwrap();
+            g.set_outputs(vec![y]);
+            let out = run(&g, &[("x", HostTensor::from_f64_as(&[9], &x, dt))], &[]);
+            for (k, v) in out[0].to_f64_vec().into_iter().enumerate() {
+                assert_eq!(v.is_nan(), x[k].is_nan(), "{act:?} {dt} element {k}: {v}");
+            }
+        }
+    }
+}

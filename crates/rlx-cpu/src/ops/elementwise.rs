@@ -21,11 +21,12 @@ pub fn activation<T: Float>(act: Activation, x: T) -> T {
             T::from_f64(0.5) * x * (one + (k * (x + c * x * x * x)).tanh())
         }
         Activation::Silu => x / (one + (-x).exp()),
+        // NaN passes through, as in PyTorch.
         Activation::Relu => {
-            if x > T::zero() {
-                x
-            } else {
+            if x < T::zero() {
                 T::zero()
+            } else {
+                x
             }
         }
         Activation::Sigmoid => one / (one + (-x).exp()),
