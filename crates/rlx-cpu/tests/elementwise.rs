@@ -51,8 +51,38 @@ fn erf(x: f64) -> f64 {
     2.0 / PI.sqrt() * (-x2).exp() * sum
 }
 
+/// erfc for z ≥ 2 from its continued fraction
+/// erfc z = e^{-z²}/√π · 1/(z + (1/2)/(z + 1/(z + (3/2)/(z + …)))), evaluated bottom-up;
+/// unlike 1 − erf it keeps full relative precision in the tail.
+fn erfc_tail(z: f64) -> f64 {
+    let mut f = z;
+    for n in (1..=400).rev() {
+        f = z + (n as f64 / 2.0) / f;
+    }
+    (-z * z).exp() / PI.sqrt() / f
+}
+
+/// Φ-based GELU, x·(1 + erf(x/√2))/2, switching to erfc where 1 + erf would cancel.
+fn gelu_ref(x: f64) -> f64 {
+    let z = x / SQRT_2;
+    if z < -2.0 {
+        0.5 * x * erfc_tail(-z)
+    } else {
+        0.5 * x * (1.0 + erf(z))
+    }
+}
+
 #[test]
 fn oracle_erf_matches_tabulated_values() {
+    for (z, want) in [
+        (2.0, 4.677_734_981_047_266e-3),
+        (3.0, 2.209_049_699_858_544e-5),
+        (5.0, 1.537_459_794_428_035e-12),
+    ] {
+        let got = erfc_tail(z);
+        assert!(((got - want) / want).abs() < 1e-13, "erfc({z}) = {got}");
+        assert!((1.0 - erf(z) - want).abs() < 1e-15, "erf({z})");
+    }
     // Abramowitz & Stegun table 7.1 / high-precision references.
     for (x, want) in [
         (0.5, 0.520_499_877_813_046_5),
@@ -67,9 +97,11 @@ fn oracle_erf_matches_tabulated_values() {
 
 fn act_ref(a: Activation, x: f64) -> f64 {
     match a {
-        Activation::Gelu => 0.5 * x * (1.0 + erf(x / SQRT_2)),
+        Activation::Gelu => gelu_ref(x),
+        // 0.5·x·(1 + tanh u) = x / (1 + e^{-2u}); the second form does not cancel for x < 0.
         Activation::GeluApprox => {
-            0.5 * x * (1.0 + ((2.0 / PI).sqrt() * (x + 0.044715 * x * x * x)).tanh())
+            let u = (2.0 / PI).sqrt() * (x + 0.044715 * x * x * x);
+            x / (1.0 + (-2.0 * u).exp())
         }
         Activation::Silu => x / (1.0 + (-x).exp()),
         Activation::Relu => x.max(0.0),

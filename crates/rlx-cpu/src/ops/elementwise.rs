@@ -15,10 +15,12 @@ pub fn activation<T: Float>(act: Activation, x: T) -> T {
             // erfc keeps the far negative tail accurate (1 + erf(x) cancels there).
             f(0.5 * xf * libm::erfc(-xf / std::f64::consts::SQRT_2))
         }
+        // 0.5·x·(1 + tanh(u)) written as x·sigmoid(2u): the same function, without the
+        // cancellation of 1 + tanh(u) for negative x.
         Activation::GeluApprox => {
-            let k = T::from_f64((2.0 / std::f64::consts::PI).sqrt());
+            let k = T::from_f64(2.0 * (2.0 / std::f64::consts::PI).sqrt());
             let c = T::from_f64(0.044715);
-            T::from_f64(0.5) * x * (one + (k * (x + c * x * x * x)).tanh())
+            x / (one + (-(k * (x + c * x * x * x))).exp())
         }
         Activation::Silu => x / (one + (-x).exp()),
         // NaN passes through, as in PyTorch.
