@@ -691,3 +691,60 @@ fn bad_regions_are_errors() {
         .unwrap();
     assert_eq!(g.shape(good).unwrap(), &Shape::new(&[2, 3], DType::F32));
 }
+
+/// Fusion relies on this: a region gives bit for bit what its unfused ops give (each step
+/// settles into its dtype exactly as the executor settles each op's output). The values
+/// themselves are checked against f64 oracles above.
+#[test]
+fn region_matches_its_unfused_graph_exactly() {
+    let mut rng = Rng::new("region_equals_unfused");
+    let chain = vec![
+        S::Binary(BinaryOp::Mul, Input(0), Input(1)),
+        S::Activation(Activation::Gelu, Step(0)),
+        S::Cast(DType::BF16, Step(1)),
+        S::Cast(DType::F16, Step(2)),
+        S::Compare(CompareOp::Lt, Step(3), Input(0)),
+        S::Where(Step(4), Step(3), Input(1)),
+        S::Cast(DType::I32, Step(5)),
+        S::Cast(DType::F16, Step(6)),
+        S::Binary(BinaryOp::Add, Step(7), Step(5)),
+    ];
+    let (sa, sb) = ([3usize, 1, 11], [5usize, 1]);
+    let a = through(
+        DType::F16,
+        &(0..33).map(|_| 3.0 * rng.normal()).collect::<Vec<_>>(),
+    );
+    let b = through(
+        DType::F16,
+        &(0..5).map(|_| 3.0 * rng.normal()).collect::<Vec<_>>(),
+    );
+    let mut f = Feeds::new("fused_vs_unfused");
+    let ai = f.input(&sa, &a, DType::F16);
+    let bi = f.input(&sb, &b, DType::F16);
+    let fused = f
+        .graph
+        .elementwise_region(&[ai, bi], chain.clone(), RegionPrologue::None)
+        .unwrap();
+    let g = &mut f.graph;
+    let mut steps: Vec<NodeId> = vec![];
+    for step in &chain {
+        let node = |o: &rlx_ir::ChainOperand| match *o {
+            Input(0) => ai,
+            Input(_) => bi,
+            Step(j) => steps[j],
+        };
+        let id = match step {
+            S::Activation(act, x) => g.activation(*act, node(x)),
+            S::Binary(op, x, y) => g.binary(*op, node(x), node(y)),
+            S::Cast(to, x) => g.cast(node(x), *to),
+            S::Compare(op, x, y) => g.add_node(rlx_ir::Op::Compare(*op), &[node(x), node(y)]),
+            S::Where(c, x, y) => g.add_node(rlx_ir::Op::Where, &[node(c), node(x), node(y)]),
+        }
+        .unwrap();
+        steps.push(id);
+    }
+    let last = steps[steps.len() - 1];
+    let out = f.run(vec![fused, last]);
+    assert_eq!(out[0].shape, [3, 5, 11]);
+    assert_eq!(out[0], out[1]);
+}
