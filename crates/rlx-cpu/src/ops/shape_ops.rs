@@ -253,9 +253,10 @@ fn slice<T: Elem>(x: &TensorView, op: &Op, out: &mut OutView) -> Result<(), CpuE
     let mut st = istrides(x.shape);
     let mut base = 0isize;
     for (a, s, e, step) in slice_params(x.rank(), axes, starts, ends, steps).map_err(op_err)? {
-        let (first, _) = slice_range(x.shape[a], s, e, step);
+        let (first, len) = slice_range(x.shape[a], s, e, step);
         base += first as isize * st[a];
-        st[a] *= step as isize;
+        // With one element the step is never taken (and a huge step must not overflow).
+        st[a] = if len > 1 { st[a] * step as isize } else { 0 };
     }
     let shape = out.shape.to_vec();
     view_into(x.get::<T>()?, base, &st, out.get_mut::<T>()?, &shape);

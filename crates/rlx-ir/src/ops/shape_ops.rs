@@ -161,17 +161,20 @@ pub fn narrow_dims(input: &[Dim], axis: i64, start: usize, len: usize) -> Result
 
 /// One ONNX Slice axis on a concrete size: (first index, count).
 pub fn slice_range(n: usize, start: i64, end: i64, step: i64) -> (usize, usize) {
+    if n == 0 || step == 0 {
+        return (0, 0);
+    }
     let n = n as i64;
     let norm = |v: i64| if v < 0 { v.saturating_add(n) } else { v };
     let (s, e) = (norm(start), norm(end));
     if step > 0 {
         let (s, e) = (s.clamp(0, n), e.clamp(0, n));
-        let len = if e > s { (e - s + step - 1) / step } else { 0 };
+        let len = if e > s { (e - s - 1) / step + 1 } else { 0 };
         (s as usize, len as usize)
     } else {
         let (s, e) = (s.clamp(0, n - 1), e.clamp(-1, n - 1));
         let len = if s > e {
-            (s - e + (-step) - 1) / (-step)
+            ((s - e - 1) as u64 / step.unsigned_abs()) as i64 + 1
         } else {
             0
         };
@@ -247,8 +250,11 @@ pub fn transform_step_dims(input: &[Dim], step: &TransformStep) -> Result<Vec<Di
     }
 }
 
+/// A rule from input dims to output dims.
+type DimsRule<'a> = dyn Fn(&[Dim]) -> Result<Vec<Dim>, String> + 'a;
+
 pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
-    let one = |f: &dyn Fn(&[Dim]) -> Result<Vec<Dim>, String>| -> Result<Shape, String> {
+    let one = |f: &DimsRule| -> Result<Shape, String> {
         arity(op, inputs, 1, 1)?;
         Ok(Shape::with_dims(f(&inputs[0].dims)?, inputs[0].dtype))
     };
