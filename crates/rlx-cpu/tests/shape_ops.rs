@@ -514,3 +514,61 @@ fn shape_builders_reject_bad_params() {
     );
     assert!(g.concat(&[x, y], 1).is_ok());
 }
+
+#[test]
+fn symbolic_shape_rules() {
+    let (b, s) = (Dim::dynamic("B"), Dim::dynamic("S"));
+    let mut g = Graph::new("sym");
+    let x = g
+        .input(
+            "x",
+            Shape::with_dims(vec![b.clone(), s.clone(), 4.into()], DType::F32),
+        )
+        .unwrap();
+    let dims = |g: &Graph, id| g.shape(id).unwrap().dims.clone();
+    // -1 resolves to a symbol when the remaining factor is exactly one symbol.
+    let r = g.reshape(x, &[0, 4, -1]).unwrap();
+    assert_eq!(dims(&g, r), vec![b.clone(), 4.into(), s.clone()]);
+    let r = g.reshape(x, &[-1, 0, 4]).unwrap();
+    assert_eq!(dims(&g, r), vec![b.clone(), s.clone(), 4.into()]);
+    // Otherwise it is a new symbol, and it still runs once B and S are bound.
+    let r = g.reshape(x, &[0, -1]).unwrap();
+    assert_eq!(dims(&g, r)[0], b);
+    assert!(dims(&g, r)[1].as_static().is_none());
+    let c = g.concat(&[x, x], 1).unwrap();
+    assert!(dims(&g, c)[1].as_static().is_none());
+    assert_eq!(dims(&g, c)[2], Dim::Static(4));
+    let p = g.pad(x, vec![[0, 0], [1, 1], [0, 2]], 0.0).unwrap();
+    assert_eq!(dims(&g, p)[2], Dim::Static(6));
+    let e = g
+        .expand(x, vec![2.into(), b.clone(), 1.into(), 4.into()])
+        .unwrap();
+    assert_eq!(dims(&g, e), vec![2.into(), b.clone(), s.clone(), 4.into()]);
+    let steps = vec![
+        TransformStep::Reshape(vec![0, 0, 1, 4]),
+        TransformStep::Expand(vec![b.clone(), s.clone(), 3.into(), 4.into()]),
+    ];
+    let tr = g.transform_region(x, steps).unwrap();
+    assert_eq!(dims(&g, tr), vec![b.clone(), s.clone(), 3.into(), 4.into()]);
+    g.set_outputs(vec![r, c, p, e, tr]);
+    let mut rng = Rng::new("symbolic_shape_rules");
+    let mut exe = rlx_cpu::CpuExecutable::new(g).unwrap();
+    for (bb, ss) in [(2usize, 3usize), (1, 5)] {
+        let v = rng.normals(bb * ss * 4);
+        let out = exe
+            .run(&[("x", HostTensor::from_f64_as(&[bb, ss, 4], &v, DType::F32))])
+            .unwrap();
+        let v = through(DType::F32, &v);
+        assert_eq!(out[0].shape, vec![bb, ss * 4]);
+        assert_close("reshape [0,-1]", &out[0], &v, DType::F32);
+        assert_eq!(out[1].shape, vec![bb, 2 * ss, 4]);
+        assert_eq!(out[2].shape, vec![bb, ss + 2, 6]);
+        // Symbols inside Expand targets are bound per run too.
+        assert_eq!(out[3].shape, vec![2, bb, ss, 4]);
+        let twice: Vec<f64> = v.iter().chain(&v).cloned().collect();
+        assert_close("expand [2,B,1,4]", &out[3], &twice, DType::F32);
+        assert_eq!(out[4].shape, vec![bb, ss, 3, 4]);
+        let want: Vec<f64> = (0..bb * ss * 12).map(|k| v[(k / 12) * 4 + k % 4]).collect();
+        assert_close("region expand [B,S,3,4]", &out[4], &want, DType::F32);
+    }
+}

@@ -8,6 +8,7 @@ use super::arity;
 use crate::{
     broadcast_dims, AxisArg, Dim, DimsFmt, Graph, IrError, NodeId, Op, Shape, TransformStep,
 };
+use std::collections::HashMap;
 
 /// A size known only as an expression of symbols.
 fn expr(s: String) -> Dim {
@@ -238,6 +239,42 @@ fn slice_dims(
         };
     }
     Ok(out)
+}
+
+/// The op with bound symbols substituted into its own parameters (Expand targets), or None
+/// when it holds none: executors call this before re-running the shape rule on bound inputs.
+pub fn bind_op(op: &Op, bindings: &HashMap<String, usize>) -> Option<Op> {
+    let bind = |dims: &[Dim]| -> Option<Vec<Dim>> {
+        let hit = dims
+            .iter()
+            .any(|d| matches!(d, Dim::Dynamic(s) if bindings.contains_key(s)));
+        hit.then(|| {
+            Shape::with_dims(dims.to_vec(), crate::DType::F32)
+                .bind(bindings)
+                .dims
+        })
+    };
+    match op {
+        Op::Expand { shape } => bind(shape).map(|shape| Op::Expand { shape }),
+        Op::TransformRegion { steps } => {
+            let mut any = false;
+            let steps = steps
+                .iter()
+                .map(|s| match s {
+                    TransformStep::Expand(d) => match bind(d) {
+                        Some(d) => {
+                            any = true;
+                            TransformStep::Expand(d)
+                        }
+                        None => s.clone(),
+                    },
+                    s => s.clone(),
+                })
+                .collect();
+            any.then_some(Op::TransformRegion { steps })
+        }
+        _ => None,
+    }
 }
 
 /// The shape after one TransformRegion step.
