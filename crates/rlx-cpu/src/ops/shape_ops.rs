@@ -204,7 +204,9 @@ fn gather<T: Elem>(
         .iter()
         .map(|&v| {
             let i = if v < 0.0 { v + n as f64 } else { v };
-            if v.fract() != 0.0 || i < 0.0 || i >= n as f64 {
+            if v.fract() != 0.0 {
+                Err(op_err(format!("index {v} is not a whole number")))
+            } else if i < 0.0 || i >= n as f64 {
                 Err(op_err(format!(
                     "index {v} is out of range for axis {a} of size {n}"
                 )))
