@@ -18,6 +18,8 @@ struct Plan {
     shapes: Vec<Vec<usize>>,
     locs: Vec<Loc>,
     sizes: [usize; 3],
+    /// Nodes whose own parameters hold bound symbols (Expand targets), rewritten.
+    bound: Vec<Option<Node>>,
 }
 
 fn class_idx(c: ComputeClass) -> usize {
@@ -250,17 +252,22 @@ impl CpuExecutable {
         let mut shapes: Vec<Shape> = Vec::with_capacity(g.nodes.len());
         let mut locs = Vec::with_capacity(g.nodes.len());
         let mut sizes = [0usize; 3];
+        let mut bound = Vec::with_capacity(g.nodes.len());
         for n in &g.nodes {
+            let b =
+                rlx_ir::ops::shape_ops::bind_op(&n.op, bindings).map(|op| Node { op, ..n.clone() });
+            let op = b.as_ref().map_or(&n.op, |b| &b.op);
             let s = if n.op.is_leaf() {
                 n.shape.bind(bindings)
             } else {
                 let ins: Vec<&Shape> = n.inputs.iter().map(|i| &shapes[i.0]).collect();
-                infer_shape(&n.op, &ins).map_err(|msg| CpuError::Op {
+                infer_shape(op, &ins).map_err(|msg| CpuError::Op {
                     node: label(n),
                     op: n.op.kind(),
                     msg,
                 })?
             };
+            bound.push(b);
             if !s.is_static() {
                 return Err(CpuError::Op {
                     node: label(n),
@@ -285,6 +292,7 @@ impl CpuExecutable {
                 .collect(),
             locs,
             sizes,
+            bound,
         })
     }
 
@@ -340,6 +348,7 @@ impl CpuExecutable {
                 dtype,
                 data: out,
             };
+            let node = plan.bound[i].as_ref().unwrap_or(node);
             crate::ops::eval(node, &ins, out_view).map_err(|e| match e {
                 CpuError::Op { msg, .. } => CpuError::Op {
                     node: label(node),
