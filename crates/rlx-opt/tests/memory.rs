@@ -461,7 +461,7 @@ fn memory_broadcasting_reshape_is_not_a_view() {
     let x = g.input("x", f32s(&[1])).unwrap();
     let a = g.activation(Activation::Neg, x).unwrap();
     // An expanding reshape of a 1-element tensor broadcasts: new bytes.
-    let r = g.push_node(Op::Reshape { shape: vec![3, 5] }, vec![a], f32s(&[3, 5]));
+    let r = view(&mut g, Op::Reshape { shape: vec![3, 5] }, a);
     g.set_outputs(vec![r]);
     let shapes = static_shapes(&g).unwrap();
     let o = PlanOptions::default();
