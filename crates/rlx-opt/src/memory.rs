@@ -19,7 +19,10 @@
 use crate::OptError;
 use rlx_ir::{DType, Graph, Node, NodeId, Op};
 
-/// Where one node's bytes live: `len` bytes at `offset` in arena `pool`.
+/// Where one node's bytes live: `len` bytes at `offset` in arena `pool`. Allocated buffers
+/// start at multiples of `PlanOptions::alignment`, views at multiples of their element
+/// size, so an element-indexed arena divides every offset exactly when the alignment is a
+/// multiple of the element size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slot {
     pub pool: usize,
@@ -192,6 +195,19 @@ pub fn plan_memory(
             .ok_or_else(|| OptError::Plan {
                 node: node.id,
                 msg: format!("{:?} overflows the address space", shapes[i]),
+            })?;
+    }
+
+    // Every offset is at most the sum of the aligned sizes, so checking that sum once keeps
+    // all later arithmetic in range.
+    let mut total = 0usize;
+    for node in g.nodes.iter().filter(|x| !x.op.is_leaf()) {
+        total = bytes[node.id.0]
+            .checked_next_multiple_of(align)
+            .and_then(|b| total.checked_add(b))
+            .ok_or_else(|| OptError::Plan {
+                node: node.id,
+                msg: "the graph's buffers overflow the address space".into(),
             })?;
     }
 

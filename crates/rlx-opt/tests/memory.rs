@@ -544,6 +544,17 @@ fn memory_rejects_inconsistent_inputs() {
     g.nodes[1].inputs[0] = NodeId(2);
     let r = plan_memory(&g, &shapes, |n| m.pool(n), |n| m.elem(n), &o);
     assert!(matches!(r, Err(OptError::Plan { .. })), "{r:?}");
+    // Sizes no address space holds are an error, not an overflow.
+    let mut g = Graph::new("huge");
+    let x = g.input("x", f32s(&[4])).unwrap();
+    let a = g.activation(Activation::Relu, x).unwrap();
+    let b = g.activation(Activation::Relu, a).unwrap();
+    g.set_outputs(vec![b]);
+    for big in [usize::MAX / 6, usize::MAX / 2] {
+        let shapes = vec![vec![4], vec![big], vec![big]];
+        let r = plan_memory(&g, &shapes, |n| m.pool(n), |n| m.elem(n), &o);
+        assert!(matches!(r, Err(OptError::Plan { .. })), "{r:?}");
+    }
 }
 
 #[test]
