@@ -19,6 +19,9 @@
 use crate::OptError;
 use rlx_ir::{DType, Graph, Node, NodeId, Op};
 
+/// Pool indices must be below this.
+pub const MAX_POOLS: usize = 1 << 16;
+
 /// Where one node's bytes live: `len` bytes at `offset` in arena `pool`. Allocated buffers
 /// start at multiples of `PlanOptions::alignment`, views at multiples of their element
 /// size, so an element-indexed arena divides every offset exactly when the alignment is a
@@ -140,7 +143,7 @@ fn view_offset(
         Op::Narrow { axis, start, len } => {
             let a = rlx_ir::normalize_axis(*axis, si.len())
                 .map_err(|msg| OptError::Plan { node: n.id, msg })?;
-            if start + len > si[a] {
+            if start.checked_add(*len).is_none_or(|end| end > si[a]) {
                 return Err(OptError::Plan {
                     node: n.id,
                     msg: format!("narrow {start}+{len} exceeds dim {a} of {si:?}"),
@@ -196,6 +199,18 @@ pub fn plan_memory(
                 node: node.id,
                 msg: format!("{:?} overflows the address space", shapes[i]),
             })?;
+    }
+
+    // Pools index `pool_sizes`: a huge index is a classifier bug that would otherwise ask for
+    // an absurd allocation.
+    for node in &g.nodes {
+        let p = pool_of(node);
+        if p >= MAX_POOLS {
+            return Err(OptError::Plan {
+                node: node.id,
+                msg: format!("pool index {p} is not below MAX_POOLS ({MAX_POOLS})"),
+            });
+        }
     }
 
     // Every offset is at most the sum of the aligned sizes, so checking that sum once keeps

@@ -544,6 +544,11 @@ fn memory_rejects_inconsistent_inputs() {
     g.nodes[1].inputs[0] = NodeId(2);
     let r = plan_memory(&g, &shapes, |n| m.pool(n), |n| m.elem(n), &o);
     assert!(matches!(r, Err(OptError::Plan { .. })), "{r:?}");
+    let r = plan_memory(&g, &shapes, |_| usize::MAX, |n| m.elem(n), &o);
+    assert!(
+        matches!(r, Err(OptError::Plan { .. })),
+        "absurd pool index: {r:?}"
+    );
     // Sizes no address space holds are an error, not an overflow.
     let mut g = Graph::new("huge");
     let x = g.input("x", f32s(&[4])).unwrap();
