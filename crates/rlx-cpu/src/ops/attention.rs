@@ -1,6 +1,6 @@
-//! CPU thunk: Attention. One output row (a query of one head) at a time, in parallel over
-//! rows: one row of scores, then the max-shifted softmax folded into the weighted sum of v,
-//! so no `Sq × Sk` buffer exists.
+//! CPU thunk: Attention, in parallel over blocks of queries of one head. A block keeps one
+//! row of scores per query (no `Sq × Sk` buffer), reads each k/v row once for all its
+//! queries, and applies the max-shifted softmax while summing v.
 use crate::error::op_err;
 use crate::{CpuError, Float, OutView, TensorView};
 use rayon::prelude::*;
@@ -70,20 +70,6 @@ impl Geometry {
         }
     }
 
-    /// (batch, head, query) of output row `r` (rows are `dv` contiguous elements).
-    fn row(&self, layout: AttentionLayout, r: usize) -> (usize, usize, usize) {
-        match layout {
-            AttentionLayout::Packed | AttentionLayout::Bshd => {
-                let (bs, h) = (r / self.heads, r % self.heads);
-                (bs / self.sq, h, bs % self.sq)
-            }
-            AttentionLayout::Bhsd => {
-                let (bh, s) = (r / self.sq, r % self.sq);
-                (bh / self.heads, bh % self.heads, s)
-            }
-        }
-    }
-
     /// Keys `lo..hi` that query `i` may see under a positional mask.
     fn key_range(&self, kind: MaskKind, i: usize) -> (usize, usize) {
         // Queries are the last Sq positions of the Sk keys (KV-cache decode).
@@ -118,9 +104,11 @@ fn dot<T: Float>(a: &[T], b: &[T]) -> T {
     s
 }
 
+/// Query rows handled together: each k and v row is loaded once per block, not per query.
+const QBLOCK: usize = 16;
+
 struct Params<'a, T> {
     g: &'a Geometry,
-    layout: AttentionLayout,
     kind: MaskKind,
     scale: T,
     cap: Option<T>,
@@ -131,52 +119,94 @@ struct Params<'a, T> {
     keep: Option<&'a [bool]>,
 }
 
-/// One output row: softmax(scale·q·kᵀ, capped, masked) · v. A row that sees no key is zeros.
-fn attend_row<T: Float>(p: &Params<T>, r: usize, scores: &mut [T], out: &mut [T]) {
+/// Queries `i0..i1` (at most QBLOCK) of head `h` in batch `b`: softmax(scale·q·kᵀ, capped,
+/// masked) · v. Query `i0 + r` is written to `out[r * stride..][..dv]`. A query that sees
+/// no key gets zeros. `scores` holds QBLOCK rows of Sk.
+#[allow(clippy::too_many_arguments)]
+fn attend_block<T: Float>(
+    p: &Params<T>,
+    b: usize,
+    h: usize,
+    i0: usize,
+    i1: usize,
+    scores: &mut [T],
+    out: &mut [T],
+    stride: usize,
+) {
     let g = p.g;
-    let (b, h, i) = g.row(p.layout, r);
+    let (sk, d, dv, n) = (g.sk, g.d, g.dv, i1 - i0);
     let kvh = h / g.group;
-    let q0 = g.q.at(b, h, i);
-    let qrow = &p.q[q0..q0 + g.d];
-    let (lo, hi) = g.key_range(p.kind, i);
-    let keep = p.keep.map(|m| &m[b * g.sk..(b + 1) * g.sk]);
+    let keep = p.keep.map(|m| &m[b * sk..(b + 1) * sk]);
     let sees = |j: usize| keep.is_none_or(|m| m[j]);
+    let mut ranges = [(0usize, 0usize); QBLOCK];
+    for (r, range) in ranges.iter_mut().enumerate().take(n) {
+        *range = g.key_range(p.kind, i0 + r);
+    }
+    let ranges = &ranges[..n];
+    let lo = ranges.iter().map(|r| r.0).min().unwrap_or(0);
+    let hi = ranges.iter().map(|r| r.1).max().unwrap_or(0);
+    let qrow = |r: usize| {
+        let q0 = g.q.at(b, h, i0 + r);
+        &p.q[q0..q0 + d]
+    };
 
-    let mut max = T::neg_infinity();
-    let mut any = false;
-    for j in lo..hi {
-        if !sees(j) {
-            continue;
-        }
+    for j in (lo..hi).filter(|&j| sees(j)) {
         let k0 = g.k.at(b, kvh, j);
-        let mut s = dot(qrow, &p.k[k0..k0 + g.d]) * p.scale;
-        if let Some(c) = p.cap {
-            s = c * (s / c).tanh();
-        }
-        scores[j] = s;
-        any = true;
-        if s > max {
-            max = s;
+        let kj = &p.k[k0..k0 + d];
+        for (r, &(l, u)) in ranges.iter().enumerate() {
+            if (l..u).contains(&j) {
+                let mut s = dot(qrow(r), kj) * p.scale;
+                if let Some(c) = p.cap {
+                    s = c * (s / c).tanh();
+                }
+                scores[r * sk + j] = s;
+            }
         }
     }
-    out.fill(T::zero());
-    if !any {
-        return;
-    }
-    let mut sum = T::zero();
-    for j in lo..hi {
-        if !sees(j) {
+
+    // Scores become unnormalised weights exp(s − max); `inv` keeps 1/Σ per row.
+    let mut inv = [T::zero(); QBLOCK];
+    for (r, &(l, u)) in ranges.iter().enumerate() {
+        let row = &mut scores[r * sk..(r + 1) * sk];
+        let mut max = T::neg_infinity();
+        let mut any = false;
+        for j in (l..u).filter(|&j| sees(j)) {
+            any = true;
+            if row[j] > max {
+                max = row[j];
+            }
+        }
+        if !any {
             continue;
         }
-        let e = (scores[j] - max).exp();
-        sum += e;
+        let mut sum = T::zero();
+        for j in (l..u).filter(|&j| sees(j)) {
+            let e = (row[j] - max).exp();
+            row[j] = e;
+            sum += e;
+        }
+        inv[r] = T::one() / sum;
+    }
+
+    for r in 0..n {
+        out[r * stride..r * stride + dv].fill(T::zero());
+    }
+    for j in (lo..hi).filter(|&j| sees(j)) {
         let v0 = g.v.at(b, kvh, j);
-        for (o, &x) in out.iter_mut().zip(&p.v[v0..v0 + g.dv]) {
-            *o += e * x;
+        let vj = &p.v[v0..v0 + dv];
+        for (r, &(l, u)) in ranges.iter().enumerate() {
+            if (l..u).contains(&j) {
+                let w = scores[r * sk + j];
+                let o = &mut out[r * stride..r * stride + dv];
+                o.iter_mut().zip(vj).for_each(|(o, &x)| *o += w * x);
+            }
         }
     }
-    let inv = T::one() / sum;
-    out.iter_mut().for_each(|o| *o *= inv);
+    for (r, &f) in inv.iter().enumerate().take(n) {
+        out[r * stride..r * stride + dv]
+            .iter_mut()
+            .for_each(|o| *o *= f);
+    }
 }
 
 fn run<T: Float>(
@@ -188,7 +218,6 @@ fn run<T: Float>(
 ) -> Result<(), CpuError> {
     let p = Params {
         g,
-        layout: spec.layout,
         kind: spec.mask_kind,
         // The default scale in T's own precision (f64 runs check against 1e-12).
         scale: T::from_f64(
@@ -201,19 +230,39 @@ fn run<T: Float>(
         v: ins[2].get::<T>()?,
         keep,
     };
-    if g.dv == 0 || out.is_empty() {
+    let (sq, h, dv) = (g.sq, g.heads, g.dv);
+    if out.is_empty() {
         return Ok(());
     }
-    // Enough rows per task that rayon's bookkeeping stays small next to the work.
-    let row_cost = (g.sk * (g.d + g.dv)).max(1);
-    let min_rows = (1 << 15) / row_cost + 1;
-    out.par_chunks_mut(g.dv)
-        .enumerate()
-        .with_min_len(min_rows)
-        .for_each_init(
-            || vec![T::zero(); g.sk],
-            |scores, (r, row)| attend_row(&p, r, scores, row),
-        );
+    let scratch = || vec![T::zero(); QBLOCK * g.sk];
+    // Parallel over query blocks; a chunk of `out` is exactly what its block writes.
+    match spec.layout {
+        AttentionLayout::Bhsd => out.par_chunks_mut(sq * dv).enumerate().for_each(|(bh, o)| {
+            o.par_chunks_mut(QBLOCK * dv)
+                .enumerate()
+                .for_each_init(scratch, |sc, (blk, ob)| {
+                    let i0 = blk * QBLOCK;
+                    let i1 = i0 + ob.len() / dv;
+                    attend_block(&p, bh / h, bh % h, i0, i1, sc, ob, dv);
+                })
+        }),
+        // Rows of one query for all heads are contiguous: a block holds every head.
+        AttentionLayout::Packed | AttentionLayout::Bshd => out
+            .par_chunks_mut(sq * h * dv)
+            .enumerate()
+            .for_each(|(b, o)| {
+                o.par_chunks_mut(QBLOCK * h * dv).enumerate().for_each_init(
+                    scratch,
+                    |sc, (blk, ob)| {
+                        let i0 = blk * QBLOCK;
+                        let i1 = i0 + ob.len() / (h * dv);
+                        for hh in 0..h {
+                            attend_block(&p, b, hh, i0, i1, sc, &mut ob[hh * dv..], h * dv);
+                        }
+                    },
+                )
+            }),
+    }
     Ok(())
 }
 

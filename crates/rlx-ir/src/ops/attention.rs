@@ -288,7 +288,7 @@ fn rope(op: &Op, head_dim: usize, n_rot: usize, inputs: &[&Shape]) -> Result<Sha
     if head_dim == 0 {
         return Err("head_dim must be positive".into());
     }
-    if n_rot == 0 || n_rot % 2 != 0 || n_rot > head_dim {
+    if n_rot == 0 || n_rot % 2 == 1 || n_rot > head_dim {
         return Err(format!(
             "n_rot must be even and in 2..=head_dim ({head_dim}), got {n_rot}"
         ));
