@@ -2,7 +2,8 @@
 //! storage dtypes) and its builder errors.
 mod common;
 use common::*;
-use rlx_ir::{DType, Graph, HostTensor, RopeStyle, Shape};
+use rlx_cpu::CpuExecutable;
+use rlx_ir::{DType, Dim, Graph, HostTensor, RopeStyle, Shape};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum XLayout {
@@ -344,4 +345,45 @@ fn rope_builder_errors() {
     g.rope(packed, c_s1, c_s1, 8, 8, RopeStyle::Interleaved)
         .unwrap();
     g.rope(x, c_f16, c_f16, 8, 8, half).unwrap();
+}
+
+/// A symbolic sequence length in x and cos/sin: one compiled graph serves every length.
+#[test]
+fn rope_dynamic_sequence_length() {
+    let mut rng = Rng::new("rope_dynamic_sequence_length");
+    let (b, h, d, n_rot) = (2, 3, 8, 6);
+    let half = n_rot / 2;
+    let mut g = Graph::new("rope_dyn");
+    let xs = Shape::with_dims(
+        vec![b.into(), Dim::dynamic("S"), (h * d).into()],
+        DType::F32,
+    );
+    let cs = Shape::with_dims(vec![Dim::dynamic("S"), 1.into(), half.into()], DType::F32);
+    let xi = g.input("x", xs).unwrap();
+    let ci = g.input("cos", cs.clone()).unwrap();
+    let si = g.input("sin", cs).unwrap();
+    let o = g.rope(xi, ci, si, d, n_rot, RopeStyle::Half).unwrap();
+    g.set_outputs(vec![o]);
+    let mut exe = CpuExecutable::new(g).unwrap();
+    for s in [7, 1, 4] {
+        let c = Case::new(XLayout::Packed, b, s, h, d, n_rot, RopeStyle::Half);
+        let (xd, cd) = (c.x_dims(), c.cos_dims());
+        let x = through(DType::F32, &rng.normals(xd.iter().product()));
+        let cos = through(DType::F32, &rng.uniforms(s * half, -1.0, 1.0));
+        let sin = through(DType::F32, &rng.uniforms(s * half, -1.0, 1.0));
+        let out = exe
+            .run(&[
+                ("x", HostTensor::from_f64_as(&xd, &x, DType::F32)),
+                ("cos", HostTensor::from_f64_as(&cd, &cos, DType::F32)),
+                ("sin", HostTensor::from_f64_as(&cd, &sin, DType::F32)),
+            ])
+            .unwrap();
+        assert_eq!(out[0].shape, xd);
+        assert_close(
+            &format!("{c:?}"),
+            &out[0],
+            &oracle(&c, &x, &cos, &sin),
+            DType::F32,
+        );
+    }
 }
