@@ -372,6 +372,7 @@ fn pipeline_preserves_outputs_on_random_graphs() {
     let mut rng = Rng::new("pipeline_preserves_outputs_on_random_graphs");
     let p = Pipeline::standard(Some(ConstFold::new(RefEval))).verify(true);
     let (mut before, mut after) = (0, 0);
+    let mut seen = std::collections::BTreeMap::new();
     for _ in 0..300 {
         let ops = 4 + rng.below(30);
         let opts = common::gen::GenOpts {
@@ -395,8 +396,28 @@ fn pipeline_preserves_outputs_on_random_graphs() {
         assert!(h.nodes.len() <= g.nodes.len());
         before += g.nodes.len();
         after += h.nodes.len();
+        for (k, c) in common::kinds(&g) {
+            *seen.entry(k).or_insert(0) += c;
+        }
     }
-    println!("random graphs: {before} nodes before the pipeline, {after} after");
+    println!("random graphs: {before} nodes before the pipeline, {after} after; ops {seen:?}");
+    for kind in [
+        "Activation",
+        "Binary",
+        "Compare",
+        "Where",
+        "Cast",
+        "StopGradient",
+        "MatMul",
+        "Softmax",
+        "LayerNorm",
+        "Attention",
+        "Reshape",
+        "Transpose",
+        "Narrow",
+    ] {
+        assert!(seen.contains_key(kind), "the generator made no {kind}");
+    }
     assert!(after < before, "the pipeline removed nothing at all");
 }
 

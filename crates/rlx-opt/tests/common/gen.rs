@@ -2,8 +2,8 @@
 //! (optionally) views and the redundancies the passes remove.
 use super::Rng;
 use rlx_ir::{
-    broadcast_dims, Activation, BinaryOp, CompareOp, DType, Dim, Graph, HostTensor, NodeId, Op,
-    Shape,
+    broadcast_dims, Activation, AttentionSpec, BinaryOp, CompareOp, DType, Dim, Graph, HostTensor,
+    NodeId, Op, Shape,
 };
 
 #[derive(Clone, Copy, Debug)]
@@ -144,7 +144,7 @@ pub fn random_graph(rng: &mut Rng, o: GenOpts) -> Graph {
         let a = rng.pick(&floats);
         let dt = dtype(&g, a);
         let choice = match (o.heavy && rng.chance(0.2), o.views) {
-            (true, _) => 12 + rng.below(3),
+            (true, _) => 12 + rng.below(4),
             (false, true) => rng.below(12),
             (false, false) => rng.below(8),
         };
@@ -305,6 +305,28 @@ pub fn random_graph(rng: &mut Rng, o: GenOpts) -> Graph {
                     eps: 1e-5,
                 };
                 add(&mut g, op, &[a, gamma, beta])
+            }
+            15 => {
+                // Packed [B, S, H*D] attention over nodes of a's shape.
+                let d = dims(&g, a);
+                if d.len() != 3 {
+                    continue;
+                }
+                let e = d[2];
+                let divisors: Vec<usize> = (1..=e).filter(|h| e % h == 0).collect();
+                let h = rng.pick(&divisors);
+                let same: Vec<NodeId> = g
+                    .nodes
+                    .iter()
+                    .filter(|n| n.shape == g.nodes[a.0].shape)
+                    .map(|n| n.id)
+                    .collect();
+                let (k, v) = (rng.pick(&same), rng.pick(&same));
+                let mut spec = AttentionSpec::new(h, e / h);
+                if rng.chance(0.5) {
+                    spec = spec.causal();
+                }
+                add(&mut g, Op::Attention(spec), &[a, k, v])
             }
             _ => continue,
         };

@@ -221,6 +221,7 @@ pub fn eval_op(op: &Op, ins: &[Val], out: &Shape) -> Option<Val> {
         }
         Op::MatMul => matmul(&ins[0], &ins[1], &dims)?,
         Op::LayerNorm { axis, eps } => layer_norm(ins, *axis, *eps as f64)?,
+        Op::Attention(spec) => attention(ins, spec)?,
         Op::Softmax { axis } => softmax(&ins[0], *axis)?,
         _ => return None,
     };
@@ -268,6 +269,56 @@ fn matmul(a: &Val, b: &Val, out: &[usize]) -> Option<Vec<f64>> {
         }
     }
     Some(v)
+}
+
+/// Packed `[B, S, H*D]` attention, no mask or causal, as many KV heads as query heads.
+fn attention(ins: &[Val], spec: &rlx_ir::AttentionSpec) -> Option<Vec<f64>> {
+    use rlx_ir::{AttentionLayout, MaskKind};
+    let (q, k, v) = (&ins[0], &ins[1], &ins[2]);
+    let causal = match spec.mask_kind {
+        MaskKind::None => false,
+        MaskKind::Causal => true,
+        _ => return None,
+    };
+    if spec.layout != AttentionLayout::Packed
+        || spec.v_head_dim.is_some()
+        || spec.attn_logit_softcap.is_some()
+        || k.dims != v.dims
+        || q.dims[2] != k.dims[2]
+    {
+        return None;
+    }
+    let (b, sq, sk, hd) = (q.dims[0], q.dims[1], k.dims[1], spec.head_dim);
+    let e = q.dims[2];
+    let scale = spec
+        .score_scale
+        .map_or(1.0 / (hd as f64).sqrt(), |s| s as f64);
+    let mut out = vec![0.0; b * sq * e];
+    for bi in 0..b {
+        for h in 0..spec.num_heads {
+            for i in 0..sq {
+                let at =
+                    |x: &Val, t: usize, dd: usize| x.data[(bi * x.dims[1] + t) * e + h * hd + dd];
+                let visible: Vec<usize> =
+                    (0..sk).filter(|&j| !causal || j <= i + sk - sq).collect();
+                let scores: Vec<f64> = visible
+                    .iter()
+                    .map(|&j| (0..hd).map(|dd| at(q, i, dd) * at(k, j, dd)).sum::<f64>() * scale)
+                    .collect();
+                let mx = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let z: f64 = scores.iter().map(|s| (s - mx).exp()).sum();
+                for dd in 0..hd {
+                    let acc: f64 = visible
+                        .iter()
+                        .zip(&scores)
+                        .map(|(&j, s)| (s - mx).exp() / z * at(v, j, dd))
+                        .sum();
+                    out[(bi * sq + i) * e + h * hd + dd] = acc;
+                }
+            }
+        }
+    }
+    Some(out)
 }
 
 /// LayerNorm over dims axis..rank with gamma (and beta) of those dims.
