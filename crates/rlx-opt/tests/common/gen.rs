@@ -313,7 +313,7 @@ pub fn random_graph(rng: &mut Rng, o: GenOpts) -> Graph {
                     continue;
                 }
                 let e = d[2];
-                let divisors: Vec<usize> = (1..=e).filter(|h| e % h == 0).collect();
+                let divisors: Vec<usize> = (1..=e).filter(|h| e.is_multiple_of(*h)).collect();
                 let h = rng.pick(&divisors);
                 let same: Vec<NodeId> = g
                     .nodes
