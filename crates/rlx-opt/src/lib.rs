@@ -37,7 +37,9 @@ pub mod passes;
 mod rebuild;
 
 pub use error::OptError;
-pub use memory::{plan_memory, static_shapes, MemoryPlan, PlanOptions, Slot, ViewOf};
+pub use memory::{
+    class_elem_bytes, class_pool, plan_memory, static_shapes, MemoryPlan, PlanOptions, Slot, ViewOf,
+};
 pub use pass::{kind_counts, Pass, PassReport, Pipeline};
 pub use passes::{ConstEvaluator, ConstFold, Cse, Dce, Simplify, DEFAULT_FOLD_LIMIT};
 pub use rebuild::Rebuilder;

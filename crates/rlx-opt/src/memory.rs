@@ -17,7 +17,7 @@
 //!   (best fit) among the buffers already placed whose lifetimes overlap its own, at an
 //!   aligned offset. Pools (e.g. the CPU's f32 / f64 / i64 arenas) are planned separately.
 use crate::OptError;
-use rlx_ir::{DType, Graph, Node, NodeId, Op};
+use rlx_ir::{ComputeClass, DType, Graph, Node, NodeId, Op};
 
 /// Pool indices must be below this.
 pub const MAX_POOLS: usize = 1 << 16;
@@ -79,6 +79,24 @@ pub struct MemoryPlan {
 impl MemoryPlan {
     pub fn is_view(&self, id: NodeId) -> bool {
         self.views.get(id.0).is_some_and(|v| v.is_some())
+    }
+}
+
+/// The pool of a backend that keeps one arena per compute class (the CPU): f32 = 0,
+/// f64 = 1, i64 = 2.
+pub fn class_pool(n: &Node) -> usize {
+    match n.shape.dtype.compute_class() {
+        ComputeClass::F32 => 0,
+        ComputeClass::F64 => 1,
+        ComputeClass::I64 => 2,
+    }
+}
+
+/// Bytes per element in a compute-class arena (f16 is held as f32, i32 as i64, ...).
+pub fn class_elem_bytes(n: &Node) -> usize {
+    match n.shape.dtype.compute_class() {
+        ComputeClass::F32 => 4,
+        ComputeClass::F64 | ComputeClass::I64 => 8,
     }
 }
 

@@ -5,7 +5,10 @@ mod common;
 use common::gen::{random_graph, transformer, view, GenOpts, Tf};
 use common::Rng;
 use rlx_ir::{ops::infer_shape, Activation, DType, Dim, Graph, Node, NodeId, Op, Shape};
-use rlx_opt::{plan_memory, static_shapes, MemoryPlan, OptError, PlanOptions, Slot, ViewOf};
+use rlx_opt::{
+    class_elem_bytes, class_pool, plan_memory, static_shapes, MemoryPlan, OptError, PlanOptions,
+    Slot, ViewOf,
+};
 use std::collections::HashMap;
 
 /// How a backend stores values: which arena, and bytes per element there.
@@ -616,6 +619,8 @@ fn memory_plan_of_a_transformer() {
     let o = PlanOptions::default();
     let p = plan(&g, &shapes, Model::Cpu, &o);
     check(&g, &shapes, &p, Model::Cpu, &o);
+    let q = plan_memory(&g, &shapes, class_pool, class_elem_bytes, &o).unwrap();
+    assert_eq!(p, q, "the crate's compute-class model is the CPU model");
     let views = p.views.iter().filter(|v| v.is_some()).count();
     println!(
         "transformer {tf:?}: {} nodes, planned {} bytes vs unplanned {} bytes ({:.1}%), {views} views",
