@@ -71,7 +71,7 @@ impl Pass for ConstFold {
                     break;
                 };
                 let t = HostTensor::new(&d, m.shape.dtype, data.clone())
-                    .map_err(|e| rb.error(m, e.to_string()))?;
+                    .map_err(|e| rb.error(n, format!("constant input {i}: {e}")))?;
                 values.push(t);
             }
             let folded = if values.len() == ins.len() {
