@@ -3,8 +3,10 @@
 mod dtype;
 mod error;
 mod graph;
+mod display;
 mod op;
 pub mod ops;
+mod serialize;
 mod shape;
 mod tensor;
 mod verify;
@@ -15,3 +17,4 @@ pub use graph::{AxisArg, Graph, Node, NodeId};
 pub use op::*;
 pub use shape::{broadcast_dims, normalize_axis, strides, Dim, DimsFmt, Shape};
 pub use tensor::HostTensor;
+pub use serialize::{crc32, GRAPH_FORMAT_VERSION, GRAPH_HEADER_LEN, GRAPH_MAGIC};
