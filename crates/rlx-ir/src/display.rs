@@ -45,12 +45,9 @@ fn chain(steps: &[ChainStep]) -> String {
                 ChainStep::Binary(b, x, y) => format!("{b:?}({}, {})", operand(x), operand(y)),
                 ChainStep::Cast(t, x) => format!("Cast<{t}>({})", operand(x)),
                 ChainStep::Compare(c, x, y) => format!("{c:?}({}, {})", operand(x), operand(y)),
-                ChainStep::Where(c, x, y) => format!(
-                    "Where({}, {}, {})",
-                    operand(c),
-                    operand(x),
-                    operand(y)
-                ),
+                ChainStep::Where(c, x, y) => {
+                    format!("Where({}, {}, {})", operand(c), operand(x), operand(y))
+                }
             };
             format!("s{j} = {rhs}")
         })
@@ -70,7 +67,10 @@ fn transform(s: &TransformStep) -> String {
         TransformStep::Reshape(d) => format!("Reshape{}", list(d)),
         TransformStep::Transpose(p) => format!("Transpose{}", list(p)),
         TransformStep::Narrow { axis, start, len } => {
-            format!("Narrow(axis={axis}, {start}..{})", start.saturating_add(*len))
+            format!(
+                "Narrow(axis={axis}, {start}..{})",
+                start.saturating_add(*len)
+            )
         }
         TransformStep::Expand(d) => format!("Expand{}", DimsFmt(d)),
     }
@@ -88,14 +88,19 @@ fn constant_preview(data: &[u8], shape: &Shape) -> String {
         data: data[..take * size].to_vec(),
     };
     let vals: Vec<String> = match shape.dtype {
-        DType::Bool => head.to_i64_vec().iter().map(|&v| (v != 0).to_string()).collect(),
+        DType::Bool => head
+            .to_i64_vec()
+            .iter()
+            .map(|&v| (v != 0).to_string())
+            .collect(),
         DType::F64 => head.to_f64_vec().into_iter().map(num).collect(),
         d if d.is_float() => head.to_f32_vec().into_iter().map(num).collect(),
         _ => head.to_i64_vec().iter().map(|v| v.to_string()).collect(),
     };
     let more = if total > take { ", …" } else { "" };
-    let bad = if data.len() % size != 0 {
-        format!(" +{} stray bytes", data.len() % size)
+    let stray = data.len() - total * size;
+    let bad = if stray > 0 {
+        format!(" +{stray} stray bytes")
     } else {
         String::new()
     };
@@ -201,7 +206,10 @@ fn op_text(node: &Node) -> String {
             pair(p.stride),
             pair(p.padding)
         ),
-        Op::ElementwiseRegion { chain: c, prologue: pr } => {
+        Op::ElementwiseRegion {
+            chain: c,
+            prologue: pr,
+        } => {
             format!("{}{}", prologue(pr), chain(c))
         }
         Op::BatchElementwiseRegion {
@@ -268,10 +276,7 @@ impl fmt::Display for Node {
 
 impl fmt::Display for Graph {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ins: Vec<String> = self
-            .inputs()
-            .map(|(n, s)| format!("{n}: {s}"))
-            .collect();
+        let ins: Vec<String> = self.inputs().map(|(n, s)| format!("{n}: {s}")).collect();
         let params = self.params().count();
         writeln!(
             f,
@@ -305,10 +310,7 @@ impl Graph {
             .filter(|(_, c)| *c > 0)
             .map(|(k, c)| format!("{k}×{c}"))
             .collect();
-        let ins: Vec<String> = self
-            .inputs()
-            .map(|(n, s)| format!("{n}: {s}"))
-            .collect();
+        let ins: Vec<String> = self.inputs().map(|(n, s)| format!("{n}: {s}")).collect();
         let mut elems: u128 = 0;
         let mut dynamic = 0;
         let mut nparams = 0;

@@ -180,10 +180,7 @@ fn decode_body(body: &[u8], base: usize) -> Result<Graph, IrError> {
     if used != body.len() {
         return Err(decode_err(
             base + used,
-            format!(
-                "{} unused bytes at the end of the body",
-                body.len() - used
-            ),
+            format!("{} unused bytes at the end of the body", body.len() - used),
         ));
     }
     Ok(Graph {

@@ -55,6 +55,16 @@ fn watched<T>(f: impl FnOnce() -> T) -> (T, usize) {
     (r, LARGEST.with(|l| l.get()))
 }
 
+#[test]
+fn allocation_watch_sees_allocations() {
+    // The fuzz's memory bound is only as good as the watch: it must see a big request.
+    let (v, largest) = watched(|| vec![7u8; 3 << 20]);
+    assert!(largest >= 3 << 20, "watch saw {largest}");
+    assert_eq!(v.len(), 3 << 20);
+    let (_, none) = watched(|| 1 + 1);
+    assert_eq!(none, 0);
+}
+
 // ---- helpers
 
 /// CRC-32 (IEEE) bit by bit, independent of the table-driven one under test.
@@ -63,7 +73,11 @@ fn crc_ref(bytes: &[u8]) -> u32 {
     for &b in bytes {
         c ^= b as u32;
         for _ in 0..8 {
-            c = if c & 1 == 1 { (c >> 1) ^ 0xEDB8_8320 } else { c >> 1 };
+            c = if c & 1 == 1 {
+                (c >> 1) ^ 0xEDB8_8320
+            } else {
+                c >> 1
+            };
         }
     }
     !c
@@ -99,7 +113,11 @@ fn decode_err(r: Result<Graph, IrError>) -> (usize, String) {
 #[test]
 fn corpus_covers_every_op_kind() {
     let g = corpus::every_op();
-    let seen: BTreeSet<&str> = g.nodes.iter().map(|n| corpus::variant_name(&n.op)).collect();
+    let seen: BTreeSet<&str> = g
+        .nodes
+        .iter()
+        .map(|n| corpus::variant_name(&n.op))
+        .collect();
     let kinds: BTreeSet<&str> = Op::KINDS.iter().copied().collect();
     assert_eq!(kinds.len(), Op::KINDS.len(), "Op::KINDS has duplicates");
     assert_eq!(seen, kinds, "corpus and Op::KINDS disagree");
@@ -143,7 +161,10 @@ fn corpus_covers_every_op_kind() {
         assert!(vals.contains(&format!("act:{a:?}")), "corpus lacks {a:?}");
     }
     for d in DType::ALL {
-        assert!(vals.contains(&format!("cast:{d}")), "corpus lacks cast to {d}");
+        assert!(
+            vals.contains(&format!("cast:{d}")),
+            "corpus lacks cast to {d}"
+        );
     }
 }
 
@@ -159,13 +180,27 @@ fn every_op_round_trips_binary() {
     let back = Graph::from_bytes_unverified(&bytes).unwrap();
     assert_eq!(back, g);
     assert_eq!(back.to_bytes(), bytes, "encoding is not deterministic");
+    // `RLX_FUZZ_SEED_DIR=fuzz/corpus/graph_from_bytes` writes seeds for cargo-fuzz: whole
+    // files, bare bodies (the target re-frames them) and JSON.
+    if let Ok(dir) = std::env::var("RLX_FUZZ_SEED_DIR") {
+        std::fs::create_dir_all(&dir).unwrap();
+        for (i, s) in seeds().iter().enumerate() {
+            std::fs::write(format!("{dir}/seed{i}.rlxg"), s).unwrap();
+            std::fs::write(format!("{dir}/seed{i}.body"), body(s)).unwrap();
+        }
+        let j = corpus::elementwise().to_json().unwrap();
+        std::fs::write(format!("{dir}/ew.json"), j).unwrap();
+    }
 }
 
 #[test]
 fn every_op_round_trips_json() {
     let g = corpus::every_op();
     let text = g.to_json().unwrap();
-    assert!(text.contains("\"-inf\""), "pad value -inf not written as a string");
+    assert!(
+        text.contains("\"-inf\""),
+        "pad value -inf not written as a string"
+    );
     let back = Graph::from_json_unverified(&text).unwrap();
     assert_eq!(back, g);
     assert_eq!(back.to_json().unwrap(), text);
@@ -331,7 +366,11 @@ fn decoded_but_inconsistent_graph_fails_verify() {
     let mut g = Graph::new("bad");
     let a = g.input("a", Shape::new(&[2, 3], DType::F32)).unwrap();
     let b = g.input("b", Shape::new(&[2, 3], DType::F16)).unwrap();
-    let s = g.push_node(Op::Binary(BinaryOp::Add), vec![a, b], Shape::new(&[2, 3], DType::F32));
+    let s = g.push_node(
+        Op::Binary(BinaryOp::Add),
+        vec![a, b],
+        Shape::new(&[2, 3], DType::F32),
+    );
     g.set_name(s, "sum").unwrap();
     let bytes = g.to_bytes();
     match Graph::from_bytes(&bytes) {
@@ -372,7 +411,8 @@ fn malformed_json() {
             other => panic!("expected a Json error for {bad:.60?}, got {other:?}"),
         }
     }
-    let Err(IrError::Json(msg)) = Graph::from_json(&text.replace("\"version\": 1", "\"version\": 99"))
+    let Err(IrError::Json(msg)) =
+        Graph::from_json(&text.replace("\"version\": 1", "\"version\": 99"))
     else {
         panic!("expected a version error")
     };
@@ -479,7 +519,10 @@ fn dump_shows_every_node_compactly() {
     let text = g.to_string();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 5, "{text}");
-    assert!(lines[0].contains("\"demo\"") && lines[0].contains("3 nodes"), "{text}");
+    assert!(
+        lines[0].contains("\"demo\"") && lines[0].contains("3 nodes"),
+        "{text}"
+    );
     assert!(lines[0].contains("q: f32[2, S, 512]"), "{text}");
     assert_eq!(lines[1].trim(), "%0 = Input : f32[2, S, 512]  \"q\"");
     assert_eq!(
@@ -500,7 +543,8 @@ fn dump_and_summary_of_every_op() {
     assert_eq!(text.lines().count(), g.len() + 2);
     for (n, line) in g.nodes.iter().zip(text.lines().skip(1)) {
         assert!(
-            line.trim_start().starts_with(&format!("{} = {}", n.id, n.op.kind())),
+            line.trim_start()
+                .starts_with(&format!("{} = {}", n.id, n.op.kind())),
             "{line}"
         );
     }
@@ -522,8 +566,14 @@ fn dump_and_summary_of_every_op() {
     let s = g.summary();
     assert!(!s.contains('\n'));
     assert!(s.contains(&format!("{} nodes", g.len())), "{s}");
-    assert!(s.contains("Activation×18") && s.contains("Attention×4"), "{s}");
-    assert!(s.contains("x: f32[B, S, 512]") && s.contains("ids: i64[B, S]"), "{s}");
+    assert!(
+        s.contains("Activation×18") && s.contains("Attention×4"),
+        "{s}"
+    );
+    assert!(
+        s.contains("x: f32[B, S, 512]") && s.contains("ids: i64[B, S]"),
+        "{s}"
+    );
     assert!(s.contains("params 1 (262144 elements)"), "{s}");
 }
 
@@ -573,13 +623,19 @@ fn check_bytes(input: &[u8], what: &str) -> bool {
         panic!("{what}: decoding panicked on {input:02x?}");
     };
     let limit = (2 << 20) + 64 * input.len();
-    assert!(largest <= limit, "{what}: one allocation of {largest} bytes");
+    assert!(
+        largest <= limit,
+        "{what}: one allocation of {largest} bytes"
+    );
     if let Some(g) = unverified {
         let again = g.to_bytes();
         let g2 = Graph::from_bytes_unverified(&again).expect("re-encoded graph decodes");
         assert_eq!(g2.to_bytes(), again, "{what}: re-encoding differs");
     } else {
-        assert!(!verified_ok, "{what}: verified decode ok but unverified failed");
+        assert!(
+            !verified_ok,
+            "{what}: verified decode ok but unverified failed"
+        );
     }
     verified_ok
 }
@@ -587,7 +643,10 @@ fn check_bytes(input: &[u8], what: &str) -> bool {
 fn check_json(input: &str, what: &str) {
     let (r, largest) = watched(|| std::panic::catch_unwind(|| Graph::from_json(input).is_ok()));
     assert!(r.is_ok(), "{what}: from_json panicked on {input:?}");
-    assert!(largest <= (2 << 20) + 64 * input.len(), "{what}: {largest} bytes");
+    assert!(
+        largest <= (2 << 20) + 64 * input.len(),
+        "{what}: {largest} bytes"
+    );
 }
 
 fn seeds() -> Vec<Vec<u8>> {

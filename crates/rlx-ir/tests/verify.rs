@@ -71,7 +71,11 @@ fn input_that_is_not_earlier() {
 
     // A node reading one that does not exist at all.
     let (mut g, x, ..) = base();
-    let bad = g.push_node(Op::Binary(BinaryOp::Add), vec![x, NodeId(99)], f32s(&[2, 3]));
+    let bad = g.push_node(
+        Op::Binary(BinaryOp::Add),
+        vec![x, NodeId(99)],
+        f32s(&[2, 3]),
+    );
     let msg = verify_err(&g, bad);
     assert!(msg.contains("%99"), "{msg}");
 }
@@ -110,7 +114,9 @@ fn leaf_with_inputs() {
 #[test]
 fn constant_with_wrong_byte_length() {
     let mut g = Graph::new("c");
-    let c = g.constant_f32(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+    let c = g
+        .constant_f32(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+        .unwrap();
     g.verify().unwrap();
     let Op::Constant { data } = &mut g.nodes[c.0].op else {
         unreachable!()
@@ -121,14 +127,13 @@ fn constant_with_wrong_byte_length() {
 
     // Same bytes, but the declared dtype is wider than what they hold.
     let mut g = Graph::new("c");
-    let c = g
-        .push_node(
-            Op::Constant {
-                data: vec![0; 6 * 4],
-            },
-            vec![],
-            Shape::new(&[2, 3], DType::F64),
-        );
+    let c = g.push_node(
+        Op::Constant {
+            data: vec![0; 6 * 4],
+        },
+        vec![],
+        Shape::new(&[2, 3], DType::F64),
+    );
     let msg = verify_err(&g, c);
     assert!(msg.contains("48 bytes") && msg.contains("24"), "{msg}");
 
@@ -182,7 +187,11 @@ fn declared_shape_differs_from_inferred() {
     assert!(msg.contains("f32[B, 3]"), "{msg}");
     // Where broadcasting all three inputs.
     let (mut g, x, y, _) = base();
-    let c = g.push_node(Op::Compare(CompareOp::Eq), vec![x, y], Shape::new(&[2, 3], DType::Bool));
+    let c = g.push_node(
+        Op::Compare(CompareOp::Eq),
+        vec![x, y],
+        Shape::new(&[2, 3], DType::Bool),
+    );
     let bad = g.push_node(Op::Where, vec![c, y, y], f32s(&[3]));
     let msg = verify_err(&g, bad);
     assert!(msg.contains("f32[2, 3]"), "{msg}");
@@ -220,25 +229,40 @@ fn dtype_mismatch() {
     let bad = g.push_node(Op::Binary(BinaryOp::Mul), vec![a, b], f32s(&[4]));
     g.set_name(bad, "mixed").unwrap();
     let msg = verify_err(&g, bad);
-    assert!(msg.contains("dtypes differ") && msg.contains("f16"), "{msg}");
+    assert!(
+        msg.contains("dtypes differ") && msg.contains("f16"),
+        "{msg}"
+    );
     assert!(g.verify().unwrap_err().to_string().contains("\"mixed\""));
 
     let mut g2 = g.clone();
     g2.nodes.truncate(3);
-    let bad = g2.push_node(Op::Compare(CompareOp::Lt), vec![a, i], Shape::new(&[4], DType::Bool));
+    let bad = g2.push_node(
+        Op::Compare(CompareOp::Lt),
+        vec![a, i],
+        Shape::new(&[4], DType::Bool),
+    );
     let msg = verify_err(&g2, bad);
     assert!(msg.contains("i64"), "{msg}");
 
     let mut g3 = g.clone();
     g3.nodes.truncate(3);
-    let c = g3.push_node(Op::Compare(CompareOp::Lt), vec![a, a], Shape::new(&[4], DType::Bool));
+    let c = g3.push_node(
+        Op::Compare(CompareOp::Lt),
+        vec![a, a],
+        Shape::new(&[4], DType::Bool),
+    );
     let bad = g3.push_node(Op::Where, vec![c, a, b], f32s(&[4]));
     let msg = verify_err(&g3, bad);
     assert!(msg.contains("branch dtypes differ"), "{msg}");
 
     let mut g4 = g.clone();
     g4.nodes.truncate(3);
-    let bad = g4.push_node(Op::Activation(Activation::Sqrt), vec![i], Shape::new(&[4], DType::I64));
+    let bad = g4.push_node(
+        Op::Activation(Activation::Sqrt),
+        vec![i],
+        Shape::new(&[4], DType::I64),
+    );
     let msg = verify_err(&g4, bad);
     assert!(msg.contains("float") && msg.contains("i64"), "{msg}");
 }

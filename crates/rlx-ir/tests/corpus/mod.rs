@@ -74,8 +74,24 @@ pub fn every_op() -> Graph {
     for scheme in [QuantScheme::Q8_0, QuantScheme::Q4_0, QuantScheme::Q4_1] {
         push(&mut g, Op::DequantMatMul { scheme }, &[x, w], &bs512);
     }
-    push(&mut g, Op::LayerNorm { axis: -1, eps: 1e-5 }, &[x, c, c], &bs512);
-    push(&mut g, Op::RmsNorm { axis: -2, eps: 1e-6 }, &[x, c], &bs512);
+    push(
+        &mut g,
+        Op::LayerNorm {
+            axis: -1,
+            eps: 1e-5,
+        },
+        &[x, c, c],
+        &bs512,
+    );
+    push(
+        &mut g,
+        Op::RmsNorm {
+            axis: -2,
+            eps: 1e-6,
+        },
+        &[x, c],
+        &bs512,
+    );
     push(
         &mut g,
         Op::FusedResidualLN {
@@ -109,7 +125,7 @@ pub fn every_op() -> Graph {
                 keep_dim,
             },
             &[x],
-            &dims(&[s.clone()], DType::F32),
+            &dims(std::slice::from_ref(&s), DType::F32),
         );
     }
     push(&mut g, Op::Softmax { axis: -1 }, &[x], &bs512);
