@@ -540,6 +540,7 @@ fn dump_shows_every_node_compactly() {
 fn dump_and_summary_of_every_op() {
     let g = corpus::every_op();
     let text = g.to_string();
+    println!("{text}\n{}", g.summary());
     assert_eq!(text.lines().count(), g.len() + 2);
     for (n, line) in g.nodes.iter().zip(text.lines().skip(1)) {
         assert!(
