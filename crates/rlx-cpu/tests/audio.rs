@@ -191,11 +191,17 @@ fn out_shape(shape: &[usize], nm: usize) -> Vec<usize> {
 }
 
 /// A power spectrum whose frames span `decades` orders of magnitude, so the (max − 8)
-/// clamp is active on some frames when `decades` > 8.
+/// clamp is active on some frames when `decades` > 8: every third frame sits at the top,
+/// the next at the bottom, the rest at random scales in between.
 fn power_spec(rng: &mut Rng, n: usize, nf: usize, decades: f64) -> Vec<f64> {
     let mut v = vec![];
-    for _ in 0..n / nf {
-        let frame_scale = 10f64.powf(-rng.range(0.0, decades));
+    for t in 0..n / nf {
+        let exponent = match t % 3 {
+            0 => 0.0,
+            1 => decades,
+            _ => rng.range(0.0, decades),
+        };
+        let frame_scale = 10f64.powf(-exponent);
         for _ in 0..nf {
             v.push(frame_scale * rng.range(0.05, 2.0));
         }

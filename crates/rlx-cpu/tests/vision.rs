@@ -254,15 +254,24 @@ fn conv2d_half_and_f64_storage() {
 }
 
 #[test]
-fn conv2d_dynamic_batch_runs_with_concrete_shape() {
+fn conv2d_dynamic_dims_run_with_concrete_shapes() {
     let mut rng = Rng::new("conv2d_dynamic_batch");
     let c = conv_cases()[1];
     let mut g = Graph::new("conv_dyn");
-    let x_dims = vec![Dim::dynamic("B"), c.c.into(), c.h.into(), c.w.into()];
+    let x_dims = vec![Dim::dynamic("B"), c.c.into(), "H".into(), "W".into()];
     let xi = g.input("x", Shape::with_dims(x_dims, DType::F32)).unwrap();
     let wi = g.input("w", Shape::new(&c.w_shape(), DType::F32)).unwrap();
     let y = g.conv2d(xi, wi, c.spec()).unwrap();
-    assert_eq!(g.shape(y).unwrap().dims[0], Dim::dynamic("B"));
+    let dims = &g.shape(y).unwrap().dims;
+    assert_eq!(dims[0], Dim::dynamic("B"));
+    assert!(matches!(
+        (&dims[2], &dims[3]),
+        (Dim::Dynamic(_), Dim::Dynamic(_))
+    ));
+    // A size-preserving conv keeps the symbol.
+    let same = ConvSpec::new(c.k).padding([c.k[0] / 2, c.k[1] / 2]);
+    let y2 = g.conv2d(xi, wi, same).unwrap();
+    assert_eq!(g.shape(y2).unwrap().dims[2], Dim::dynamic("H"));
     g.set_outputs(vec![y]);
     let (xs, ws) = (c.x_shape(), c.w_shape());
     let x = through(DType::F32, &rng.normals(numel(&xs)));

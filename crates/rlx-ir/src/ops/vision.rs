@@ -56,16 +56,17 @@ fn out_dim(what: &str, d: &Dim, k: usize, s: usize, p: usize, dil: usize) -> Res
         Static(n) => conv_out_len(*n, k, s, p, dil).map(Static).ok_or_else(|| {
             format!(
                 "{what}: kernel extent {} is larger than the padded input {} ({n} + 2·{p})",
-                dil * (k.max(1) - 1) + 1,
-                n + 2 * p
+                dil.saturating_mul(k.saturating_sub(1)).saturating_add(1),
+                n.saturating_add(p.saturating_mul(2))
             )
         }),
         Dim::Dynamic(sym) => {
-            let ext = dil * (k - 1) + 1;
-            if s == 1 && 2 * p + 1 == ext {
+            let ext = dil.saturating_mul(k.saturating_sub(1)).saturating_add(1);
+            let pad = p.saturating_mul(2);
+            if s == 1 && pad.saturating_add(1) == ext {
                 Ok(d.clone())
             } else {
-                Ok(Dim::Dynamic(format!("({sym}+{}-{ext})/{s}+1", 2 * p)))
+                Ok(Dim::Dynamic(format!("({sym}+{pad}-{ext})/{s}+1")))
             }
         }
     }
@@ -219,7 +220,7 @@ fn pool_out(spec: &PoolSpec, x: &Shape) -> Result<Shape, String> {
 
 fn doubled(d: &Dim) -> Dim {
     match d {
-        Static(n) => Static(2 * n),
+        Static(n) => Static(n.saturating_mul(2)),
         Dim::Dynamic(s) => Dim::Dynamic(format!("2*{s}")),
     }
 }
