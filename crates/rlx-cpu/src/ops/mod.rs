@@ -4,9 +4,11 @@ use rlx_ir::{Node, Op};
 
 pub mod attention;
 pub mod audio;
+mod conv;
 pub mod elementwise;
 pub mod linalg;
 pub mod norm;
+mod pool;
 pub mod reduce;
 pub mod region;
 pub mod rope;
