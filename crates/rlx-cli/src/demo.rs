@@ -51,7 +51,13 @@ pub fn block_graph(seq: usize, d: usize, heads: usize) -> Result<Graph, IrError>
     Ok(g)
 }
 
-pub fn run(device: Device, seq: usize, d: usize, heads: usize, save: Option<&Path>) -> Result<(), CliError> {
+pub fn run(
+    device: Device,
+    seq: usize,
+    d: usize,
+    heads: usize,
+    save: Option<&Path>,
+) -> Result<(), CliError> {
     if heads == 0 || d % heads != 0 {
         return Err(CliError::Usage(format!(
             "--heads {heads} must divide --width {d}: try --heads 4"
@@ -62,10 +68,17 @@ pub fn run(device: Device, seq: usize, d: usize, heads: usize, save: Option<&Pat
     println!("built {}", g.summary());
     if let Some(path) = save {
         g.save(path)?;
-        println!("saved graph to {} (view it with `rlx inspect {}`)", path.display(), path.display());
+        println!(
+            "saved graph to {} (view it with `rlx inspect {}`)",
+            path.display(),
+            path.display()
+        );
     }
     let compiled = Session::new(device).compile(&g)?;
-    println!("compiled for {device} in {:.1} ms", t0.elapsed().as_secs_f64() * 1e3);
+    println!(
+        "compiled for {device} in {:.1} ms",
+        t0.elapsed().as_secs_f64() * 1e3
+    );
 
     let mut rng = Rng(0x5eed);
     for (name, shape) in g.params() {

@@ -35,9 +35,7 @@ enum Cmd {
         save: Option<PathBuf>,
     },
     /// Print a serialized graph (JSON or binary) and check it.
-    Inspect {
-        file: PathBuf,
-    },
+    Inspect { file: PathBuf },
 }
 
 /// A CLI failure with a hint on what to do next.
@@ -60,7 +58,9 @@ fn parse_device(s: Option<&str>) -> Result<Device, CliError> {
             .strip_prefix("cuda:")
             .and_then(|n| n.parse().ok())
             .map(Device::Cuda)
-            .ok_or_else(|| CliError::Usage(format!("unknown device \"{d}\": use cpu, cuda or cuda:N"))),
+            .ok_or_else(|| {
+                CliError::Usage(format!("unknown device \"{d}\": use cpu, cuda or cuda:N"))
+            }),
     }
 }
 

@@ -5,6 +5,7 @@ mod buffer;
 mod error;
 mod exec;
 pub mod ops;
+pub mod quant;
 pub mod util;
 
 pub use buffer::{Buf, BufMut, Elem, Float, OutView, Storage, TensorView};

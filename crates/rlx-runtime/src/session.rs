@@ -56,7 +56,8 @@ impl Session {
             Device::Cuda(_) => {
                 return Err(Error::DeviceUnavailable {
                     device: self.device.to_string(),
-                    reason: "this build of rlx has no CUDA backend yet; compile for Device::Cpu".into(),
+                    reason: "this build of rlx has no CUDA backend yet; compile for Device::Cpu"
+                        .into(),
                 })
             }
         }
@@ -97,7 +98,9 @@ pub struct CompiledGraph {
 }
 
 fn names<'a>(it: impl Iterator<Item = (&'a str, &'a Shape)>) -> String {
-    it.map(|(n, s)| format!("{n}: {s}")).collect::<Vec<_>>().join(", ")
+    it.map(|(n, s)| format!("{n}: {s}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl CompiledGraph {
@@ -159,7 +162,10 @@ impl CompiledGraph {
     }
 
     /// Run with f32 inputs (converted to each input's dtype); one f32 vector per output.
-    pub fn run<N: AsRef<str>, S: AsRef<[f32]>>(&self, inputs: &[(N, S)]) -> Result<Vec<Vec<f32>>, Error> {
+    pub fn run<N: AsRef<str>, S: AsRef<[f32]>>(
+        &self,
+        inputs: &[(N, S)],
+    ) -> Result<Vec<Vec<f32>>, Error> {
         let mut typed = Vec::with_capacity(inputs.len());
         for (name, data) in inputs {
             let name = name.as_ref();
@@ -176,7 +182,10 @@ impl CompiledGraph {
     }
 
     /// Run with typed inputs; returns typed outputs.
-    pub fn run_typed<N: AsRef<str>>(&self, inputs: &[(N, HostTensor)]) -> Result<Vec<HostTensor>, Error> {
+    pub fn run_typed<N: AsRef<str>>(
+        &self,
+        inputs: &[(N, HostTensor)],
+    ) -> Result<Vec<HostTensor>, Error> {
         let mut seen: HashMap<&str, ()> = HashMap::new();
         for (name, t) in inputs {
             let name = name.as_ref();
@@ -202,7 +211,10 @@ impl CompiledGraph {
                 }
             }
         }
-        let refs: Vec<(&str, HostTensor)> = inputs.iter().map(|(n, t)| (n.as_ref(), t.clone())).collect();
+        let refs: Vec<(&str, HostTensor)> = inputs
+            .iter()
+            .map(|(n, t)| (n.as_ref(), t.clone()))
+            .collect();
         Ok(self.lock().run(&refs)?)
     }
 
@@ -224,7 +236,11 @@ impl CompiledGraph {
     }
 
     /// Run `iters` times with the same inputs and return the median wall time of one run.
-    pub fn time_runs(&self, inputs: &[(&str, HostTensor)], iters: usize) -> Result<Duration, Error> {
+    pub fn time_runs(
+        &self,
+        inputs: &[(&str, HostTensor)],
+        iters: usize,
+    ) -> Result<Duration, Error> {
         let mut ts = Vec::with_capacity(iters.max(1));
         for _ in 0..iters.max(1) {
             let t0 = std::time::Instant::now();
@@ -240,7 +256,11 @@ impl CompiledGraph {
 /// solved from the length.
 fn bind_flat(name: &str, shape: &Shape, len: usize) -> Result<Vec<usize>, Error> {
     let known: usize = shape.dims.iter().filter_map(Dim::as_static).product();
-    let unknown = shape.dims.iter().filter(|d| d.as_static().is_none()).count();
+    let unknown = shape
+        .dims
+        .iter()
+        .filter(|d| d.as_static().is_none())
+        .count();
     match unknown {
         0 => {
             if len != known {
@@ -254,7 +274,7 @@ fn bind_flat(name: &str, shape: &Shape, len: usize) -> Result<Vec<usize>, Error>
             }
             Ok(shape.static_dims().expect("static"))
         }
-        1 if known > 0 && len % known == 0 => Ok(shape
+        1 if known > 0 && len.is_multiple_of(known) => Ok(shape
             .dims
             .iter()
             .map(|d| d.as_static().unwrap_or(len / known))

@@ -44,8 +44,13 @@ fn runs_and_matches_oracle() {
 fn unknown_input_is_named() {
     let c = compiled();
     c.set_param("w", &[1.0; 6]).unwrap();
-    let e = c.run(&[("x", &[1.0f32; 6][..]), ("nope", &[1.0f32; 6][..])]).unwrap_err();
-    assert!(matches!(&e, Error::UnknownInput { name, .. } if name == "nope"), "{e}");
+    let e = c
+        .run(&[("x", &[1.0f32; 6][..]), ("nope", &[1.0f32; 6][..])])
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::UnknownInput { name, .. } if name == "nope"),
+        "{e}"
+    );
     assert!(e.to_string().contains("nope"));
 }
 
@@ -55,15 +60,23 @@ fn missing_input_is_named() {
     c.set_param("w", &[1.0; 6]).unwrap();
     let none: [(&str, &[f32]); 0] = [];
     let e = c.run(&none).unwrap_err();
-    assert!(matches!(&e, Error::MissingInput { name, .. } if name == "x"), "{e}");
+    assert!(
+        matches!(&e, Error::MissingInput { name, .. } if name == "x"),
+        "{e}"
+    );
 }
 
 #[test]
 fn duplicate_input_is_rejected() {
     let c = compiled();
     c.set_param("w", &[1.0; 6]).unwrap();
-    let e = c.run(&[("x", [1.0f32; 6]), ("x", [1.0f32; 6])]).unwrap_err();
-    assert!(matches!(&e, Error::DuplicateInput { name } if name == "x"), "{e}");
+    let e = c
+        .run(&[("x", [1.0f32; 6]), ("x", [1.0f32; 6])])
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::DuplicateInput { name } if name == "x"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -76,16 +89,25 @@ fn wrong_length_is_named() {
         "{e}"
     );
     let e = c.set_param("w", &[1.0; 7]).unwrap_err();
-    assert!(matches!(&e, Error::WrongLength { name, .. } if name == "w"), "{e}");
+    assert!(
+        matches!(&e, Error::WrongLength { name, .. } if name == "w"),
+        "{e}"
+    );
 }
 
 #[test]
 fn unset_and_unknown_params_are_named() {
     let c = compiled();
     let e = c.run(&[("x", [1.0f32; 6])]).unwrap_err();
-    assert!(matches!(&e, Error::ParamNotSet { name } if name == "w"), "{e}");
+    assert!(
+        matches!(&e, Error::ParamNotSet { name } if name == "w"),
+        "{e}"
+    );
     let e = c.set_param("bias", &[1.0]).unwrap_err();
-    assert!(matches!(&e, Error::UnknownParam { name, .. } if name == "bias"), "{e}");
+    assert!(
+        matches!(&e, Error::UnknownParam { name, .. } if name == "bias"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -100,23 +122,38 @@ fn dtype_and_shape_mismatches_are_named() {
     );
     let t = HostTensor::from_f32(&[3, 2], &[1.0; 6]);
     let e = c.run_typed(&[("x", t)]).unwrap_err();
-    assert!(matches!(&e, Error::WrongShape { name, .. } if name == "x"), "{e}");
+    assert!(
+        matches!(&e, Error::WrongShape { name, .. } if name == "x"),
+        "{e}"
+    );
     let t = HostTensor::from_f16(&[2, 3], &[half::f16::ONE; 6]);
     let e = c.set_param_typed("w", t).unwrap_err();
-    assert!(matches!(&e, Error::WrongDtype { name, .. } if name == "w"), "{e}");
+    assert!(
+        matches!(&e, Error::WrongDtype { name, .. } if name == "w"),
+        "{e}"
+    );
 }
 
 #[test]
 fn cuda_without_backend_is_a_clear_error() {
-    let e = Session::new(Device::Cuda(0)).compile(graph()).err().expect("must fail");
-    assert!(matches!(&e, Error::DeviceUnavailable { device, .. } if device == "cuda:0"), "{e}");
+    let e = Session::new(Device::Cuda(0))
+        .compile(graph())
+        .err()
+        .expect("must fail");
+    assert!(
+        matches!(&e, Error::DeviceUnavailable { device, .. } if device == "cuda:0"),
+        "{e}"
+    );
 }
 
 #[test]
 fn invalid_graph_is_rejected_at_compile() {
     let mut g = graph();
     g.nodes[3].inputs = vec![rlx_ir::NodeId(5)];
-    let e = Session::new(Device::Cpu).compile(&g).err().expect("must fail");
+    let e = Session::new(Device::Cpu)
+        .compile(&g)
+        .err()
+        .expect("must fail");
     assert!(e.to_string().contains("%3"), "{e}");
 }
 
@@ -124,16 +161,24 @@ fn invalid_graph_is_rejected_at_compile() {
 fn dynamic_batch_binds_from_flat_and_typed_inputs() {
     let mut g = Graph::new("dyn");
     let x = g
-        .input("x", Shape::with_dims(vec![Dim::dynamic("B"), Dim::Static(4)], DType::F32))
+        .input(
+            "x",
+            Shape::with_dims(vec![Dim::dynamic("B"), Dim::Static(4)], DType::F32),
+        )
         .unwrap();
     let y = g.activation(Activation::Neg, x).unwrap();
     g.set_outputs(vec![y]);
     let c = Session::new(Device::Cpu).compile(g).unwrap();
     let a = c.run(&[("x", vec![1.0f32; 8])]).unwrap();
     assert_eq!(a[0], vec![-1.0; 8]);
-    let b = c.run_typed(&[("x", HostTensor::from_f32(&[3, 4], &[2.0; 12]))]).unwrap();
+    let b = c
+        .run_typed(&[("x", HostTensor::from_f32(&[3, 4], &[2.0; 12]))])
+        .unwrap();
     assert_eq!(b[0].shape, vec![3, 4]);
     assert_eq!(b[0].to_f32_vec(), vec![-2.0; 12]);
     let e = c.run(&[("x", vec![1.0f32; 7])]).unwrap_err();
-    assert!(matches!(&e, Error::Unbindable { name, .. } if name == "x"), "{e}");
+    assert!(
+        matches!(&e, Error::Unbindable { name, .. } if name == "x"),
+        "{e}"
+    );
 }

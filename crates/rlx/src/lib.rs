@@ -26,8 +26,7 @@ pub mod prelude {
     pub use rlx_ir::{
         Activation, AttentionLayout, AttentionSpec, BinaryOp, ChainOperand, ChainStep, CompareOp,
         ConvSpec, DType, Dim, FftNorm, Graph, HostTensor, IrError, MaskKind, Node, NodeId, Op,
-        PoolKind, PoolSpec, QuantScheme, ReduceOp, RegionPrologue, RopeStyle, Shape,
-        TransformStep,
+        PoolKind, PoolSpec, QuantScheme, ReduceOp, RegionPrologue, RopeStyle, Shape, TransformStep,
     };
     pub use rlx_runtime::{CompiledGraph, Device, Error, Session};
 }

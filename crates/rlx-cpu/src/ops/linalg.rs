@@ -1,10 +1,306 @@
-//! CPU thunks for this op group.
-use crate::{CpuError, OutView, TensorView};
-use rlx_ir::Node;
+//! CPU thunks: MatMul, FusedMatMulBiasAct, DequantMatMul. Every product goes through the
+//! `gemm` crate on strided views of the operands (broadcast batch items are read in place).
+use crate::error::op_err;
+use crate::ops::elementwise::activation;
+use crate::quant;
+use crate::util::broadcast_offsets;
+use crate::{CpuError, Float, OutView, TensorView};
+use gemm::Parallelism;
+use rayon::prelude::*;
+use rlx_ir::{Activation, ComputeClass, Node, Op, QuantScheme};
 
-pub(crate) fn eval(node: &Node, _ins: &[TensorView], _out: OutView) -> Result<(), CpuError> {
-    Err(crate::error::op_err(format!(
-        "{} has no CPU thunk yet",
-        node.op.kind()
-    )))
+/// Below this many multiply-adds a product is not worth spreading over threads.
+const PAR_WORK: usize = 1 << 15;
+
+/// A row-major operand of one product: element (r, c) at `off + r * rs + c * cs`.
+#[derive(Clone, Copy)]
+struct Operand<'a, T> {
+    data: &'a [T],
+    rs: usize,
+    cs: usize,
+}
+
+/// `dst[m × n] = lhs[m × k] · rhs[k × n]`, starting at the given offsets.
+fn gemm_one<T: Float>(
+    (m, n, k): (usize, usize, usize),
+    lhs: Operand<T>,
+    lhs_off: usize,
+    rhs: Operand<T>,
+    rhs_off: usize,
+    dst: &mut [T],
+    par: Parallelism,
+) -> Result<(), CpuError> {
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        dst.fill(T::zero());
+        return Ok(());
+    }
+    // gemm reads through raw pointers: prove every index it may touch is inside the slices.
+    let last =
+        |o: Operand<T>, off: usize, r: usize, c: usize| off + (r - 1) * o.rs + (c - 1) * o.cs;
+    if last(lhs, lhs_off, m, k) >= lhs.data.len()
+        || last(rhs, rhs_off, k, n) >= rhs.data.len()
+        || dst.len() < m * n
+    {
+        return Err(op_err("matmul operand is smaller than its shape says"));
+    }
+    // SAFETY: bounds proven above; dst is exclusively borrowed and does not alias the inputs.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            lhs.data.as_ptr().add(lhs_off),
+            lhs.cs as isize,
+            lhs.rs as isize,
+            rhs.data.as_ptr().add(rhs_off),
+            rhs.cs as isize,
+            rhs.rs as isize,
+            T::zero(),
+            T::one(),
+            false,
+            false,
+            false,
+            par,
+        );
+    }
+    Ok(())
+}
+
+/// Concrete NumPy broadcast of two batch-dim lists.
+fn broadcast_batch(a: &[usize], b: &[usize]) -> Result<Vec<usize>, CpuError> {
+    let r = a.len().max(b.len());
+    let at = |s: &[usize], i: usize| {
+        if i + s.len() >= r {
+            s[i + s.len() - r]
+        } else {
+            1
+        }
+    };
+    (0..r)
+        .map(|i| match (at(a, i), at(b, i)) {
+            (x, y) if x == y || y == 1 => Ok(x),
+            (1, y) => Ok(y),
+            (x, y) => Err(op_err(format!(
+                "batch dims {a:?} and {b:?} do not broadcast ({x} vs {y})"
+            ))),
+        })
+        .collect()
+}
+
+/// Batched `a @ b` with NumPy semantics into `out` (row-major, `batch × m × n`).
+fn matmul<T: Float>(a: &TensorView, b: &TensorView, out: &mut [T]) -> Result<(), CpuError> {
+    let (av, bv) = (a.get::<T>()?, b.get::<T>()?);
+    if a.rank() == 0 || b.rank() == 0 {
+        return Err(op_err("matmul operands must have rank >= 1"));
+    }
+    // Promote rank-1 operands; the output buffer's layout is the same with or without the
+    // added unit dim, so nothing has to be removed afterwards.
+    let ash: Vec<usize> = if a.rank() == 1 {
+        vec![1, a.shape[0]]
+    } else {
+        a.shape.to_vec()
+    };
+    let bsh: Vec<usize> = if b.rank() == 1 {
+        vec![b.shape[0], 1]
+    } else {
+        b.shape.to_vec()
+    };
+    let (ar, br) = (ash.len(), bsh.len());
+    let (m, k, n) = (ash[ar - 2], ash[ar - 1], bsh[br - 1]);
+    if bsh[br - 2] != k {
+        return Err(op_err(format!(
+            "inner dims differ: {:?} @ {:?}",
+            a.shape, b.shape
+        )));
+    }
+    let (ab, bb) = (&ash[..ar - 2], &bsh[..br - 2]);
+    let ob = broadcast_batch(ab, bb)?;
+    let nb: usize = ob.iter().product();
+    if out.len() != nb * m * n {
+        return Err(op_err(format!(
+            "output holds {} values, matmul gives {}",
+            out.len(),
+            nb * m * n
+        )));
+    }
+    let lhs = Operand {
+        data: av,
+        rs: k,
+        cs: 1,
+    };
+    let rhs = Operand {
+        data: bv,
+        rs: n,
+        cs: 1,
+    };
+    batched(
+        nb,
+        (m, n, k),
+        lhs,
+        &broadcast_offsets(ab, &ob),
+        rhs,
+        &broadcast_offsets(bb, &ob),
+        out,
+    )
+}
+
+/// One product per batch item; item i reads lhs item `lo[i]` and rhs item `ro[i]`.
+fn batched<T: Float>(
+    nb: usize,
+    (m, n, k): (usize, usize, usize),
+    lhs: Operand<T>,
+    lo: &[usize],
+    rhs: Operand<T>,
+    ro: &[usize],
+    out: &mut [T],
+) -> Result<(), CpuError> {
+    let per = m * n;
+    if per == 0 {
+        return Ok(());
+    }
+    let work = m * n * k;
+    let one = |i: usize, o: &mut [T], par| {
+        gemm_one((m, n, k), lhs, lo[i] * m * k, rhs, ro[i] * k * n, o, par)
+    };
+    // Many small items: one thread per item. Few large ones: let gemm split each product.
+    if nb > 1
+        && nb * work >= PAR_WORK
+        && (work < PAR_WORK * 8 || nb >= rayon::current_num_threads())
+    {
+        out.par_chunks_mut(per)
+            .enumerate()
+            .try_for_each(|(i, o)| one(i, o, Parallelism::None))
+    } else {
+        let par = if work >= PAR_WORK {
+            Parallelism::Rayon(0)
+        } else {
+            Parallelism::None
+        };
+        out.chunks_mut(per)
+            .enumerate()
+            .try_for_each(|(i, o)| one(i, o, par))
+    }
+}
+
+/// `out[.., j] = act(out[.., j] + bias[j])`.
+fn bias_act<T: Float>(out: &mut [T], bias: &[T], act: Option<Activation>) -> Result<(), CpuError> {
+    let n = bias.len();
+    if n == 0 || !out.len().is_multiple_of(n) {
+        return Err(op_err(format!(
+            "bias of {n} values does not tile an output of {}",
+            out.len()
+        )));
+    }
+    let row = |o: &mut [T]| {
+        for (v, &b) in o.iter_mut().zip(bias) {
+            let s = *v + b;
+            *v = match act {
+                Some(a) => activation(a, s),
+                None => s,
+            };
+        }
+    };
+    if out.len() >= PAR_WORK {
+        out.par_chunks_mut(n).for_each(row);
+    } else {
+        out.chunks_mut(n).for_each(row);
+    }
+    Ok(())
+}
+
+/// `x @ Wᵀ` with W `[N, K]` dequantised from packed blocks (held one byte per i64).
+fn dequant_matmul<T: Float>(
+    scheme: QuantScheme,
+    x: &TensorView,
+    w: &TensorView,
+    out: &mut [T],
+) -> Result<(), CpuError> {
+    let xv = x.get::<T>()?;
+    let wv = w.get::<i64>()?;
+    if x.rank() == 0 || w.rank() != 2 {
+        return Err(op_err(format!(
+            "want x [.., K] and packed weight [N, bytes], got {:?} and {:?}",
+            x.shape, w.shape
+        )));
+    }
+    let k = x.shape[x.rank() - 1];
+    let n = w.shape[0];
+    let m = xv.len().checked_div(k).unwrap_or(0);
+    let bytes = wv
+        .iter()
+        .map(|&b| {
+            u8::try_from(b).map_err(|_| op_err(format!("packed weight byte {b} out of range")))
+        })
+        .collect::<Result<Vec<u8>, _>>()?;
+    let wf = quant::dequantize(scheme, &bytes, n, k)?;
+    let wt: Vec<T> = wf.iter().map(|&v| T::from_f64(v as f64)).collect();
+    if out.len() != m * n {
+        return Err(op_err(format!(
+            "output holds {} values, dequant matmul gives {}",
+            out.len(),
+            m * n
+        )));
+    }
+    let lhs = Operand {
+        data: xv,
+        rs: k,
+        cs: 1,
+    };
+    // Wᵀ viewed in place: element (kk, nn) is W[nn, kk].
+    let rhs = Operand {
+        data: &wt,
+        rs: 1,
+        cs: k,
+    };
+    let par = if m * n * k >= PAR_WORK {
+        Parallelism::Rayon(0)
+    } else {
+        Parallelism::None
+    };
+    if k == 0 {
+        out.fill(T::zero());
+        return Ok(());
+    }
+    gemm_one((m, n, k), lhs, 0, rhs, 0, out, par)
+}
+
+fn run<T: Float>(node: &Node, ins: &[TensorView], out: &mut [T]) -> Result<(), CpuError> {
+    match &node.op {
+        Op::MatMul => matmul(&ins[0], &ins[1], out),
+        Op::FusedMatMulBiasAct { activation } => {
+            matmul(&ins[0], &ins[1], out)?;
+            bias_act(out, ins[2].get::<T>()?, *activation)
+        }
+        Op::DequantMatMul { scheme } => dequant_matmul(*scheme, &ins[0], &ins[1], out),
+        op => Err(op_err(format!("{} is not a matmul op", op.kind()))),
+    }
+}
+
+pub(crate) fn eval(node: &Node, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let want = match node.op {
+        Op::FusedMatMulBiasAct { .. } => 3,
+        _ => 2,
+    };
+    if ins.len() != want {
+        return Err(op_err(format!(
+            "{} takes {want} inputs, got {}",
+            node.op.kind(),
+            ins.len()
+        )));
+    }
+    match out.class() {
+        ComputeClass::F32 => run::<f32>(node, ins, out.get_mut::<f32>()?),
+        ComputeClass::F64 => run::<f64>(node, ins, out.get_mut::<f64>()?),
+        c => Err(op_err(format!(
+            "{} does not run on outputs held as {c:?}",
+            node.op.kind()
+        ))),
+    }
 }

@@ -1,6 +1,147 @@
-//! Shape rules and builders for this op group.
-use crate::{Op, Shape};
+//! Shape rules and builders: MatMul, FusedMatMulBiasAct, DequantMatMul.
+use super::{arity, require_float};
+use crate::{
+    broadcast_dims, Activation, DType, Dim, DimsFmt, Graph, IrError, NodeId, Op, QuantScheme, Shape,
+};
 
-pub(crate) fn infer(op: &Op, _inputs: &[&Shape]) -> Result<Shape, String> {
-    Err(format!("{} has no shape rule yet", op.kind()))
+/// Two dims that may still name the same size: equal, or one of them is symbolic (the CPU
+/// re-runs the rule once the symbols are bound, so a real mismatch is still caught).
+pub(crate) fn dims_agree(a: &Dim, b: &Dim) -> bool {
+    match (a, b) {
+        (Dim::Static(x), Dim::Static(y)) => x == y,
+        _ => true,
+    }
+}
+
+/// NumPy matmul shape: batch dims broadcast; a rank-1 `a` is `[1, K]` and a rank-1 `b` is
+/// `[K, 1]`, the added dim being removed from the result.
+fn matmul_shape(a: &Shape, b: &Shape) -> Result<Shape, String> {
+    if a.dtype != b.dtype {
+        return Err(format!("dtypes differ: {} vs {}", a.dtype, b.dtype));
+    }
+    if a.rank() == 0 || b.rank() == 0 {
+        return Err("matmul operands must have rank >= 1".into());
+    }
+    let (ar, br) = (a.rank(), b.rank());
+    let ka = &a.dims[ar - 1];
+    let kb = if br == 1 { &b.dims[0] } else { &b.dims[br - 2] };
+    if !dims_agree(ka, kb) {
+        return Err(format!(
+            "inner dims differ: {} @ {} ({ka} vs {kb})",
+            DimsFmt(&a.dims),
+            DimsFmt(&b.dims)
+        ));
+    }
+    let a_batch = &a.dims[..ar.saturating_sub(2)];
+    let b_batch = &b.dims[..br.saturating_sub(2)];
+    let mut dims = broadcast_dims(a_batch, b_batch)?;
+    if ar >= 2 {
+        dims.push(a.dims[ar - 2].clone());
+    }
+    if br >= 2 {
+        dims.push(b.dims[br - 1].clone());
+    }
+    Ok(Shape::with_dims(dims, a.dtype))
+}
+
+pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
+    match op {
+        Op::MatMul => {
+            arity(op, inputs, 2, 2)?;
+            require_float(op, inputs, &[0, 1])?;
+            matmul_shape(inputs[0], inputs[1])
+        }
+        Op::FusedMatMulBiasAct { activation: _ } => {
+            arity(op, inputs, 3, 3)?;
+            require_float(op, inputs, &[0, 1, 2])?;
+            let (w, bias) = (inputs[1], inputs[2]);
+            if w.rank() < 2 {
+                return Err(format!(
+                    "weight must have rank >= 2, got {}",
+                    DimsFmt(&w.dims)
+                ));
+            }
+            let out = matmul_shape(inputs[0], w)?;
+            if bias.dtype != out.dtype {
+                return Err(format!(
+                    "bias dtype {} differs from {}",
+                    bias.dtype, out.dtype
+                ));
+            }
+            let n = &out.dims[out.rank() - 1];
+            if bias.rank() != 1 || !dims_agree(&bias.dims[0], n) {
+                return Err(format!(
+                    "bias must be [{n}] (the output's last dim), got {}",
+                    DimsFmt(&bias.dims)
+                ));
+            }
+            Ok(out)
+        }
+        Op::DequantMatMul { scheme } => {
+            arity(op, inputs, 2, 2)?;
+            require_float(op, inputs, &[0])?;
+            let (x, w) = (inputs[0], inputs[1]);
+            if w.dtype != DType::U8 {
+                return Err(format!("packed weight must be u8, got {}", w.dtype));
+            }
+            if x.rank() == 0 {
+                return Err("x must have rank >= 1".into());
+            }
+            if w.rank() != 2 {
+                return Err(format!(
+                    "packed weight must be [N, K/32 * {}], got {}",
+                    scheme.block_bytes(),
+                    DimsFmt(&w.dims)
+                ));
+            }
+            let k = &x.dims[x.rank() - 1];
+            if let Dim::Static(k) = k {
+                if !k.is_multiple_of(QuantScheme::BLOCK) {
+                    return Err(format!(
+                        "K = {k} is not a multiple of the block size {}",
+                        QuantScheme::BLOCK
+                    ));
+                }
+                let want = Dim::Static(k / QuantScheme::BLOCK * scheme.block_bytes());
+                if !dims_agree(&w.dims[1], &want) {
+                    return Err(format!(
+                        "packed weight rows must hold {want} bytes for K = {k} ({scheme:?}), got {}",
+                        w.dims[1]
+                    ));
+                }
+            }
+            let mut dims = x.dims[..x.rank() - 1].to_vec();
+            dims.push(w.dims[0].clone());
+            Ok(Shape::with_dims(dims, x.dtype))
+        }
+        _ => Err(format!("{} is not a matmul op", op.kind())),
+    }
+}
+
+impl Graph {
+    /// NumPy `matmul`: batched, batch dims broadcast, rank-1 operands promoted.
+    pub fn matmul(&mut self, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
+        self.add_node(Op::MatMul, &[a, b])
+    }
+
+    /// `activation(a @ w + bias)`, bias `[N]`.
+    pub fn matmul_bias_act(
+        &mut self,
+        a: NodeId,
+        w: NodeId,
+        bias: NodeId,
+        activation: Option<Activation>,
+    ) -> Result<NodeId, IrError> {
+        self.add_node(Op::FusedMatMulBiasAct { activation }, &[a, w, bias])
+    }
+
+    /// `x @ Wᵀ` with W `[N, K]` stored as packed blocks of `scheme`.
+    pub fn dequant_matmul(
+        &mut self,
+        x: NodeId,
+        packed_w: NodeId,
+        scheme: QuantScheme,
+    ) -> Result<NodeId, IrError> {
+        self.add_node(Op::DequantMatMul { scheme }, &[x, packed_w])
+    }
 }

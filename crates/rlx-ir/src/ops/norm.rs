@@ -1,6 +1,212 @@
-//! Shape rules and builders for this op group.
-use crate::{Op, Shape};
+//! Shape rules and builders: LayerNorm, RmsNorm, FusedResidualLN, FusedResidualRmsNorm,
+//! FusedSwiGLU.
+use super::linalg::dims_agree;
+use super::{arity, require_float};
+use crate::{AxisArg, DType, Dim, DimsFmt, Graph, IrError, NodeId, Op, Shape};
 
-pub(crate) fn infer(op: &Op, _inputs: &[&Shape]) -> Result<Shape, String> {
-    Err(format!("{} has no shape rule yet", op.kind()))
+/// `p` (gamma, beta or bias) must have x's dtype and exactly the dims `want`.
+fn check_param(what: &str, p: &Shape, x: &Shape, want: &[Dim]) -> Result<(), String> {
+    if p.dtype != x.dtype {
+        return Err(format!(
+            "{what} dtype {} differs from x's {}",
+            p.dtype, x.dtype
+        ));
+    }
+    let same = p.rank() == want.len() && p.dims.iter().zip(want).all(|(a, b)| dims_agree(a, b));
+    if !same {
+        return Err(format!(
+            "{what} must have the normalised dims {}, got {}",
+            DimsFmt(want),
+            DimsFmt(&p.dims)
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
+    match op {
+        Op::LayerNorm { axis, eps } | Op::RmsNorm { axis, eps } => {
+            arity(op, inputs, 2, 3)?;
+            require_float(op, inputs, &[0, 1, 2])?;
+            check_eps(*eps)?;
+            let x = inputs[0];
+            let a = x.axis(*axis)?;
+            let normed = &x.dims[a..];
+            check_param("gamma", inputs[1], x, normed)?;
+            if let Some(beta) = inputs.get(2) {
+                check_param("beta", beta, x, normed)?;
+            }
+            Ok(x.clone())
+        }
+        Op::FusedResidualLN { has_bias, eps } | Op::FusedResidualRmsNorm { has_bias, eps } => {
+            let base = if *has_bias { 4 } else { 3 };
+            arity(op, inputs, base, base + 1)?;
+            require_float(op, inputs, &[0, 1, 2, 3, 4])?;
+            check_eps(*eps)?;
+            let (x, res) = (inputs[0], inputs[1]);
+            if x.rank() == 0 {
+                return Err("x must have rank >= 1".into());
+            }
+            let same = res.dtype == x.dtype
+                && res.rank() == x.rank()
+                && res.dims.iter().zip(&x.dims).all(|(a, b)| dims_agree(a, b));
+            if !same {
+                return Err(format!("residual {res} must match x {x}"));
+            }
+            let last = &x.dims[x.rank() - 1..];
+            let mut i = 2;
+            if *has_bias {
+                check_param("bias", inputs[i], x, last)?;
+                i += 1;
+            }
+            check_param("gamma", inputs[i], x, last)?;
+            if let Some(beta) = inputs.get(i + 1) {
+                check_param("beta", beta, x, last)?;
+            }
+            Ok(x.clone())
+        }
+        Op::FusedSwiGLU { cast_to, .. } => {
+            arity(op, inputs, 1, 1)?;
+            require_float(op, inputs, &[0])?;
+            let x = inputs[0];
+            if x.rank() == 0 {
+                return Err("x must have rank >= 1".into());
+            }
+            let dtype = cast_to.unwrap_or(x.dtype);
+            if !dtype.is_float() {
+                return Err(format!("cast_to must be a float type, got {dtype}"));
+            }
+            let mut dims = x.dims.clone();
+            let last = dims.len() - 1;
+            dims[last] = match &dims[last] {
+                Dim::Static(n) if n.is_multiple_of(2) => Dim::Static(n / 2),
+                Dim::Static(n) => {
+                    return Err(format!("last dim {n} must be even ([up ‖ gate])"));
+                }
+                // A symbolic 2n has no name for n; the run-time rule sees the bound size.
+                Dim::Dynamic(s) => Dim::Dynamic(format!("{s}/2")),
+            };
+            Ok(Shape::with_dims(dims, dtype))
+        }
+        _ => Err(format!("{} is not a norm op", op.kind())),
+    }
+}
+
+fn check_eps(eps: f32) -> Result<(), String> {
+    if eps.is_finite() && eps >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!("eps must be finite and >= 0, got {eps}"))
+    }
+}
+
+impl Graph {
+    /// Layer norm over dims `axis..rank`; gamma (and beta) have the shape of those dims.
+    pub fn layer_norm(
+        &mut self,
+        x: NodeId,
+        gamma: NodeId,
+        beta: impl Into<Option<NodeId>>,
+        axis: impl AxisArg,
+        eps: f32,
+    ) -> Result<NodeId, IrError> {
+        let op = Op::LayerNorm {
+            axis: axis.to_axis(),
+            eps,
+        };
+        self.norm_node(op, x, gamma, beta.into())
+    }
+
+    /// RMS norm over dims `axis..rank`: x / sqrt(mean(x²) + eps) · gamma (+ beta).
+    pub fn rms_norm(
+        &mut self,
+        x: NodeId,
+        gamma: NodeId,
+        beta: impl Into<Option<NodeId>>,
+        axis: impl AxisArg,
+        eps: f32,
+    ) -> Result<NodeId, IrError> {
+        let op = Op::RmsNorm {
+            axis: axis.to_axis(),
+            eps,
+        };
+        self.norm_node(op, x, gamma, beta.into())
+    }
+
+    fn norm_node(
+        &mut self,
+        op: Op,
+        x: NodeId,
+        gamma: NodeId,
+        beta: Option<NodeId>,
+    ) -> Result<NodeId, IrError> {
+        let mut ins = vec![x, gamma];
+        ins.extend(beta);
+        self.add_node(op, &ins)
+    }
+
+    /// Layer norm of `x + residual (+ bias)` over the last dim.
+    pub fn fused_residual_ln(
+        &mut self,
+        x: NodeId,
+        residual: NodeId,
+        bias: Option<NodeId>,
+        gamma: NodeId,
+        beta: Option<NodeId>,
+        eps: f32,
+    ) -> Result<NodeId, IrError> {
+        let op = Op::FusedResidualLN {
+            has_bias: bias.is_some(),
+            eps,
+        };
+        self.residual_node(op, [x, residual], bias, gamma, beta)
+    }
+
+    /// RMS norm of `x + residual (+ bias)` over the last dim.
+    pub fn fused_residual_rms_norm(
+        &mut self,
+        x: NodeId,
+        residual: NodeId,
+        bias: Option<NodeId>,
+        gamma: NodeId,
+        beta: Option<NodeId>,
+        eps: f32,
+    ) -> Result<NodeId, IrError> {
+        let op = Op::FusedResidualRmsNorm {
+            has_bias: bias.is_some(),
+            eps,
+        };
+        self.residual_node(op, [x, residual], bias, gamma, beta)
+    }
+
+    fn residual_node(
+        &mut self,
+        op: Op,
+        xr: [NodeId; 2],
+        bias: Option<NodeId>,
+        gamma: NodeId,
+        beta: Option<NodeId>,
+    ) -> Result<NodeId, IrError> {
+        let mut ins = xr.to_vec();
+        ins.extend(bias);
+        ins.push(gamma);
+        ins.extend(beta);
+        self.add_node(op, &ins)
+    }
+
+    /// `[.., 2n]` → `[.., n]`: up · silu(gate), halves `[up ‖ gate]` (or `[gate ‖ up]`).
+    pub fn swiglu(
+        &mut self,
+        x: NodeId,
+        gate_first: bool,
+        cast_to: Option<DType>,
+    ) -> Result<NodeId, IrError> {
+        self.add_node(
+            Op::FusedSwiGLU {
+                cast_to,
+                gate_first,
+            },
+            &[x],
+        )
+    }
 }
