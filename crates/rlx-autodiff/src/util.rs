@@ -97,3 +97,18 @@ pub fn unbroadcast(g: &mut Graph, grad: NodeId, to_shape: &Shape) -> Result<Node
     }
     Ok(out)
 }
+
+/// `Unsupported` for `node` with a message.
+pub fn unsupported(node: &Node, msg: impl Into<String>) -> AdError {
+    AdError::Unsupported {
+        node: node.id,
+        op: node.op.kind(),
+        msg: msg.into(),
+    }
+}
+
+/// A `[1, n]` constant 0, 1, …, n−1 of `dtype` (for one-hot comparisons).
+pub fn iota_row(g: &mut Graph, n: usize, dtype: DType) -> Result<NodeId, AdError> {
+    let v: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    Ok(g.constant(rlx_ir::HostTensor::from_f64_as(&[1, n], &v, dtype))?)
+}

@@ -3,6 +3,10 @@
 //! cotangent `dy` of its output and which inputs need a gradient; it returns one entry
 //! per input (None where not needed or not differentiable).
 mod elementwise;
+mod linalg;
+mod norm;
+mod reduce;
+mod shape_ops;
 
 use crate::AdError;
 use rlx_ir::{Graph, Node, NodeId, Op};
@@ -18,6 +22,23 @@ pub fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
         | Op::Where
         | Op::Cast { .. }
         | Op::StopGradient => elementwise::vjp(g, node, dy, needs),
+        Op::MatMul | Op::FusedMatMulBiasAct { .. } => linalg::vjp(g, node, dy, needs),
+        Op::LayerNorm { .. }
+        | Op::RmsNorm { .. }
+        | Op::FusedResidualLN { .. }
+        | Op::FusedResidualRmsNorm { .. }
+        | Op::FusedSwiGLU { .. } => norm::vjp(g, node, dy, needs),
+        Op::Reduce { .. }
+        | Op::Softmax { .. }
+        | Op::SoftmaxCrossEntropy
+        | Op::SoftmaxCrossEntropyWithLogits => reduce::vjp(g, node, dy, needs),
+        Op::Reshape { .. }
+        | Op::Transpose { .. }
+        | Op::Expand { .. }
+        | Op::Narrow { .. }
+        | Op::Concat { .. }
+        | Op::Gather { .. }
+        | Op::Pad { .. } => shape_ops::vjp(g, node, dy, needs),
         _ => Err(AdError::NoRule {
             node: node.id,
             op: node.op.kind(),
