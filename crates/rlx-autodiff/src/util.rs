@@ -112,3 +112,12 @@ pub fn iota_row(g: &mut Graph, n: usize, dtype: DType) -> Result<NodeId, AdError
     let v: Vec<f64> = (0..n).map(|i| i as f64).collect();
     Ok(g.constant(rlx_ir::HostTensor::from_f64_as(&[1, n], &v, dtype))?)
 }
+
+/// Zeros of `x`'s (static) shape and dtype: the true derivative of a piecewise-constant
+/// input such as float indices or labels.
+pub fn zeros_of(g: &mut Graph, x: NodeId, node: &Node) -> Result<NodeId, AdError> {
+    let dims = static_dims(g, x, node)?;
+    let dt = g.shape(x)?.dtype;
+    let n = dims.iter().product();
+    Ok(g.constant(rlx_ir::HostTensor::from_f64_as(&dims, &vec![0.0; n], dt))?)
+}

@@ -1,6 +1,6 @@
 //! VJP rules: Reduce, Softmax, SoftmaxCrossEntropy, SoftmaxCrossEntropyWithLogits.
 use super::Grads;
-use crate::util::{compare, expand, reduce, reshape, scale, static_dims, unsupported};
+use crate::util::{compare, expand, reduce, reshape, scale, static_dims, unsupported, zeros_of};
 use crate::AdError;
 use rlx_ir::{Activation, CompareOp, Graph, Node, NodeId, Op, ReduceOp};
 
@@ -19,9 +19,14 @@ pub(crate) fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Gra
             Ok(vec![Some(g.sub(t, ys)?)])
         }
         Op::SoftmaxCrossEntropyWithLogits => {
-            // Labels are integers: only the logits get a gradient.
+            // (softmax − onehot)·dloss. Labels are class indices: piecewise constant.
             let dl = g.add_node(Op::SoftmaxCrossEntropyBackward, &[ins[0], ins[1], dy])?;
-            Ok(vec![Some(dl), None])
+            let dlab = if needs[1] {
+                Some(zeros_of(g, ins[1], node)?)
+            } else {
+                None
+            };
+            Ok(vec![Some(dl), dlab])
         }
         Op::SoftmaxCrossEntropy => {
             // loss_n = −Σ_c t_nc·log p_nc. dlogits = dloss·(p·Σ_c t − t); dt = −dloss·log p.

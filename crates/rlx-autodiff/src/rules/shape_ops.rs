@@ -2,10 +2,10 @@
 use super::Grads;
 use crate::util::{
     compare, iota_row, reduce, reshape, scalar_like, select, static_dims, transpose, unbroadcast,
-    unsupported,
+    unsupported, zeros_of,
 };
 use crate::AdError;
-use rlx_ir::{CompareOp, Graph, HostTensor, Node, NodeId, Op, ReduceOp};
+use rlx_ir::{CompareOp, Graph, Node, NodeId, Op, ReduceOp};
 
 pub(crate) fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
     let ins = &node.inputs;
@@ -137,10 +137,7 @@ fn gather(g: &mut Graph, node: &Node, axis: i64, dy: NodeId, needs: &[bool]) -> 
         out[0] = Some(reshape(g, back, dims.iter().map(|&v| v as i64).collect())?);
     }
     if needs[1] {
-        let s = g.shape(idx)?.clone();
-        let dims = static_dims(g, idx, node)?;
-        let n = dims.iter().product();
-        out[1] = Some(g.constant(HostTensor::from_f64_as(&dims, &vec![0.0; n], s.dtype))?);
+        out[1] = Some(zeros_of(g, idx, node)?);
     }
     Ok(out)
 }
