@@ -16,8 +16,8 @@ pub fn grad(graph: &Graph, wrt: &[NodeId]) -> Result<Graph, AdError> {
     let mut g = graph.clone();
     let shape = g.shape(out)?.clone();
     let seed = g.input(D_OUTPUT, shape)?;
-    let grads = backward(graph, &mut g, out, seed, wrt)?;
-    g.outputs = grads;
+    let grads = backward(&mut g, out, seed, wrt)?;
+    g.outputs = with_zeros(&mut g, wrt, grads)?;
     Ok(g)
 }
 
@@ -34,7 +34,8 @@ pub fn grad_with_loss(graph: &Graph, wrt: &[NodeId]) -> Result<Graph, AdError> {
         })?;
     let mut g = graph.clone();
     let seed = g.constant(HostTensor::from_f64_as(&dims, &[1.0], shape.dtype))?;
-    let grads = backward(graph, &mut g, out, seed, wrt)?;
+    let grads = backward(&mut g, out, seed, wrt)?;
+    let grads = with_zeros(&mut g, wrt, grads)?;
     g.outputs = std::iter::once(out).chain(grads).collect();
     Ok(g)
 }
@@ -55,17 +56,21 @@ fn first_output(graph: &Graph) -> Result<NodeId, AdError> {
     Ok(out)
 }
 
-fn backward(
-    fwd: &Graph,
+/// Reverse sweep over `g`'s nodes `out` down to 0, appending backward nodes to `g`.
+/// Returns each wrt's cotangent, None where output `out` does not depend on it. Rules that
+/// decompose an op into primitives call this again on the nodes they appended.
+pub(crate) fn backward(
     g: &mut Graph,
     out: NodeId,
     seed: NodeId,
     wrt: &[NodeId],
-) -> Result<Vec<NodeId>, AdError> {
-    let n = fwd.nodes.len();
+) -> Result<Vec<Option<NodeId>>, AdError> {
+    g.node(out)?;
+    // Only nodes up to `out` can matter; nodes appended while sweeping are never visited.
+    let n = out.0 + 1;
     let mut from_wrt = vec![false; n];
     for &w in wrt {
-        let node = fwd.node(w).map_err(|_| AdError::BadWrt {
+        let node = g.nodes.get(w.0).ok_or_else(|| AdError::BadWrt {
             node: w,
             msg: "no such node".into(),
         })?;
@@ -75,10 +80,13 @@ fn backward(
                 msg: format!("{} has no gradient (not a float type)", node.shape),
             });
         }
-        from_wrt[w.0] = true;
+        // A node after `out` cannot influence it: its gradient stays None (zero).
+        if w.0 < n {
+            from_wrt[w.0] = true;
+        }
     }
     // Forward: which nodes depend on a wrt node through float, non-stopped edges.
-    for node in &fwd.nodes {
+    for node in &g.nodes[..n] {
         if from_wrt[node.id.0]
             || matches!(node.op, Op::StopGradient)
             || !node.shape.dtype.is_float()
@@ -92,7 +100,7 @@ fn backward(
     reaches[out.0] = true;
     for id in (0..=out.0).rev() {
         if reaches[id] {
-            for i in &fwd.nodes[id].inputs {
+            for i in &g.nodes[id].inputs {
                 reaches[i.0] = true;
             }
         }
@@ -105,7 +113,7 @@ fn backward(
     }
     for id in (0..=out.0).rev() {
         let Some(dy) = acc[id] else { continue };
-        let node = &fwd.nodes[id];
+        let node = &g.nodes[id].clone();
         if node.op.is_leaf() {
             continue;
         }
@@ -127,7 +135,7 @@ fn backward(
                     op: node.op.kind(),
                     msg: format!("the rule gave no gradient for input {k} ({inp})"),
                 })?;
-            let (want, got) = (&fwd.nodes[inp.0].shape, g.shape(d)?);
+            let (want, got) = (&g.nodes[inp.0].shape, g.shape(d)?);
             if want != got {
                 return Err(AdError::Unsupported {
                     node: node.id,
@@ -141,8 +149,21 @@ fn backward(
             });
         }
     }
+    Ok(wrt
+        .iter()
+        .map(|&w| acc.get(w.0).copied().flatten())
+        .collect())
+}
+
+/// Fill the gradients of wrt nodes output 0 does not depend on with zeros.
+fn with_zeros(
+    g: &mut Graph,
+    wrt: &[NodeId],
+    grads: Vec<Option<NodeId>>,
+) -> Result<Vec<NodeId>, AdError> {
     wrt.iter()
-        .map(|&w| match acc[w.0] {
+        .zip(grads)
+        .map(|(&w, d)| match d {
             Some(d) => Ok(d),
             None => zeros_like(g, w),
         })
