@@ -3,7 +3,10 @@
 mod common;
 use common::*;
 use rlx_autodiff::{grad, grad_with_loss, AdError, D_OUTPUT};
-use rlx_ir::{Activation, BinaryOp, CompareOp, DType, FftNorm, Graph, HostTensor, Op, Shape};
+use rlx_ir::{
+    Activation, BinaryOp, ChainOperand, ChainStep, CompareOp, DType, Graph, HostTensor, Op,
+    RegionPrologue, Shape,
+};
 
 /// Inputs inside each activation's domain, off its kinks.
 fn activation_input(act: Activation, rng: &mut Rng, n: usize) -> Vec<f64> {
@@ -324,10 +327,14 @@ fn op_without_rule_is_an_error() {
     let x = f64_input(&mut g, "x", &[4, 2]);
     let e = g.activation(Activation::Exp, x).unwrap();
     // Built with an explicit shape: the graph is never run, only differentiated.
+    // Fusion regions come after autodiff in the pipeline: one reaching it has no rule.
     let f = g.push_node(
-        Op::Fft {
-            inverse: false,
-            norm: FftNorm::Backward,
+        Op::ElementwiseRegion {
+            chain: vec![ChainStep::Activation(
+                Activation::Tanh,
+                ChainOperand::Input(0),
+            )],
+            prologue: RegionPrologue::None,
         },
         vec![e],
         Shape::new(&[4, 2], DType::F64),
@@ -335,11 +342,14 @@ fn op_without_rule_is_an_error() {
     let y = g.activation(Activation::Sin, f).unwrap();
     g.set_outputs(vec![y]);
     match grad(&g, &[x]) {
-        Err(AdError::NoRule { node, op }) => assert_eq!((node, op), (f, "Fft")),
+        Err(AdError::NoRule { node, op }) => assert_eq!((node, op), (f, "ElementwiseRegion")),
         other => panic!("expected NoRule, got {other:?}"),
     }
     let msg = grad(&g, &[x]).unwrap_err().to_string();
-    assert!(msg.contains("Fft") && msg.contains("%2"), "{msg}");
+    assert!(
+        msg.contains("ElementwiseRegion") && msg.contains("%2"),
+        "{msg}"
+    );
     // Off the differentiated path the same op is fine: only y's dependence on `s` matters.
     let s = g.input("s", Shape::new(&[4, 2], DType::F64)).unwrap();
     let t = g.mul(y, s).unwrap();

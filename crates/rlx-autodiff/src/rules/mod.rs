@@ -3,11 +3,13 @@
 //! cotangent `dy` of its output and which inputs need a gradient; it returns one entry
 //! per input (None where not needed or not differentiable).
 mod attention;
+mod audio;
 mod elementwise;
 mod linalg;
 mod norm;
 mod reduce;
 mod shape_ops;
+mod vision;
 
 use crate::AdError;
 use rlx_ir::{Graph, Node, NodeId, Op};
@@ -90,6 +92,8 @@ pub fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
         | Op::Gather { .. }
         | Op::Pad { .. } => shape_ops::vjp(g, node, dy, needs),
         Op::Attention(_) | Op::Rope { .. } => attention::vjp(g, node, dy, needs),
+        Op::Conv(_) | Op::Pool(_) | Op::ResizeNearest2x => vision::vjp(g, node, dy, needs),
+        Op::Fft { .. } | Op::LogMel => audio::vjp(g, node, dy, needs),
         _ => Err(AdError::NoRule {
             node: node.id,
             op: node.op.kind(),
