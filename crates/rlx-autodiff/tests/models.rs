@@ -1,10 +1,15 @@
 //! Whole-model gradient checks: a small MLP classifier (fused matmul + tanh, matmul, bias
-//! add, LayerNorm, integer-label cross-entropy, mean loss), through both `grad` and
-//! `grad_with_loss`.
+//! add, LayerNorm, integer-label cross-entropy, mean loss) through both `grad` and
+//! `grad_with_loss`; a small CNN (conv-relu-maxpool ×2, linear, cross-entropy); one
+//! pre-norm transformer block (RMSNorm, q/k/v projections, causal GQA attention with RoPE,
+//! residuals, SwiGLU MLP).
 mod common;
 use common::*;
 use rlx_autodiff::{grad_with_loss, D_OUTPUT};
-use rlx_ir::{Activation, DType, Graph, HostTensor, NodeId, Op, ReduceOp, Shape};
+use rlx_ir::{
+    Activation, AttentionSpec, ConvSpec, DType, Graph, HostTensor, NodeId, Op, PoolKind, PoolSpec,
+    ReduceOp, RopeStyle, Shape,
+};
 
 struct Mlp {
     g: Graph,
@@ -101,4 +106,164 @@ fn mlp_whole_model_gradcheck() {
     let after = run(&m.g, &stepped)[0].to_f64_vec()[0];
     let before = fwd[0].to_f64_vec()[0];
     assert!(after < before, "loss {before} -> {after}");
+}
+
+fn mean_all(g: &mut Graph, x: NodeId) -> NodeId {
+    g.add_node(
+        Op::Reduce {
+            op: ReduceOp::Mean,
+            axes: vec![],
+            keep_dim: false,
+        },
+        &[x],
+    )
+    .unwrap()
+}
+
+#[test]
+fn cnn_whole_model_gradcheck() {
+    let mut rng = Rng::new("cnn_whole_model_gradcheck");
+    let (n, c) = (2, 3);
+    let mut g = Graph::new("cnn");
+    let x = f64_input(&mut g, "x", &[n, 1, 8, 8]);
+    let labels = g.input("labels", Shape::new(&[n], DType::I64)).unwrap();
+    let w1 = f64_input(&mut g, "w1", &[2, 1, 3, 3]);
+    let b1 = f64_input(&mut g, "b1", &[2]);
+    let w2 = f64_input(&mut g, "w2", &[3, 2, 3, 3]);
+    let b2 = f64_input(&mut g, "b2", &[3]);
+    let wl = f64_input(&mut g, "wl", &[12, c]);
+    let bl = f64_input(&mut g, "bl", &[c]);
+    let pool = PoolSpec {
+        kind: PoolKind::Max,
+        kernel_size: [2, 2],
+        stride: [2, 2],
+        padding: [0, 0],
+    };
+    let conv = ConvSpec::new([3, 3]).padding([1, 1]);
+    let h = g.add_node(Op::Conv(conv), &[x, w1, b1]).unwrap();
+    let h = g.activation(Activation::Relu, h).unwrap();
+    let h = g.add_node(Op::Pool(pool), &[h]).unwrap(); // [n, 2, 4, 4]
+    let h = g.add_node(Op::Conv(conv), &[h, w2, b2]).unwrap();
+    // Tanh here so no random draw can kill every unit (a dead net has a zero gradient).
+    let h = g.activation(Activation::Tanh, h).unwrap();
+    let h = g.add_node(Op::Pool(pool), &[h]).unwrap(); // [n, 3, 2, 2]
+    let h = g
+        .add_node(
+            Op::Reshape {
+                shape: vec![n as i64, 12],
+            },
+            &[h],
+        )
+        .unwrap();
+    let logits = g.matmul_bias_act(h, wl, bl, None).unwrap();
+    let per = g
+        .add_node(Op::SoftmaxCrossEntropyWithLogits, &[logits, labels])
+        .unwrap();
+    let loss = mean_all(&mut g, per);
+    g.set_outputs(vec![loss]);
+    let labels_v: Vec<f64> = (0..n).map(|_| rng.below(c) as f64).collect();
+    // Spaced, shuffled pixels keep max-pool winners and ReLU signs stable under ±h.
+    let npx = n * 64;
+    let mut px: Vec<f64> = (0..npx).map(|i| i as f64 / npx as f64 - 0.3).collect();
+    for i in (1..npx).rev() {
+        px.swap(i, rng.below(i + 1));
+    }
+    gradcheck(
+        "cnn",
+        &g,
+        &[
+            ("x", HostTensor::from_f64(&[n, 1, 8, 8], &px)),
+            (
+                "labels",
+                HostTensor::from_f64_as(&[n], &labels_v, DType::I64),
+            ),
+            ("w1", rng.tensor(&[2, 1, 3, 3])),
+            ("b1", HostTensor::from_f64(&[2], &rng.uniforms(2, 0.2, 0.6))),
+            ("w2", rng.tensor(&[3, 2, 3, 3])),
+            ("b2", rng.tensor(&[3])),
+            ("wl", rng.tensor(&[12, c])),
+            ("bl", rng.tensor(&[c])),
+        ],
+        &[w1, b1, w2, b2, wl, bl, x],
+        &mut rng,
+    );
+}
+
+#[test]
+fn transformer_block_gradcheck() {
+    let mut rng = Rng::new("transformer_block_gradcheck");
+    let (b, s, h, hkv, d) = (2, 3, 2, 1, 4);
+    let e = h * d;
+    let ff = 6;
+    let mut g = Graph::new("block");
+    let x = f64_input(&mut g, "x", &[b, s, e]);
+    let cos = f64_input(&mut g, "cos", &[s, 1, d / 2]);
+    let sin = f64_input(&mut g, "sin", &[s, 1, d / 2]);
+    let g1 = f64_input(&mut g, "g1", &[e]);
+    let wq = f64_input(&mut g, "wq", &[e, h * d]);
+    let wk = f64_input(&mut g, "wk", &[e, hkv * d]);
+    let wv = f64_input(&mut g, "wv", &[e, hkv * d]);
+    let wo = f64_input(&mut g, "wo", &[h * d, e]);
+    let g2 = f64_input(&mut g, "g2", &[e]);
+    let w_up = f64_input(&mut g, "w_up", &[e, 2 * ff]);
+    let w_down = f64_input(&mut g, "w_down", &[ff, e]);
+    let xn = g.rms_norm(x, g1, None, -1, 1e-6).unwrap();
+    let q = g.matmul(xn, wq).unwrap();
+    let k = g.matmul(xn, wk).unwrap();
+    let v = g.matmul(xn, wv).unwrap();
+    let rope = Op::Rope {
+        head_dim: d,
+        n_rot: d,
+        style: RopeStyle::Half,
+    };
+    let q = g.add_node(rope.clone(), &[q, cos, sin]).unwrap();
+    let k = g.add_node(rope, &[k, cos, sin]).unwrap();
+    let a = g
+        .add_node(Op::Attention(AttentionSpec::new(h, d).causal()), &[q, k, v])
+        .unwrap();
+    let a = g.matmul(a, wo).unwrap();
+    let x1 = g.add(x, a).unwrap();
+    let x1n = g.rms_norm(x1, g2, None, -1, 1e-6).unwrap();
+    let up = g.matmul(x1n, w_up).unwrap();
+    let act = g
+        .add_node(
+            Op::FusedSwiGLU {
+                cast_to: None,
+                gate_first: false,
+            },
+            &[up],
+        )
+        .unwrap();
+    let down = g.matmul(act, w_down).unwrap();
+    let y = g.add(x1, down).unwrap();
+    let sq = g.mul(y, y).unwrap();
+    let loss = mean_all(&mut g, sq);
+    g.set_outputs(vec![loss]);
+    let th = rng.uniforms(s * d / 2, -2.0, 2.0);
+    let cv: Vec<f64> = th.iter().map(|t| t.cos()).collect();
+    let sv: Vec<f64> = th.iter().map(|t| t.sin()).collect();
+    let scaled = |rng: &mut Rng, dims: &[usize], f: f64| {
+        let n: usize = dims.iter().product();
+        let v: Vec<f64> = rng.normals(n).iter().map(|v| v * f).collect();
+        HostTensor::from_f64(dims, &v)
+    };
+    gradcheck(
+        "transformer block",
+        &g,
+        &[
+            ("x", rng.tensor(&[b, s, e])),
+            ("cos", HostTensor::from_f64(&[s, 1, d / 2], &cv)),
+            ("sin", HostTensor::from_f64(&[s, 1, d / 2], &sv)),
+            ("g1", rng.tensor(&[e])),
+            ("wq", scaled(&mut rng, &[e, h * d], 0.5)),
+            ("wk", scaled(&mut rng, &[e, hkv * d], 0.5)),
+            ("wv", scaled(&mut rng, &[e, hkv * d], 0.5)),
+            ("wo", scaled(&mut rng, &[h * d, e], 0.5)),
+            ("g2", rng.tensor(&[e])),
+            ("w_up", scaled(&mut rng, &[e, 2 * ff], 0.5)),
+            ("w_down", scaled(&mut rng, &[ff, e], 0.5)),
+        ],
+        &[x, g1, wq, wk, wv, wo, g2, w_up, w_down],
+        &mut rng,
+    );
 }
