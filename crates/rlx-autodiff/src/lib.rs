@@ -13,6 +13,18 @@
 //! integer or bool type (labels, indices, masks) carry no gradient. Fan-out is summed with
 //! `Add`. An op reached on such a path without a VJP rule is [`AdError::NoRule`], never a
 //! silent zero. Each rule lives in `rules/<group>.rs`.
+//!
+//! Rules exist for: every Activation, every Binary op (max / min split ties evenly),
+//! Where, Cast, StopGradient, Compare (no gradient); MatMul, FusedMatMulBiasAct;
+//! LayerNorm, RmsNorm, FusedResidualLN, FusedResidualRmsNorm, FusedSwiGLU; Reduce (all
+//! five), Softmax, SoftmaxCrossEntropy (dense targets, both inputs),
+//! SoftmaxCrossEntropyWithLogits (emits SoftmaxCrossEntropyBackward); Reshape, Transpose,
+//! Expand, Narrow, Concat, Gather, Pad, Slice; Attention (by decomposition into
+//! primitives, every layout / mask / GQA), Rope; Conv (emits Conv2dBackwardInput /
+//! Conv2dBackwardWeight), Pool (MaxPool2dBackward; average pooling as a depthwise
+//! Conv2dBackwardInput), ResizeNearest2x; Fft, LogMel (emits LogMelBackward).
+//! Without a rule (an error if reached): DequantMatMul, the fusion regions (autodiff runs
+//! before fusion), and the backward ops themselves (no second order).
 mod error;
 mod grad;
 pub mod rules;

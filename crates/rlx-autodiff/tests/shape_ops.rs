@@ -163,3 +163,34 @@ fn gather_vjp() {
         );
     }
 }
+
+#[test]
+fn slice_vjp() {
+    let mut rng = Rng::new("slice_vjp");
+    let cases: [(&[usize], Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>); 4] = [
+        (&[6, 4], vec![0], vec![1], vec![5], vec![]),
+        (&[7, 5], vec![0, 1], vec![0, -1], vec![7, -6], vec![2, -2]),
+        (&[3, 8], vec![-1], vec![-2], vec![i64::MAX], vec![3]),
+        (
+            &[2, 5, 4],
+            vec![1, 2],
+            vec![4, 1],
+            vec![-100, 3],
+            vec![-1, 1],
+        ),
+    ];
+    for (dims, axes, starts, ends, steps) in cases {
+        let what = format!("slice {dims:?} axes {axes:?} {starts:?}..{ends:?} step {steps:?}");
+        one_input(
+            &what,
+            dims,
+            Op::Slice {
+                axes,
+                starts,
+                ends,
+                steps,
+            },
+            &mut rng,
+        );
+    }
+}

@@ -90,7 +90,8 @@ pub fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
         | Op::Narrow { .. }
         | Op::Concat { .. }
         | Op::Gather { .. }
-        | Op::Pad { .. } => shape_ops::vjp(g, node, dy, needs),
+        | Op::Pad { .. }
+        | Op::Slice { .. } => shape_ops::vjp(g, node, dy, needs),
         Op::Attention(_) | Op::Rope { .. } => attention::vjp(g, node, dy, needs),
         Op::Conv(_) | Op::Pool(_) | Op::ResizeNearest2x => vision::vjp(g, node, dy, needs),
         Op::Fft { .. } | Op::LogMel => audio::vjp(g, node, dy, needs),

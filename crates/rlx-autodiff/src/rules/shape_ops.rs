@@ -1,11 +1,11 @@
-//! VJP rules: Reshape, Transpose, Expand, Narrow, Concat, Gather, Pad.
-use super::Grads;
+//! VJP rules: Reshape, Transpose, Expand, Narrow, Concat, Gather, Pad, Slice.
+use super::{by_decomposition, Grads};
 use crate::util::{
     compare, iota_row, reduce, reshape, scalar_like, select, static_dims, transpose, unbroadcast,
     unsupported, zeros_of,
 };
 use crate::AdError;
-use rlx_ir::{CompareOp, Graph, Node, NodeId, Op, ReduceOp};
+use rlx_ir::{CompareOp, Graph, HostTensor, Node, NodeId, Op, ReduceOp};
 
 pub(crate) fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
     let ins = &node.inputs;
@@ -79,6 +79,38 @@ pub(crate) fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Gra
             Ok(out)
         }
         Op::Gather { axis } => gather(g, node, *axis, dy, needs),
+        Op::Slice {
+            axes,
+            starts,
+            ends,
+            steps,
+        } => {
+            // A slice is one index selection per sliced axis: differentiate it as Gathers
+            // with constant indices (any step, negative included).
+            let dims = static_dims(g, ins[0], node)?;
+            let mut picks = Vec::new();
+            for i in 0..starts.len() {
+                let a = axes.get(i).copied().unwrap_or(i as i64);
+                let a = g.shape(ins[0])?.axis(a).map_err(|m| unsupported(node, m))?;
+                let step = steps.get(i).copied().unwrap_or(1);
+                let end = *ends
+                    .get(i)
+                    .ok_or_else(|| unsupported(node, "ends too short"))?;
+                picks.push((a, slice_indices(dims[a], starts[i], end, step)));
+            }
+            if picks.iter().any(|(_, p)| p.is_empty()) {
+                return Ok(vec![Some(zeros_of(g, ins[0], node)?)]);
+            }
+            let x = ins[0];
+            by_decomposition(g, node, dy, needs, |g| {
+                let mut cur = x;
+                for (a, p) in &picks {
+                    let idx = g.constant(HostTensor::from_i64(&[p.len()], p))?;
+                    cur = g.add_node(Op::Gather { axis: *a as i64 }, &[cur, idx])?;
+                }
+                Ok(cur)
+            })
+        }
         Op::Pad { pads, .. } => {
             // The padding is constant: keep the interior of dy, axis by axis.
             let dims = static_dims(g, ins[0], node)?;
@@ -102,6 +134,32 @@ pub(crate) fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Gra
             op: node.op.kind(),
         }),
     }
+}
+
+/// The indices ONNX Slice picks on an axis of size `n` (negative start / end count from
+/// the end and are clamped; step ≠ 0).
+fn slice_indices(n: usize, start: i64, end: i64, step: i64) -> Vec<i64> {
+    let n = n as i64;
+    if n == 0 || step == 0 {
+        return vec![];
+    }
+    let norm = |v: i64| if v < 0 { v.saturating_add(n) } else { v };
+    let (s, e) = (norm(start), norm(end));
+    let mut out = Vec::new();
+    if step > 0 {
+        let (mut i, e) = (s.clamp(0, n), e.clamp(0, n));
+        while i < e {
+            out.push(i);
+            i += step;
+        }
+    } else {
+        let (mut i, e) = (s.clamp(0, n - 1), e.clamp(-1, n - 1));
+        while i > e {
+            out.push(i);
+            i += step;
+        }
+    }
+    out
 }
 
 /// Gather's VJP is a scatter-add; the IR has no scatter, so it is a matmul with the
