@@ -120,9 +120,20 @@ fn mean_all(g: &mut Graph, x: NodeId) -> NodeId {
     .unwrap()
 }
 
+struct Model {
+    g: Graph,
+    feed: Vec<(&'static str, HostTensor)>,
+    wrt: Vec<NodeId>,
+}
+
 #[test]
 fn cnn_whole_model_gradcheck() {
     let mut rng = Rng::new("cnn_whole_model_gradcheck");
+    let m = cnn(&mut rng);
+    gradcheck("cnn", &m.g, &m.feed, &m.wrt, &mut rng);
+}
+
+fn cnn(rng: &mut Rng) -> Model {
     let (n, c) = (2, 3);
     let mut g = Graph::new("cnn");
     let x = f64_input(&mut g, "x", &[n, 1, 8, 8]);
@@ -168,10 +179,9 @@ fn cnn_whole_model_gradcheck() {
     for i in (1..npx).rev() {
         px.swap(i, rng.below(i + 1));
     }
-    gradcheck(
-        "cnn",
-        &g,
-        &[
+    Model {
+        g,
+        feed: vec![
             ("x", HostTensor::from_f64(&[n, 1, 8, 8], &px)),
             (
                 "labels",
@@ -184,14 +194,18 @@ fn cnn_whole_model_gradcheck() {
             ("wl", rng.tensor(&[12, c])),
             ("bl", rng.tensor(&[c])),
         ],
-        &[w1, b1, w2, b2, wl, bl, x],
-        &mut rng,
-    );
+        wrt: vec![w1, b1, w2, b2, wl, bl, x],
+    }
 }
 
 #[test]
 fn transformer_block_gradcheck() {
     let mut rng = Rng::new("transformer_block_gradcheck");
+    let m = block(&mut rng);
+    gradcheck("transformer block", &m.g, &m.feed, &m.wrt, &mut rng);
+}
+
+fn block(rng: &mut Rng) -> Model {
     let (b, s, h, hkv, d) = (2, 3, 2, 1, 4);
     let e = h * d;
     let ff = 6;
@@ -247,23 +261,93 @@ fn transformer_block_gradcheck() {
         let v: Vec<f64> = rng.normals(n).iter().map(|v| v * f).collect();
         HostTensor::from_f64(dims, &v)
     };
-    gradcheck(
-        "transformer block",
-        &g,
-        &[
+    Model {
+        g,
+        feed: vec![
             ("x", rng.tensor(&[b, s, e])),
             ("cos", HostTensor::from_f64(&[s, 1, d / 2], &cv)),
             ("sin", HostTensor::from_f64(&[s, 1, d / 2], &sv)),
             ("g1", rng.tensor(&[e])),
-            ("wq", scaled(&mut rng, &[e, h * d], 0.5)),
-            ("wk", scaled(&mut rng, &[e, hkv * d], 0.5)),
-            ("wv", scaled(&mut rng, &[e, hkv * d], 0.5)),
-            ("wo", scaled(&mut rng, &[h * d, e], 0.5)),
+            ("wq", scaled(rng, &[e, h * d], 0.5)),
+            ("wk", scaled(rng, &[e, hkv * d], 0.5)),
+            ("wv", scaled(rng, &[e, hkv * d], 0.5)),
+            ("wo", scaled(rng, &[h * d, e], 0.5)),
             ("g2", rng.tensor(&[e])),
-            ("w_up", scaled(&mut rng, &[e, 2 * ff], 0.5)),
-            ("w_down", scaled(&mut rng, &[ff, e], 0.5)),
+            ("w_up", scaled(rng, &[e, 2 * ff], 0.5)),
+            ("w_down", scaled(rng, &[ff, e], 0.5)),
         ],
-        &[x, g1, wq, wk, wv, wo, g2, w_up, w_down],
-        &mut rng,
-    );
+        wrt: vec![x, g1, wq, wk, wv, wo, g2, w_up, w_down],
+    }
+}
+
+/// Change every f64 input of a graph to `dt` and rebuild the rest through the builders.
+fn retype(g: &Graph, dt: DType) -> Graph {
+    let mut out = Graph::new(g.name.clone());
+    for n in &g.nodes {
+        let id = match &n.op {
+            Op::Input { name } => {
+                let s = if n.shape.dtype == DType::F64 {
+                    n.shape.with_dtype(dt)
+                } else {
+                    n.shape.clone()
+                };
+                out.input(name.clone(), s).unwrap()
+            }
+            op => {
+                assert!(!op.is_leaf(), "models here have only inputs as leaves");
+                out.add_node(op.clone(), &n.inputs).unwrap()
+            }
+        };
+        assert_eq!(id, n.id);
+    }
+    out.set_outputs(g.outputs.clone());
+    out
+}
+
+/// The same models built in f32: their gradient graphs (all the scalar constants the rules
+/// create follow the graph's dtype) agree with the f64 gradients to f32 accuracy.
+#[test]
+fn f32_gradients_match_f64() {
+    let mut rng = Rng::new("f32_gradients_match_f64");
+    for (name, m) in [("cnn", cnn(&mut rng)), ("block", block(&mut rng))] {
+        let g32 = retype(&m.g, DType::F32);
+        let gg64 = rlx_autodiff::grad(&m.g, &m.wrt).unwrap();
+        let gg32 = rlx_autodiff::grad(&g32, &m.wrt).unwrap();
+        let feed64: Vec<(String, HostTensor)> = m
+            .feed
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .chain([(D_OUTPUT.to_string(), HostTensor::from_f64(&[], &[1.0]))])
+            .collect();
+        // Round inputs to f32 first so both graphs see the same values.
+        let feed32: Vec<(String, HostTensor)> = feed64
+            .iter()
+            .map(|(k, v)| {
+                let t = if v.dtype == DType::F64 {
+                    HostTensor::from_f64_as(&v.shape, &v.to_f64_vec(), DType::F32)
+                } else {
+                    v.clone()
+                };
+                (k.clone(), t)
+            })
+            .collect();
+        let feed64r: Vec<(String, HostTensor)> = feed32
+            .iter()
+            .map(|(k, v)| {
+                let t = if v.dtype == DType::F32 {
+                    HostTensor::from_f64(&v.shape, &v.to_f64_vec())
+                } else {
+                    v.clone()
+                };
+                (k.clone(), t)
+            })
+            .collect();
+        let a = run(&gg32, &feed32);
+        let b = run(&gg64, &feed64r);
+        for (k, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert_eq!(x.dtype, DType::F32);
+            let e = rel_l2(&x.to_f64_vec(), &y.to_f64_vec());
+            assert!(e <= 1e-4, "{name} grad {k}: f32 vs f64 rel-L2 {e:.2e}");
+        }
+    }
 }
