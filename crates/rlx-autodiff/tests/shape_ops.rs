@@ -167,7 +167,9 @@ fn gather_vjp() {
 #[test]
 fn slice_vjp() {
     let mut rng = Rng::new("slice_vjp");
-    let cases: [(&[usize], Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>); 4] = [
+    // (dims, axes, starts, ends, steps)
+    type SliceCase = (&'static [usize], Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>);
+    let cases: [SliceCase; 4] = [
         (&[6, 4], vec![0], vec![1], vec![5], vec![]),
         (&[7, 5], vec![0, 1], vec![0, -1], vec![7, -6], vec![2, -2]),
         (&[3, 8], vec![-1], vec![-2], vec![i64::MAX], vec![3]),
