@@ -402,7 +402,7 @@ fn idx_pair_mismatches_are_errors() {
 #[test]
 fn fashion_mnist_when_present() {
     let dir = std::env::var("RLX_FASHION_MNIST")
-        .unwrap_or_else(|_| "/usr/share/datasets/fashion-mnist".into());
+        .unwrap_or_else(|_| rlx_io::datasets::DEBIAN_FASHION_MNIST_DIR.into());
     if !Path::new(&dir).join("t10k-labels-idx1-ubyte.gz").exists() {
         println!("fashion-mnist not installed at {dir}; skipped");
         return;

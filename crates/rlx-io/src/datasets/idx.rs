@@ -349,6 +349,9 @@ pub fn load_idx_pair(
     )
 }
 
+/// Where Debian's `dataset-fashion-mnist` package installs the four gzip IDX files.
+pub const DEBIAN_FASHION_MNIST_DIR: &str = "/usr/share/datasets/fashion-mnist";
+
 /// The four standard MNIST / Fashion-MNIST file stems.
 pub const MNIST_FILES: [&str; 4] = [
     "train-images-idx3-ubyte",

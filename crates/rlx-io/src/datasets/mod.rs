@@ -8,7 +8,8 @@ mod idx;
 pub use digits::{parse_digits_csv, DIGITS_CSV_GZ, DIGITS_LICENSE};
 pub use error::{DatasetError, Result};
 pub use idx::{
-    load_idx_pair, load_mnist_dir, parse_idx, read_idx, IdxArray, IdxDType, MNIST_FILES,
+    load_idx_pair, load_mnist_dir, parse_idx, read_idx, IdxArray, IdxDType,
+    DEBIAN_FASHION_MNIST_DIR, MNIST_FILES,
 };
 
 use rlx_ir::{DType, HostTensor};
