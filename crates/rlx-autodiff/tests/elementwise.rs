@@ -447,3 +447,46 @@ fn unrelated_wrt_gets_zeros() {
         .collect();
     assert!(rel_l2(&out[1].to_f64_vec(), &want) < 1e-14);
 }
+
+/// A symbolic batch dim: one gradient graph serves every batch size, and the broadcast
+/// operand's gradient sums over the symbolic axis.
+#[test]
+fn dynamic_batch_dim() {
+    let mut rng = Rng::new("dynamic_batch_dim");
+    let mut g = Graph::new("dyn");
+    let x = g
+        .input(
+            "x",
+            Shape::with_dims(vec![rlx_ir::Dim::dynamic("B"), 3.into()], DType::F64),
+        )
+        .unwrap();
+    let b = f64_input(&mut g, "b", &[3]);
+    let xb = g.mul(x, b).unwrap();
+    let y = g.activation(Activation::Tanh, xb).unwrap();
+    g.set_outputs(vec![y]);
+    let gg = grad(&g, &[x, b]).unwrap();
+    for n in [4usize, 7] {
+        let (xv, bv, w) = (rng.normals(n * 3), rng.normals(3), rng.normals(n * 3));
+        let out = run(
+            &gg,
+            &[
+                ("x".into(), HostTensor::from_f64(&[n, 3], &xv)),
+                ("b".into(), HostTensor::from_f64(&[3], &bv)),
+                (D_OUTPUT.into(), HostTensor::from_f64(&[n, 3], &w)),
+            ],
+        );
+        let mut dx = vec![0.0; n * 3];
+        let mut db = vec![0.0; 3];
+        for i in 0..n {
+            for j in 0..3 {
+                let k = i * 3 + j;
+                let s = 1.0 - (xv[k] * bv[j]).tanh().powi(2);
+                dx[k] = w[k] * s * bv[j];
+                db[j] += w[k] * s * xv[k];
+            }
+        }
+        assert_eq!(out[0].shape, vec![n, 3]);
+        assert!(rel_l2(&out[0].to_f64_vec(), &dx) < 1e-13, "dx, B = {n}");
+        assert!(rel_l2(&out[1].to_f64_vec(), &db) < 1e-13, "db, B = {n}");
+    }
+}
