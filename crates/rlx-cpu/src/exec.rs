@@ -1,32 +1,10 @@
 //! The executor: binds shapes, plans the arena, runs one thunk per node.
 use crate::buffer::{Buf, BufMut, OutView, Storage, TensorView};
 use crate::error::CpuError;
+use crate::plan::{make_plan, Loc, Plan, PlanMode};
 use half::{bf16, f16};
-use rlx_ir::{ops::infer_shape, ComputeClass, DType, Dim, Graph, HostTensor, Node, Op, Shape};
+use rlx_ir::{ComputeClass, DType, Dim, Graph, HostTensor, Node, Op, Shape};
 use std::collections::HashMap;
-
-/// Where a node's value lives.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Loc {
-    Leaf,
-    Arena { off: usize, len: usize },
-}
-
-/// The arena layout for one binding of the graph's dynamic dims.
-#[derive(Clone, Debug)]
-struct Plan {
-    shapes: Vec<Vec<usize>>,
-    locs: Vec<Loc>,
-    sizes: [usize; 3],
-}
-
-fn class_idx(c: ComputeClass) -> usize {
-    match c {
-        ComputeClass::F32 => 0,
-        ComputeClass::F64 => 1,
-        ComputeClass::I64 => 2,
-    }
-}
 
 /// A graph ready to run on the CPU.
 pub struct CpuExecutable {
@@ -34,6 +12,7 @@ pub struct CpuExecutable {
     leaves: Vec<Option<Storage>>,
     plan: Option<Plan>,
     bindings: HashMap<String, usize>,
+    mode: PlanMode,
     f32a: Vec<f32>,
     f64a: Vec<f64>,
     i64a: Vec<i64>,
@@ -106,6 +85,7 @@ impl CpuExecutable {
             leaves,
             plan: None,
             bindings: HashMap::new(),
+            mode: PlanMode::Reuse,
             f32a: vec![],
             f64a: vec![],
             i64a: vec![],
@@ -118,10 +98,20 @@ impl CpuExecutable {
 
     /// Arena bytes of the current plan (0 before the first run).
     pub fn arena_bytes(&self) -> usize {
-        self.plan
-            .as_ref()
-            .map(|p| p.sizes[0] * 4 + p.sizes[1] * 8 + p.sizes[2] * 8)
-            .unwrap_or(0)
+        self.plan.as_ref().map_or(0, |p| p.planned_bytes)
+    }
+
+    /// What the arena would take with one buffer per node (0 before the first run).
+    pub fn unplanned_bytes(&self) -> usize {
+        self.plan.as_ref().map_or(0, |p| p.unplanned_bytes)
+    }
+
+    /// Choose the arena layout (takes effect at the next run).
+    pub fn set_plan_mode(&mut self, mode: PlanMode) {
+        if mode != self.mode {
+            self.mode = mode;
+            self.plan = None;
+        }
     }
 
     /// Set a weight by name; its shape and dtype must match the graph's param.
@@ -152,6 +142,7 @@ impl CpuExecutable {
     /// Run and return every node's value (leaves included), indexed by node id.
     /// Used by verify mode to find the first diverging node.
     pub fn run_all(&mut self, inputs: &[(&str, HostTensor)]) -> Result<Vec<HostTensor>, CpuError> {
+        self.set_plan_mode(PlanMode::KeepAll);
         let values = self.run_nodes(inputs, true)?;
         Ok(values.into_iter().flatten().collect())
     }
@@ -209,7 +200,7 @@ impl CpuExecutable {
             }
         }
         if self.plan.is_none() || bindings != self.bindings {
-            self.plan = Some(self.make_plan(&bindings)?);
+            self.plan = Some(make_plan(&self.graph, &bindings, self.mode)?);
             self.bindings = bindings;
             let p = self.plan.as_ref().expect("plan");
             self.f32a.resize(p.sizes[0], 0.0);
@@ -233,59 +224,13 @@ impl CpuExecutable {
     }
 
     fn buf_of<'a>(&'a self, plan: &Plan, i: usize) -> Buf<'a> {
-        match plan.locs[i] {
-            Loc::Leaf => self.leaves[i].as_ref().expect("leaf set").as_buf(),
-            Loc::Arena { off, len } => match self.graph.nodes[i].shape.dtype.compute_class() {
-                ComputeClass::F32 => Buf::F32(&self.f32a[off..off + len]),
-                ComputeClass::F64 => Buf::F64(&self.f64a[off..off + len]),
-                ComputeClass::I64 => Buf::I64(&self.i64a[off..off + len]),
-            },
-        }
-    }
-
-    /// Concrete shapes for this binding and a bump layout in node order (so every input of
-    /// a node sits below the node's own offset in its class arena).
-    fn make_plan(&self, bindings: &HashMap<String, usize>) -> Result<Plan, CpuError> {
-        let g = &self.graph;
-        let mut shapes: Vec<Shape> = Vec::with_capacity(g.nodes.len());
-        let mut locs = Vec::with_capacity(g.nodes.len());
-        let mut sizes = [0usize; 3];
-        for n in &g.nodes {
-            let s = if n.op.is_leaf() {
-                n.shape.bind(bindings)
-            } else {
-                let ins: Vec<&Shape> = n.inputs.iter().map(|i| &shapes[i.0]).collect();
-                infer_shape(&n.op, &ins).map_err(|msg| CpuError::Op {
-                    node: label(n),
-                    op: n.op.kind(),
-                    msg,
-                })?
-            };
-            if !s.is_static() {
-                return Err(CpuError::Op {
-                    node: label(n),
-                    op: n.op.kind(),
-                    msg: format!("shape {s} still has an unbound dynamic dim"),
-                });
-            }
-            if n.op.is_leaf() {
-                locs.push(Loc::Leaf);
-            } else {
-                let len = s.numel().expect("static");
-                let c = class_idx(s.dtype.compute_class());
-                locs.push(Loc::Arena { off: sizes[c], len });
-                sizes[c] += len;
-            }
-            shapes.push(s);
-        }
-        Ok(Plan {
-            shapes: shapes
-                .into_iter()
-                .map(|s| s.static_dims().expect("static"))
-                .collect(),
-            locs,
-            sizes,
-        })
+        let arenas = Arenas {
+            f32: (self.f32a.as_ptr() as *mut f32, self.f32a.len()),
+            f64: (self.f64a.as_ptr() as *mut f64, self.f64a.len()),
+            i64: (self.i64a.as_ptr() as *mut i64, self.i64a.len()),
+        };
+        // SAFETY: a shared borrow of self covers the arenas for 'a; nothing writes meanwhile.
+        unsafe { read_loc(&arenas, &self.leaves, plan.locs[i]) }
     }
 
     fn execute(&mut self) -> Result<(), CpuError> {
@@ -296,50 +241,61 @@ impl CpuExecutable {
     }
 
     fn execute_plan(&mut self, plan: &Plan) -> Result<(), CpuError> {
+        let arenas = Arenas {
+            f32: (self.f32a.as_mut_ptr(), self.f32a.len()),
+            f64: (self.f64a.as_mut_ptr(), self.f64a.len()),
+            i64: (self.i64a.as_mut_ptr(), self.i64a.len()),
+        };
         for (i, node) in self.graph.nodes.iter().enumerate() {
-            let Loc::Arena { off, len } = plan.locs[i] else {
+            let Loc::Arena { pool, off, len } = plan.locs[i] else {
                 continue;
             };
-            let class = node.shape.dtype.compute_class();
-            // Split the output's class arena at its offset: inputs live below it.
-            let (f32lo, f64lo, i64lo, out): (&[f32], &[f64], &[i64], BufMut) = match class {
-                ComputeClass::F32 => {
-                    let (lo, hi) = self.f32a.split_at_mut(off);
-                    (lo, &self.f64a, &self.i64a, BufMut::F32(&mut hi[..len]))
+            if plan.is_view[i] {
+                continue;
+            }
+            // The plan promises an output never overlaps a live input; check it, since the
+            // slices below are built from raw pointers on that promise.
+            for &inp in &node.inputs {
+                if let Loc::Arena {
+                    pool: p,
+                    off: o,
+                    len: l,
+                } = plan.locs[inp.0]
+                {
+                    if p == pool && o < off + len && off < o + l {
+                        return Err(CpuError::Op {
+                            node: label(node),
+                            op: node.op.kind(),
+                            msg: format!("memory plan overlaps output with input {inp}"),
+                        });
+                    }
                 }
-                ComputeClass::F64 => {
-                    let (lo, hi) = self.f64a.split_at_mut(off);
-                    (&self.f32a, lo, &self.i64a, BufMut::F64(&mut hi[..len]))
-                }
-                ComputeClass::I64 => {
-                    let (lo, hi) = self.i64a.split_at_mut(off);
-                    (&self.f32a, &self.f64a, lo, BufMut::I64(&mut hi[..len]))
-                }
-            };
+            }
             let mut ins = Vec::with_capacity(node.inputs.len());
             for &inp in &node.inputs {
                 let j = inp.0;
-                let dtype = self.graph.nodes[j].shape.dtype;
-                let data = match plan.locs[j] {
-                    Loc::Leaf => self.leaves[j].as_ref().expect("leaf set").as_buf(),
-                    Loc::Arena { off, len } => match dtype.compute_class() {
-                        ComputeClass::F32 => Buf::F32(&f32lo[off..off + len]),
-                        ComputeClass::F64 => Buf::F64(&f64lo[off..off + len]),
-                        ComputeClass::I64 => Buf::I64(&i64lo[off..off + len]),
-                    },
-                };
+                // SAFETY: bounds are checked in read_loc; the output slice below is disjoint
+                // from every input (checked above) and from leaf storage.
+                let data = unsafe { read_loc(&arenas, &self.leaves, plan.locs[j]) };
                 ins.push(TensorView {
                     shape: &plan.shapes[j],
-                    dtype,
+                    dtype: self.graph.nodes[j].shape.dtype,
                     data,
                 });
             }
             let dtype = node.shape.dtype;
+            // SAFETY: see above.
+            let out = unsafe { arenas.out(pool, off, len) }.ok_or_else(|| CpuError::Op {
+                node: label(node),
+                op: node.op.kind(),
+                msg: "memory plan slot lies outside the arena".into(),
+            })?;
             let out_view = OutView {
                 shape: &plan.shapes[i],
                 dtype,
                 data: out,
             };
+            let node = plan.bound[i].as_ref().unwrap_or(node);
             crate::ops::eval(node, &ins, out_view).map_err(|e| match e {
                 CpuError::Op { msg, .. } => CpuError::Op {
                     node: label(node),
@@ -348,14 +304,72 @@ impl CpuExecutable {
                 },
                 other => other,
             })?;
-            let out = match class {
-                ComputeClass::F32 => BufMut::F32(&mut self.f32a[off..off + len]),
-                ComputeClass::F64 => BufMut::F64(&mut self.f64a[off..off + len]),
-                ComputeClass::I64 => BufMut::I64(&mut self.i64a[off..off + len]),
-            };
-            normalise(out, dtype);
+            // SAFETY: the thunk's borrows have ended.
+            if let Some(out) = unsafe { arenas.out(pool, off, len) } {
+                normalise(out, dtype);
+            }
         }
         Ok(())
+    }
+}
+
+/// Raw views of the three arenas, so one node's output and its inputs (disjoint ranges of
+/// the same arena, as planned) can be borrowed at once.
+struct Arenas {
+    f32: (*mut f32, usize),
+    f64: (*mut f64, usize),
+    i64: (*mut i64, usize),
+}
+
+impl Arenas {
+    /// # Safety
+    /// The range must not be borrowed elsewhere while the slice lives.
+    unsafe fn out<'a>(&self, pool: usize, off: usize, len: usize) -> Option<BufMut<'a>> {
+        let fits = |n: usize| off.checked_add(len).is_some_and(|e| e <= n);
+        match pool {
+            0 if fits(self.f32.1) => Some(BufMut::F32(std::slice::from_raw_parts_mut(
+                self.f32.0.add(off),
+                len,
+            ))),
+            1 if fits(self.f64.1) => Some(BufMut::F64(std::slice::from_raw_parts_mut(
+                self.f64.0.add(off),
+                len,
+            ))),
+            2 if fits(self.i64.1) => Some(BufMut::I64(std::slice::from_raw_parts_mut(
+                self.i64.0.add(off),
+                len,
+            ))),
+            _ => None,
+        }
+    }
+}
+
+/// # Safety
+/// The range must not be mutably borrowed while the returned view lives.
+unsafe fn read_loc<'a>(arenas: &Arenas, leaves: &'a [Option<Storage>], loc: Loc) -> Buf<'a> {
+    match loc {
+        Loc::Leaf { node, off, len } => match leaves[node].as_ref().expect("leaf set").as_buf() {
+            Buf::F32(s) => Buf::F32(&s[off..off + len]),
+            Buf::F64(s) => Buf::F64(&s[off..off + len]),
+            Buf::I64(s) => Buf::I64(&s[off..off + len]),
+        },
+        Loc::Arena { pool, off, len } => {
+            let get = |(p, n): (*mut f32, usize)| {
+                assert!(off + len <= n, "arena read out of bounds");
+                Buf::F32(std::slice::from_raw_parts(p.add(off), len))
+            };
+            match pool {
+                0 => get(arenas.f32),
+                1 => {
+                    assert!(off + len <= arenas.f64.1, "arena read out of bounds");
+                    Buf::F64(std::slice::from_raw_parts(arenas.f64.0.add(off), len))
+                }
+                _ => {
+                    assert!(off + len <= arenas.i64.1, "arena read out of bounds");
+                    Buf::I64(std::slice::from_raw_parts(arenas.i64.0.add(off), len))
+                }
+            }
+        }
     }
 }
 

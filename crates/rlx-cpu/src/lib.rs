@@ -5,9 +5,11 @@ mod buffer;
 mod error;
 mod exec;
 pub mod ops;
+mod plan;
 pub mod quant;
 pub mod util;
 
 pub use buffer::{Buf, BufMut, Elem, Float, OutView, Storage, TensorView};
 pub use error::{op_err, CpuError};
 pub use exec::{from_buf, run_graph, to_storage, CpuExecutable};
+pub use plan::PlanMode;

@@ -30,4 +30,10 @@ pub enum IrError {
     Decode { offset: usize, msg: String },
     #[error("malformed graph JSON: {0}")]
     Json(String),
+    /// A file could not be read or written.
+    #[error("i/o: {0}")]
+    Io(String),
+    /// An error while saving or loading the named file.
+    #[error("{path}: {error}")]
+    File { path: String, error: Box<IrError> },
 }

@@ -1,10 +1,12 @@
 //! rlx-ir: the tensor IR of rlx — graph, shapes, the op set, builders with shape
 //! inference, verifier, serialization and text dump.
+mod display;
 mod dtype;
 mod error;
 mod graph;
 mod op;
 pub mod ops;
+mod serialize;
 mod shape;
 mod tensor;
 mod verify;
@@ -13,5 +15,6 @@ pub use dtype::{ComputeClass, DType};
 pub use error::IrError;
 pub use graph::{AxisArg, Graph, Node, NodeId};
 pub use op::*;
+pub use serialize::{crc32, GRAPH_FORMAT_VERSION, GRAPH_HEADER_LEN, GRAPH_MAGIC};
 pub use shape::{broadcast_dims, normalize_axis, strides, Dim, DimsFmt, Shape};
 pub use tensor::HostTensor;

@@ -403,6 +403,8 @@ pub enum Op {
     /// Constant padding, `pads[i] = [before, after]` per axis.
     Pad {
         pads: Vec<[usize; 2]>,
+        /// May be infinite (max-pool style padding); JSON writes that as a string.
+        #[serde(with = "crate::serialize::json_float")]
         value: f64,
     },
     /// ONNX Slice: per listed axis, start/end (negative from the end, clamped) and step (≠ 0).

@@ -45,11 +45,17 @@ impl Graph {
                     if !node.inputs.is_empty() {
                         return Err(fail(node, "a leaf takes no inputs".into()));
                     }
-                    let numel = node
+                    let dims = node
                         .shape
-                        .numel()
+                        .static_dims()
                         .ok_or_else(|| fail(node, "constant with a dynamic dim".into()))?;
-                    let want = numel * node.shape.dtype.size_bytes();
+                    // Checked: a decoded file may declare absurd dims.
+                    let want = dims
+                        .iter()
+                        .try_fold(node.shape.dtype.size_bytes(), |a, &d| a.checked_mul(d))
+                        .ok_or_else(|| {
+                            fail(node, format!("constant {} overflows usize", node.shape))
+                        })?;
                     if data.len() != want {
                         return Err(fail(
                             node,

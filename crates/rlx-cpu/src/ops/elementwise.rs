@@ -1,9 +1,9 @@
 //! CPU thunks: Activation, Binary, Compare, Where, Cast, StopGradient. The scalar functions
 //! are public so region thunks evaluate chains with exactly the same math.
+use super::region::run_chain;
 use crate::error::op_err;
-use crate::util::broadcast_offsets;
 use crate::{CpuError, Float, OutView, TensorView};
-use rlx_ir::{Activation, BinaryOp, CompareOp, ComputeClass, Node, Op};
+use rlx_ir::{Activation, BinaryOp, ChainOperand, ChainStep, CompareOp, Node, Op, RegionPrologue};
 
 /// One activation on one value.
 pub fn activation<T: Float>(act: Activation, x: T) -> T {
@@ -12,19 +12,23 @@ pub fn activation<T: Float>(act: Activation, x: T) -> T {
     match act {
         Activation::Gelu => {
             let xf = x.to_f64();
-            f(0.5 * xf * (1.0 + libm::erf(xf / std::f64::consts::SQRT_2)))
+            // erfc keeps the far negative tail accurate (1 + erf(x) cancels there).
+            f(0.5 * xf * libm::erfc(-xf / std::f64::consts::SQRT_2))
         }
+        // 0.5·x·(1 + tanh(u)) written as x·sigmoid(2u): the same function, without the
+        // cancellation of 1 + tanh(u) for negative x.
         Activation::GeluApprox => {
-            let k = T::from_f64((2.0 / std::f64::consts::PI).sqrt());
+            let k = T::from_f64(2.0 * (2.0 / std::f64::consts::PI).sqrt());
             let c = T::from_f64(0.044715);
-            T::from_f64(0.5) * x * (one + (k * (x + c * x * x * x)).tanh())
+            x / (one + (-(k * (x + c * x * x * x))).exp())
         }
         Activation::Silu => x / (one + (-x).exp()),
+        // NaN passes through, as in PyTorch.
         Activation::Relu => {
-            if x > T::zero() {
-                x
-            } else {
+            if x < T::zero() {
                 T::zero()
+            } else {
+                x
             }
         }
         Activation::Sigmoid => one / (one + (-x).exp()),
@@ -38,14 +42,8 @@ pub fn activation<T: Float>(act: Activation, x: T) -> T {
         Activation::Sin => x.sin(),
         Activation::Cos => x.cos(),
         Activation::Erf => f(libm::erf(x.to_f64())),
-        // log(1 + e^x) without overflow for large x.
-        Activation::Softplus => {
-            if x > T::from_f64(20.0) {
-                x
-            } else {
-                x.exp().ln_1p()
-            }
-        }
+        // max(x, 0) + log(1 + e^-|x|): no overflow, and accurate in both tails.
+        Activation::Softplus => x.max(T::zero()) + (-x.abs()).exp().ln_1p(),
         Activation::Recip => one / x,
         Activation::Square => x * x,
     }
@@ -107,108 +105,25 @@ pub fn compare<T: PartialOrd>(op: CompareOp, a: T, b: T) -> bool {
     }
 }
 
-fn map_unary<T: Float>(act: Activation, x: &TensorView, out: &mut OutView) -> Result<(), CpuError> {
-    let x = x.get::<T>()?;
-    let o = out.get_mut::<T>()?;
-    o.iter_mut()
-        .zip(x)
-        .for_each(|(o, &v)| *o = activation(act, v));
-    Ok(())
-}
-
-fn zip_binary<A: crate::Elem, O: crate::Elem>(
-    a: &TensorView,
-    b: &TensorView,
-    out: &mut OutView,
-    f: impl Fn(A, A) -> O,
-) -> Result<(), CpuError> {
-    let shape = out.shape.to_vec();
-    let (av, bv) = (a.get::<A>()?, b.get::<A>()?);
-    let o = out.get_mut::<O>()?;
-    if a.shape == b.shape {
-        o.iter_mut()
-            .zip(av.iter().zip(bv))
-            .for_each(|(o, (&x, &y))| *o = f(x, y));
-    } else {
-        let ia = broadcast_offsets(a.shape, &shape);
-        let ib = broadcast_offsets(b.shape, &shape);
-        for (k, o) in o.iter_mut().enumerate() {
-            *o = f(av[ia[k]], bv[ib[k]]);
-        }
-    }
-    Ok(())
-}
-
-fn where_op<T: crate::Elem>(ins: &[TensorView], out: &mut OutView) -> Result<(), CpuError> {
-    let shape = out.shape.to_vec();
-    let c = ins[0].to_f64_vec();
-    let (a, b) = (ins[1].get::<T>()?, ins[2].get::<T>()?);
-    let ic = broadcast_offsets(ins[0].shape, &shape);
-    let ia = broadcast_offsets(ins[1].shape, &shape);
-    let ib = broadcast_offsets(ins[2].shape, &shape);
-    let o = out.get_mut::<T>()?;
-    for (k, o) in o.iter_mut().enumerate() {
-        *o = if c[ic[k]] != 0.0 { a[ia[k]] } else { b[ib[k]] };
-    }
-    Ok(())
-}
-
-/// Copy values across compute classes; the executor rounds / wraps into the target dtype.
-fn cast(x: &TensorView, out: &mut OutView) -> Result<(), CpuError> {
-    match out.class() {
-        ComputeClass::F32 => {
-            let v = x.to_f64_vec();
-            let o = out.get_mut::<f32>()?;
-            o.iter_mut().zip(v).for_each(|(o, v)| *o = v as f32);
-        }
-        ComputeClass::F64 => {
-            let v = x.to_f64_vec();
-            out.get_mut::<f64>()?.copy_from_slice(&v);
-        }
-        ComputeClass::I64 => {
-            let v = if out.dtype == rlx_ir::DType::Bool {
-                x.to_f64_vec().iter().map(|&v| (v != 0.0) as i64).collect()
-            } else {
-                x.to_i64_vec()
-            };
-            out.get_mut::<i64>()?.copy_from_slice(&v);
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn eval(node: &Node, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
-    let in_class = ins.first().map(|t| t.dtype.compute_class());
-    match (&node.op, in_class) {
-        (Op::Activation(a), Some(ComputeClass::F32)) => map_unary::<f32>(*a, &ins[0], &mut out),
-        (Op::Activation(a), Some(ComputeClass::F64)) => map_unary::<f64>(*a, &ins[0], &mut out),
-        (Op::Binary(op), Some(ComputeClass::F32)) => {
-            zip_binary::<f32, f32>(&ins[0], &ins[1], &mut out, |a, b| binary_f(*op, a, b))
-        }
-        (Op::Binary(op), Some(ComputeClass::F64)) => {
-            zip_binary::<f64, f64>(&ins[0], &ins[1], &mut out, |a, b| binary_f(*op, a, b))
-        }
-        (Op::Binary(op), Some(ComputeClass::I64)) => {
-            zip_binary::<i64, i64>(&ins[0], &ins[1], &mut out, |a, b| binary_i(*op, a, b))
-        }
-        (Op::Compare(op), Some(ComputeClass::F32)) => {
-            zip_binary::<f32, i64>(&ins[0], &ins[1], &mut out, |a, b| compare(*op, a, b) as i64)
-        }
-        (Op::Compare(op), Some(ComputeClass::F64)) => {
-            zip_binary::<f64, i64>(&ins[0], &ins[1], &mut out, |a, b| compare(*op, a, b) as i64)
-        }
-        (Op::Compare(op), Some(ComputeClass::I64)) => {
-            zip_binary::<i64, i64>(&ins[0], &ins[1], &mut out, |a, b| compare(*op, a, b) as i64)
-        }
-        (Op::Where, _) => match out.class() {
-            ComputeClass::F32 => where_op::<f32>(ins, &mut out),
-            ComputeClass::F64 => where_op::<f64>(ins, &mut out),
-            ComputeClass::I64 => where_op::<i64>(ins, &mut out),
-        },
-        (Op::Cast { .. }, _) | (Op::StopGradient, _) => cast(&ins[0], &mut out),
-        (op, c) => Err(op_err(format!(
-            "{} does not run on inputs held as {c:?}",
-            op.kind()
-        ))),
-    }
+/// Each standalone op is a one-step chain run by the region engine: one code path, and the
+/// unfused ops agree bit for bit with the regions fusion makes of them.
+pub(crate) fn eval(node: &Node, ins: &[TensorView], out: OutView) -> Result<(), CpuError> {
+    use ChainOperand::Input;
+    let step = match &node.op {
+        Op::Activation(a) => ChainStep::Activation(*a, Input(0)),
+        Op::Binary(op) => ChainStep::Binary(*op, Input(0), Input(1)),
+        Op::Compare(op) => ChainStep::Compare(*op, Input(0), Input(1)),
+        Op::Where => ChainStep::Where(Input(0), Input(1), Input(2)),
+        Op::Cast { to } => ChainStep::Cast(*to, Input(0)),
+        Op::StopGradient => ChainStep::Cast(out.dtype, Input(0)),
+        op => return Err(op_err(format!("{} is not an elementwise op", op.kind()))),
+    };
+    run_chain(
+        &[step],
+        ins,
+        RegionPrologue::None,
+        out.shape,
+        out.dtype,
+        out.data,
+    )
 }

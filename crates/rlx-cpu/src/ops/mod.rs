@@ -4,11 +4,14 @@ use rlx_ir::{Node, Op};
 
 pub mod attention;
 pub mod audio;
+mod conv;
 pub mod elementwise;
 pub mod linalg;
 pub mod norm;
+mod pool;
 pub mod reduce;
 pub mod region;
+pub mod rope;
 pub mod shape_ops;
 pub mod vision;
 
@@ -50,7 +53,8 @@ pub fn eval(node: &Node, ins: &[TensorView], out: OutView) -> Result<(), CpuErro
         | Op::Pad { .. }
         | Op::Slice { .. }
         | Op::TransformRegion { .. } => shape_ops::eval(node, ins, out),
-        Op::Attention(_) | Op::Rope { .. } => attention::eval(node, ins, out),
+        Op::Attention(_) => attention::eval(node, ins, out),
+        Op::Rope { .. } => rope::eval(node, ins, out),
         Op::Conv(_)
         | Op::Pool(_)
         | Op::ResizeNearest2x

@@ -1,6 +1,340 @@
-//! Shape rules and builders for this op group.
-use crate::{Op, Shape};
+//! Shape rules and builders: Attention, Rope.
+use super::{arity, require_float};
+use crate::{
+    AttentionLayout, AttentionSpec, Dim, DimsFmt, Graph, IrError, MaskKind, NodeId, Op, RopeStyle,
+    Shape,
+};
 
-pub(crate) fn infer(op: &Op, _inputs: &[&Shape]) -> Result<Shape, String> {
-    Err(format!("{} has no shape rule yet", op.kind()))
+pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
+    match op {
+        Op::Attention(spec) => attention(op, spec, inputs),
+        Op::Rope {
+            head_dim, n_rot, ..
+        } => rope(op, *head_dim, *n_rot, inputs),
+        _ => Err(format!("{} is not a transformer op", op.kind())),
+    }
+}
+
+/// Two dims that must be equal. A symbol agrees with anything: the CPU re-runs this rule
+/// once symbols are bound, so the check happens then.
+fn agree(a: &Dim, b: &Dim) -> bool {
+    match (a, b) {
+        (Dim::Static(x), Dim::Static(y)) => x == y,
+        _ => true,
+    }
+}
+
+/// q/k/v dims split into batch, sequence, heads (None for Packed) and last dim.
+struct Qkv<'a> {
+    batch: &'a Dim,
+    seq: &'a Dim,
+    heads: Option<&'a Dim>,
+    last: &'a Dim,
+}
+
+fn split_qkv<'a>(layout: AttentionLayout, name: &str, s: &'a Shape) -> Result<Qkv<'a>, String> {
+    let (rank, form) = match layout {
+        AttentionLayout::Packed => (3, "[B, S, H*D]"),
+        AttentionLayout::Bshd => (4, "[B, S, H, D]"),
+        AttentionLayout::Bhsd => (4, "[B, H, S, D]"),
+    };
+    if s.rank() != rank {
+        return Err(format!(
+            "{name} must be {form} for the {layout:?} layout, got {s}"
+        ));
+    }
+    let d = &s.dims;
+    Ok(match layout {
+        AttentionLayout::Packed => Qkv {
+            batch: &d[0],
+            seq: &d[1],
+            heads: None,
+            last: &d[2],
+        },
+        AttentionLayout::Bshd => Qkv {
+            batch: &d[0],
+            seq: &d[1],
+            heads: Some(&d[2]),
+            last: &d[3],
+        },
+        AttentionLayout::Bhsd => Qkv {
+            batch: &d[0],
+            seq: &d[2],
+            heads: Some(&d[1]),
+            last: &d[3],
+        },
+    })
+}
+
+fn check_spec(spec: &AttentionSpec) -> Result<(), String> {
+    if spec.num_heads == 0 || spec.head_dim == 0 || spec.v_dim() == 0 {
+        return Err(format!(
+            "num_heads, head_dim and v_head_dim must be positive (got {}, {}, {})",
+            spec.num_heads,
+            spec.head_dim,
+            spec.v_dim()
+        ));
+    }
+    if spec.mask_kind == MaskKind::SlidingWindow(0) {
+        return Err("SlidingWindow(0) would mask every key; the window must be ≥ 1".into());
+    }
+    if let Some(s) = spec.score_scale {
+        if !s.is_finite() {
+            return Err(format!("score_scale must be finite, got {s}"));
+        }
+    }
+    if let Some(c) = spec.attn_logit_softcap {
+        if !(c.is_finite() && c > 0.0) {
+            return Err(format!(
+                "attn_logit_softcap must be finite and > 0, got {c}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn attention(op: &Op, spec: &AttentionSpec, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(op, inputs, 3, 4)?;
+    require_float(op, inputs, &[0, 1, 2])?;
+    check_spec(spec)?;
+    let (qs, ks, vs) = (inputs[0], inputs[1], inputs[2]);
+    if ks.dtype != qs.dtype || vs.dtype != qs.dtype {
+        return Err(format!(
+            "q, k and v must share a dtype, got {}, {}, {}",
+            qs.dtype, ks.dtype, vs.dtype
+        ));
+    }
+    let layout = spec.layout;
+    let (h, d, dv) = (spec.num_heads, spec.head_dim, spec.v_dim());
+    let q = split_qkv(layout, "q", qs)?;
+    let k = split_qkv(layout, "k", ks)?;
+    let v = split_qkv(layout, "v", vs)?;
+
+    // Query heads and head size.
+    match q.heads {
+        None if !agree(q.last, &Dim::Static(h * d)) => {
+            return Err(format!(
+                "q's last dim must be num_heads*head_dim = {h}*{d}, got {qs}"
+            ))
+        }
+        Some(qh) if !agree(qh, &Dim::Static(h)) || !agree(q.last, &Dim::Static(d)) => {
+            return Err(format!(
+                "q must have num_heads = {h} heads of head_dim = {d}, got {qs}"
+            ))
+        }
+        _ => {}
+    }
+
+    // KV heads come from k; None while a needed dim is symbolic.
+    let hkv = match k.heads {
+        None => match k.last {
+            Dim::Static(n) if *n % d != 0 => {
+                return Err(format!(
+                    "k's last dim {n} is not a multiple of head_dim {d} (got {ks})"
+                ))
+            }
+            Dim::Static(n) => Some(n / d),
+            Dim::Dynamic(_) => None,
+        },
+        Some(kh) => {
+            if !agree(k.last, &Dim::Static(d)) {
+                return Err(format!("k's head size must be head_dim = {d}, got {ks}"));
+            }
+            kh.as_static()
+        }
+    };
+    if let Some(n) = hkv {
+        if n == 0 || h % n != 0 {
+            return Err(format!(
+                "num_heads {h} is not a multiple of the {n} KV heads of k {ks}"
+            ));
+        }
+    }
+
+    // v: the same KV heads, head size v_dim.
+    let v_ok = match (v.heads, hkv) {
+        (None, Some(n)) => agree(v.last, &Dim::Static(n * dv)),
+        (None, None) => v.last.as_static().is_none_or(|m| m % dv == 0),
+        (Some(vh), _) => agree(vh, k.heads.unwrap_or(vh)) && agree(v.last, &Dim::Static(dv)),
+    };
+    if !v_ok {
+        return Err(format!(
+            "v must hold k's KV heads with head size {dv}, got k {ks}, v {vs}"
+        ));
+    }
+    if !agree(q.batch, k.batch) || !agree(q.batch, v.batch) {
+        return Err(format!("batch sizes differ: q {qs}, k {ks}, v {vs}"));
+    }
+    if !agree(k.seq, v.seq) {
+        return Err(format!(
+            "k and v must have the same sequence length, got k {ks}, v {vs}"
+        ));
+    }
+
+    match (spec.mask_kind, inputs.get(3)) {
+        (MaskKind::Custom, None) => {
+            return Err("a Custom mask needs the keep-mask [B, Sk] as 4th input".into())
+        }
+        (MaskKind::Custom, Some(m)) => {
+            if m.rank() != 2 || !agree(&m.dims[0], q.batch) || !agree(&m.dims[1], k.seq) {
+                return Err(format!(
+                    "the keep-mask must be [B, Sk] = [{}, {}], got {m}",
+                    q.batch, k.seq
+                ));
+            }
+        }
+        (kind, Some(_)) => {
+            return Err(format!(
+                "mask kind {kind:?} takes no 4th input (only Custom does)"
+            ))
+        }
+        (_, None) => {}
+    }
+
+    let dims = match layout {
+        AttentionLayout::Packed => vec![q.batch.clone(), q.seq.clone(), Dim::Static(h * dv)],
+        AttentionLayout::Bshd => vec![
+            q.batch.clone(),
+            q.seq.clone(),
+            Dim::Static(h),
+            Dim::Static(dv),
+        ],
+        AttentionLayout::Bhsd => vec![
+            q.batch.clone(),
+            Dim::Static(h),
+            q.seq.clone(),
+            Dim::Static(dv),
+        ],
+    };
+    Ok(Shape::with_dims(dims, qs.dtype))
+}
+
+/// True when `cos` broadcasts onto `view` with its last dim replaced by `half` without
+/// growing it (every cos dim is 1 or the view's dim).
+fn cos_fits(cos: &[Dim], view: &[Dim], half: usize) -> bool {
+    let Some((c_last, c_lead)) = cos.split_last() else {
+        return false;
+    };
+    let v_lead = &view[..view.len() - 1];
+    agree(c_last, &Dim::Static(half))
+        && c_lead.len() <= v_lead.len()
+        && c_lead
+            .iter()
+            .rev()
+            .zip(v_lead.iter().rev())
+            .all(|(c, v)| c.is_one() || agree(c, v))
+}
+
+/// How RoPE sees x: `[.., head_dim]`. x's last dim is either head_dim itself or a packed
+/// `H*head_dim`, which is split into `[H, head_dim]`. When both readings are possible
+/// (last dim == head_dim) the one cos/sin broadcast against wins; if both fit, rank ≤ 3
+/// prefers the split (packed `[B, S, D]` with cos `[S, 1, n_rot/2]`, one head) and rank ≥ 4
+/// keeps x as is (`[B, S, H, D]` / `[B, H, S, D]`).
+pub fn rope_view(
+    x: &[Dim],
+    cos: &[Dim],
+    head_dim: usize,
+    n_rot: usize,
+) -> Result<Vec<Dim>, String> {
+    let Some((last, lead)) = x.split_last() else {
+        return Err("x must have rank ≥ 1".into());
+    };
+    let Dim::Static(n) = *last else {
+        return Err(format!(
+            "x's last dim must be static (head_dim or H*head_dim), got {}",
+            DimsFmt(x)
+        ));
+    };
+    if head_dim == 0 || n == 0 || n % head_dim != 0 {
+        return Err(format!(
+            "x's last dim {n} is not a positive multiple of head_dim {head_dim}"
+        ));
+    }
+    let as_is = (n == head_dim).then(|| x.to_vec());
+    let mut split = lead.to_vec();
+    split.push(Dim::Static(n / head_dim));
+    split.push(Dim::Static(head_dim));
+    let order = if x.len() <= 3 {
+        [Some(split), as_is]
+    } else {
+        [as_is, Some(split)]
+    };
+    let half = n_rot / 2;
+    let tried: Vec<Vec<Dim>> = order.into_iter().flatten().collect();
+    for view in &tried {
+        if cos_fits(cos, view, half) {
+            return Ok(view.clone());
+        }
+    }
+    let wants: Vec<String> = tried
+        .iter()
+        .map(|v| {
+            let mut a = v.clone();
+            *a.last_mut().expect("non-empty view") = Dim::Static(half);
+            DimsFmt(&a).to_string()
+        })
+        .collect();
+    Err(format!(
+        "cos/sin {} do not broadcast against x {} seen as {}",
+        DimsFmt(cos),
+        DimsFmt(x),
+        wants.join(" or ")
+    ))
+}
+
+fn rope(op: &Op, head_dim: usize, n_rot: usize, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(op, inputs, 3, 3)?;
+    require_float(op, inputs, &[0, 1, 2])?;
+    if head_dim == 0 {
+        return Err("head_dim must be positive".into());
+    }
+    if n_rot == 0 || n_rot % 2 == 1 || n_rot > head_dim {
+        return Err(format!(
+            "n_rot must be even and in 2..=head_dim ({head_dim}), got {n_rot}"
+        ));
+    }
+    let (x, cos, sin) = (inputs[0], inputs[1], inputs[2]);
+    if cos.dims.len() != sin.dims.len() || !cos.dims.iter().zip(&sin.dims).all(|(a, b)| agree(a, b))
+    {
+        return Err(format!("cos {cos} and sin {sin} must have the same shape"));
+    }
+    rope_view(&x.dims, &cos.dims, head_dim, n_rot)?;
+    Ok(x.clone())
+}
+
+impl Graph {
+    /// Scaled dot-product attention over q, k, v (and a keep-mask when `spec.mask_kind` is
+    /// `Custom`); see `AttentionSpec`.
+    pub fn attention(
+        &mut self,
+        q: NodeId,
+        k: NodeId,
+        v: NodeId,
+        mask: impl Into<Option<NodeId>>,
+        spec: AttentionSpec,
+    ) -> Result<NodeId, IrError> {
+        let mut ins = vec![q, k, v];
+        ins.extend(mask.into());
+        self.add_node(Op::Attention(spec), &ins)
+    }
+
+    /// Rotary position embedding of the first `n_rot` dims of each head of x.
+    pub fn rope(
+        &mut self,
+        x: NodeId,
+        cos: NodeId,
+        sin: NodeId,
+        head_dim: usize,
+        n_rot: usize,
+        style: RopeStyle,
+    ) -> Result<NodeId, IrError> {
+        self.add_node(
+            Op::Rope {
+                head_dim,
+                n_rot,
+                style,
+            },
+            &[x, cos, sin],
+        )
+    }
 }
