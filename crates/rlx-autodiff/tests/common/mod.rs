@@ -1,0 +1,167 @@
+//! Gradient-check support: a seeded RNG (seed printed; RLX_SEED replays), and `gradcheck`,
+//! which compares the VJP graph run on the CPU against central finite differences of the
+//! forward graph, both in f64.
+#![allow(dead_code)]
+use rlx_autodiff::{grad, D_OUTPUT};
+use rlx_ir::{DType, Graph, HostTensor, NodeId, Op};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// splitmix64 — small, fast, good enough for test data.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(test: &str) -> Rng {
+        let seed = std::env::var("RLX_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                let t = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64;
+                t ^ (test.len() as u64).wrapping_mul(0x9e3779b97f4a7c15)
+            });
+        println!("[{test}] seed = {seed} (replay with RLX_SEED={seed})");
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
+        z ^ (z >> 31)
+    }
+    pub fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    pub fn range(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.uniform()
+    }
+    pub fn normal(&mut self) -> f64 {
+        let u1 = self.uniform().max(1e-300);
+        let u2 = self.uniform();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+    pub fn normals(&mut self, n: usize) -> Vec<f64> {
+        (0..n).map(|_| self.normal()).collect()
+    }
+    pub fn uniforms(&mut self, n: usize, lo: f64, hi: f64) -> Vec<f64> {
+        (0..n).map(|_| self.range(lo, hi)).collect()
+    }
+    /// Normals pushed at least `gap` away from 0 (keeps finite differences off kinks).
+    pub fn normals_away(&mut self, n: usize, gap: f64) -> Vec<f64> {
+        (0..n)
+            .map(|_| {
+                let v = self.normal();
+                if v.abs() < gap {
+                    v.signum() * gap + v
+                } else {
+                    v
+                }
+            })
+            .collect()
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+    /// An f64 tensor of normals.
+    pub fn tensor(&mut self, dims: &[usize]) -> HostTensor {
+        let n = dims.iter().product();
+        HostTensor::from_f64(dims, &self.normals(n))
+    }
+}
+
+/// ‖got − want‖₂ / max(‖want‖₂, tiny); NaN anywhere gives infinity.
+pub fn rel_l2(got: &[f64], want: &[f64]) -> f64 {
+    assert_eq!(got.len(), want.len(), "length mismatch");
+    if got.iter().chain(want).any(|v| !v.is_finite()) {
+        return f64::INFINITY;
+    }
+    let num: f64 = got.iter().zip(want).map(|(g, w)| (g - w) * (g - w)).sum();
+    let den: f64 = want.iter().map(|w| w * w).sum();
+    (num / den.max(1e-30)).sqrt()
+}
+
+pub fn run(graph: &Graph, inputs: &[(String, HostTensor)]) -> Vec<HostTensor> {
+    let feed: Vec<(&str, HostTensor)> = inputs
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.clone()))
+        .collect();
+    rlx_cpu::run_graph(graph, &[], &feed).unwrap_or_else(|e| panic!("run failed: {e}"))
+}
+
+/// Σ y ⊙ w for the forward graph's output 0.
+fn objective(graph: &Graph, inputs: &[(String, HostTensor)], w: &[f64]) -> f64 {
+    let y = run(graph, inputs)[0].to_f64_vec();
+    y.iter().zip(w).map(|(a, b)| a * b).sum()
+}
+
+pub const FD_STEP: f64 = 1e-5;
+pub const FD_TOL: f64 = 1e-6;
+
+/// Central-difference check of `grad(graph, wrt)` (every wrt must be an f64 `Input`).
+/// Output 0's cotangent is random, so the whole Jacobian is exercised, not one row.
+/// Returns the worst rel-L2 error.
+pub fn gradcheck(
+    what: &str,
+    graph: &Graph,
+    inputs: &[(&str, HostTensor)],
+    wrt: &[NodeId],
+    rng: &mut Rng,
+) -> f64 {
+    let inputs: Vec<(String, HostTensor)> = inputs
+        .iter()
+        .map(|(n, t)| (n.to_string(), t.clone()))
+        .collect();
+    let y = &run(graph, &inputs)[0];
+    let w = rng.normals(y.numel());
+    let gg = grad(graph, wrt).unwrap_or_else(|e| panic!("{what}: grad failed: {e}"));
+    let mut feed = inputs.clone();
+    feed.push((
+        D_OUTPUT.to_string(),
+        HostTensor::from_f64_as(&y.shape, &w, y.dtype),
+    ));
+    let ad = run(&gg, &feed);
+    assert_eq!(ad.len(), wrt.len(), "{what}: one gradient per wrt");
+    let mut worst: f64 = 0.0;
+    for (k, &wid) in wrt.iter().enumerate() {
+        let name = match &graph.nodes[wid.0].op {
+            Op::Input { name } => name.clone(),
+            op => panic!("{what}: wrt {wid} is {}, not an Input", op.kind()),
+        };
+        let pos = inputs
+            .iter()
+            .position(|(n, _)| *n == name)
+            .expect("wrt fed");
+        let base = inputs[pos].1.clone();
+        assert_eq!(base.dtype, DType::F64, "{what}: gradcheck inputs are f64");
+        assert_eq!(ad[k].shape, base.shape, "{what}: gradient shape of {name}");
+        let x = base.to_f64_vec();
+        let mut fd = vec![0.0; x.len()];
+        for (j, fdj) in fd.iter_mut().enumerate() {
+            let at = |delta: f64| {
+                let mut xs = x.clone();
+                xs[j] += delta;
+                let mut f = inputs.clone();
+                f[pos].1 = HostTensor::from_f64(&base.shape, &xs);
+                objective(graph, &f, &w)
+            };
+            *fdj = (at(FD_STEP) - at(-FD_STEP)) / (2.0 * FD_STEP);
+        }
+        let got = ad[k].to_f64_vec();
+        let e = rel_l2(&got, &fd);
+        assert!(
+            e <= FD_TOL,
+            "{what}: d/d{name} rel-L2 {e:.3e} > {FD_TOL:.0e}\n  autodiff {:?}\n  finite-diff {:?}",
+            &got[..got.len().min(6)],
+            &fd[..fd.len().min(6)]
+        );
+        worst = worst.max(e);
+    }
+    println!("{what}: ok (worst rel-L2 {worst:.2e})");
+    worst
+}
+
+pub fn f64_input(g: &mut Graph, name: &str, dims: &[usize]) -> NodeId {
+    g.input(name, rlx_ir::Shape::new(dims, DType::F64)).unwrap()
+}
