@@ -58,7 +58,7 @@ pub fn run(
     heads: usize,
     save: Option<&Path>,
 ) -> Result<(), CliError> {
-    if heads == 0 || d % heads != 0 {
+    if heads == 0 || !d.is_multiple_of(heads) {
         return Err(CliError::Usage(format!(
             "--heads {heads} must divide --width {d}: try --heads 4"
         )));
