@@ -35,7 +35,12 @@ enum Cmd {
         save: Option<PathBuf>,
     },
     /// Print a serialized graph (JSON or binary) and check it.
-    Inspect { file: PathBuf },
+    Inspect {
+        file: PathBuf,
+        /// Also run the optimisation pipeline and show the graph after every pass.
+        #[arg(long)]
+        optimized: bool,
+    },
 }
 
 /// A CLI failure with a hint on what to do next.
@@ -47,6 +52,8 @@ pub enum CliError {
     Rlx(#[from] rlx::prelude::Error),
     #[error(transparent)]
     Ir(#[from] rlx::prelude::IrError),
+    #[error(transparent)]
+    Opt(#[from] rlx::opt::OptError),
 }
 
 fn parse_device(s: Option<&str>) -> Result<Device, CliError> {
@@ -75,7 +82,7 @@ fn main() -> ExitCode {
             save,
         } => parse_device(device.as_deref())
             .and_then(|d| demo::run(d, seq, width, heads, save.as_deref())),
-        Cmd::Inspect { file } => inspect::run(&file),
+        Cmd::Inspect { file, optimized } => inspect::run(&file, optimized),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

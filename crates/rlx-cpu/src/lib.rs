@@ -2,6 +2,7 @@
 //! Float types compute in f32 (f16/bf16 are rounded to their storage after each op), f64
 //! in f64, integer and bool types in i64.
 mod buffer;
+mod const_eval;
 mod error;
 mod exec;
 pub mod ops;
@@ -10,6 +11,7 @@ pub mod quant;
 pub mod util;
 
 pub use buffer::{Buf, BufMut, Elem, Float, OutView, Storage, TensorView};
+pub use const_eval::CpuConstEvaluator;
 pub use error::{op_err, CpuError};
 pub use exec::{from_buf, run_graph, to_storage, CpuExecutable};
 pub use plan::PlanMode;

@@ -44,5 +44,7 @@ pub enum Error {
     #[error(transparent)]
     Ir(#[from] IrError),
     #[error(transparent)]
+    Opt(#[from] rlx_opt::OptError),
+    #[error(transparent)]
     Cpu(#[from] CpuError),
 }

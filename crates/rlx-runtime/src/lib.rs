@@ -3,4 +3,4 @@ mod error;
 mod session;
 
 pub use error::Error;
-pub use session::{CompiledGraph, Device, Session};
+pub use session::{cpu_pipeline, CompileOptions, CompiledGraph, Device, Session};

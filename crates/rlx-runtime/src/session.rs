@@ -1,8 +1,9 @@
 //! Devices, sessions and compiled graphs. Inputs and params are checked here, against the
 //! graph's declarations, so every backend reports user mistakes the same way.
 use crate::Error;
-use rlx_cpu::CpuExecutable;
+use rlx_cpu::{CpuConstEvaluator, CpuExecutable};
 use rlx_ir::{Dim, Graph, HostTensor, Op, Shape};
+use rlx_opt::{ConstFold, Pipeline};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Mutex;
@@ -32,6 +33,26 @@ impl fmt::Display for Device {
     }
 }
 
+/// Per-compile settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// Run the optimisation pipeline (`RLX_OPT=0` turns it off by default).
+    pub optimize: bool,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            optimize: std::env::var("RLX_OPT").map_or(true, |v| v != "0"),
+        }
+    }
+}
+
+/// The optimisation pipeline the CPU compiles with, constant folding included.
+pub fn cpu_pipeline() -> Pipeline {
+    Pipeline::standard(Some(ConstFold::new(CpuConstEvaluator)))
+}
+
 /// Compiles graphs for one device.
 #[derive(Clone, Debug)]
 pub struct Session {
@@ -47,8 +68,17 @@ impl Session {
         self.device
     }
 
-    /// Verify the graph and prepare it to run on this session's device.
+    /// Verify the graph, optimise it and prepare it to run on this session's device.
     pub fn compile(&self, graph: impl Into<Graph>) -> Result<CompiledGraph, Error> {
+        self.compile_with(graph, &CompileOptions::default())
+    }
+
+    /// `compile` with explicit options.
+    pub fn compile_with(
+        &self,
+        graph: impl Into<Graph>,
+        opts: &CompileOptions,
+    ) -> Result<CompiledGraph, Error> {
         let graph = graph.into();
         graph.verify()?;
         match self.device {
@@ -61,10 +91,15 @@ impl Session {
                 })
             }
         }
+        let optimized = if opts.optimize {
+            cpu_pipeline().run(&graph)?.0
+        } else {
+            graph.clone()
+        };
         if std::env::var("RLX_DISPATCH_REPORT").is_ok_and(|v| v == "1") {
-            eprint!("{}", dispatch_report(&graph, self.device));
+            eprint!("{}", dispatch_report(&optimized, self.device));
         }
-        let exe = CpuExecutable::new(graph.clone())?;
+        let exe = CpuExecutable::new(optimized)?;
         Ok(CompiledGraph {
             device: self.device,
             graph,
@@ -233,6 +268,16 @@ impl CompiledGraph {
     /// Arena bytes of the last run's memory plan.
     pub fn arena_bytes(&self) -> usize {
         self.lock().arena_bytes()
+    }
+
+    /// Arena bytes one buffer per node would take (what the plan saves against).
+    pub fn unplanned_bytes(&self) -> usize {
+        self.lock().unplanned_bytes()
+    }
+
+    /// The graph as it runs: after the optimisation pipeline.
+    pub fn optimized_graph(&self) -> Graph {
+        self.lock().graph().clone()
     }
 
     /// Run `iters` times with the same inputs and return the median wall time of one run.

@@ -20,6 +20,7 @@
 //! ```
 pub use rlx_cpu as cpu;
 pub use rlx_ir as ir;
+pub use rlx_opt as opt;
 pub use rlx_runtime as runtime;
 
 pub mod prelude {
@@ -28,7 +29,7 @@ pub mod prelude {
         ConvSpec, DType, Dim, FftNorm, Graph, HostTensor, IrError, MaskKind, Node, NodeId, Op,
         PoolKind, PoolSpec, QuantScheme, ReduceOp, RegionPrologue, RopeStyle, Shape, TransformStep,
     };
-    pub use rlx_runtime::{CompiledGraph, Device, Error, Session};
+    pub use rlx_runtime::{CompileOptions, CompiledGraph, Device, Error, Session};
 }
 
 #[doc = include_str!("../../../README.md")]
