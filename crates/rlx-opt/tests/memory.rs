@@ -90,7 +90,7 @@ fn expected_views(
         let si = &shapes[j.0];
         let off = match &n.op {
             Op::Reshape { .. }
-                if shapes[n.id.0].iter().product::<usize>() == si.iter().product() =>
+                if shapes[n.id.0].iter().product::<usize>() == si.iter().product::<usize>() =>
             {
                 0
             }
