@@ -4,14 +4,14 @@
 //! the full pipeline keeps random graphs' outputs.
 mod common;
 use common::gen::{fusion_graph, random_graph, transformer, GenOpts, Tf};
-use common::{count, random_feeds, Rng, Val};
+use common::{count, random_feeds, RefEval, Rng, Val};
 use rlx_ir::{
     Activation, BinaryOp, ChainStep, CompareOp, DType, Graph, NodeId, Op, RegionPrologue, Shape,
     TransformStep,
 };
 use rlx_opt::{
-    Expand, FuseElementwise, FuseMatMulBiasAct, FuseResidualNorm, FuseSwiGLU, Pass, Pipeline,
-    FUSED_KINDS,
+    ConstFold, Expand, FuseElementwise, FuseMatMulBiasAct, FuseResidualNorm, FuseSwiGLU, Pass,
+    Pipeline, FUSED_KINDS,
 };
 use std::collections::HashMap;
 
@@ -114,7 +114,7 @@ fn matmul_bias_act_fuses() {
         Some(Activation::Silu),
         Some(Activation::Tanh),
     ];
-    for dt in [DType::F32, DType::F64] {
+    for dt in [DType::F32, DType::F64, DType::F16] {
         for bias in [&[9][..], &[1, 9], &[1, 1, 9]] {
             for act in acts {
                 let g = mm_graph(dt, bias, rng.chance(0.5), act);
@@ -193,7 +193,7 @@ fn res_graph(dt: DType, layer: bool, bias: Option<&[usize]>, beta: bool) -> (Gra
 #[test]
 fn residual_norm_fuses() {
     let mut rng = Rng::new("residual_norm_fuses");
-    for dt in [DType::F32, DType::F64] {
+    for dt in [DType::F32, DType::F64, DType::F16] {
         for layer in [true, false] {
             for bias in [None, Some(&[11][..]), Some(&[1, 1, 11][..])] {
                 for beta in [false, true] {
@@ -553,6 +553,7 @@ fn expand_keeps_what_the_backend_runs() {
 fn full_pipeline_keeps_random_graphs() {
     let mut rng = Rng::new("full_pipeline_keeps_random_graphs");
     let full = Pipeline::full(None).verify(true);
+    let folding = Pipeline::full(Some(ConstFold::new(RefEval))).verify(true);
     let mut fused = std::collections::BTreeMap::new();
     for case in 0..400 {
         let g = if case % 2 == 0 {
@@ -567,9 +568,13 @@ fn full_pipeline_keeps_random_graphs() {
             };
             random_graph(&mut rng, opts)
         };
-        let (h, _) = full
-            .run(&g)
-            .unwrap_or_else(|e| panic!("case {case}: {e}\n{g:?}"));
+        // Every third graph: with constant folding, repeated until nothing changes.
+        let (h, _) = if case % 3 == 0 {
+            folding.run_to_fixpoint(&g, 4)
+        } else {
+            full.run(&g)
+        }
+        .unwrap_or_else(|e| panic!("case {case}: {e}\n{g:?}"));
         for k in FUSED_KINDS {
             *fused.entry(k).or_insert(0) += count(&h, k);
         }
@@ -627,6 +632,24 @@ fn transformer_block_node_counts() {
             .with(FuseResidualNorm::keep_shared_sum())
             .run(&g)
             .unwrap();
+        println!(
+            "  with shared residual sums fused too: {} nodes, {} FusedResidualLN",
+            k.nodes.len(),
+            count(&k, "FusedResidualLN")
+        );
+        assert_eq!(
+            count(&k, "FusedResidualLN"),
+            1,
+            "the second norm's x + attn"
+        );
         same_on_cpu(&g, &k, &mut rng, "transformer, shared sums fused");
+        // A backend with none of the fused ops gets primitives computing the same.
+        let (e, _) = Pipeline::full(None)
+            .expand_for(Expand::all())
+            .verify(true)
+            .run(&g)
+            .unwrap();
+        assert!(FUSED_KINDS.iter().all(|k| count(&e, k) == 0));
+        same_on_cpu(&g, &e, &mut rng, "transformer, expanded");
     }
 }

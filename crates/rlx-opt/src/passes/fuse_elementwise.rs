@@ -18,7 +18,7 @@
 use super::fusion::{at, fuse, is_chainable, Match, Uses};
 use crate::{OptError, Pass, Rebuilder};
 use rlx_ir::{normalize_axis, ChainOperand, ChainStep, Graph, Node, NodeId, Op, RegionPrologue};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 pub struct FuseElementwise;
 
@@ -104,17 +104,20 @@ fn find_chain(g: &Graph, uses: &Uses, n: &Node, claimed: &[bool]) -> Option<Matc
         return None;
     }
     let mut members = vec![n.id];
+    let mut set: HashSet<NodeId> = HashSet::from([n.id]);
+    // Repeat until nothing joins: a producer read by two members joins only once both are in.
     loop {
         let mut grew = false;
         let mut k = 0;
         while k < members.len() {
             let node = at(g, members[k])?;
             for &p in &node.inputs {
-                let eligible = !members.contains(&p)
+                let eligible = !set.contains(&p)
                     && !claimed.get(p.0).copied().unwrap_or(true)
                     && at(g, p).is_some_and(|m| is_chainable(&m.op))
-                    && uses.confined(p, |c| members.contains(&c));
+                    && uses.confined(p, |c| set.contains(&c));
                 if eligible {
+                    set.insert(p);
                     members.push(p);
                     grew = true;
                 }
@@ -128,10 +131,10 @@ fn find_chain(g: &Graph, uses: &Uses, n: &Node, claimed: &[bool]) -> Option<Matc
     members.sort_unstable();
     let resized = members.iter().find_map(|&m| {
         at(g, m)?.inputs.iter().copied().find(|&i| {
-            !members.contains(&i)
+            !set.contains(&i)
                 && !claimed.get(i.0).copied().unwrap_or(true)
                 && at(g, i).is_some_and(|r| r.op == Op::ResizeNearest2x && r.inputs.len() == 1)
-                && uses.confined(i, |c| members.contains(&c))
+                && uses.confined(i, |c| set.contains(&c))
         })
     });
     if members.len() < 2 && resized.is_none() {

@@ -25,7 +25,8 @@ impl Uses {
         for n in &g.nodes {
             for &i in &n.inputs {
                 if let Some(c) = consumers.get_mut(i.0) {
-                    if !c.contains(&n.id) {
+                    // Nodes come in id order, so a repeat read by `n` is the last entry.
+                    if c.last() != Some(&n.id) {
                         c.push(n.id);
                     }
                 }
