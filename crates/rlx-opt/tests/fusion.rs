@@ -582,6 +582,8 @@ fn full_pipeline_keeps_random_graphs() {
             *fused.entry(k).or_insert(0) += count(&h, k);
         }
         same_on_cpu(&g, &h, &mut rng, &format!("case {case}"));
+        let (again, _) = full.run(&h).unwrap();
+        assert_eq!(again, h, "case {case}: a second run changed the optimised graph");
         let e = Expand::all().run(&h).unwrap();
         same_on_cpu(&g, &e, &mut rng, &format!("case {case} expanded"));
     }
