@@ -583,7 +583,10 @@ fn full_pipeline_keeps_random_graphs() {
         }
         same_on_cpu(&g, &h, &mut rng, &format!("case {case}"));
         let (again, _) = full.run(&h).unwrap();
-        assert_eq!(again, h, "case {case}: a second run changed the optimised graph");
+        assert_eq!(
+            again, h,
+            "case {case}: a second run changed the optimised graph"
+        );
         let e = Expand::all().run(&h).unwrap();
         same_on_cpu(&g, &e, &mut rng, &format!("case {case} expanded"));
     }
@@ -657,4 +660,57 @@ fn transformer_block_node_counts() {
         assert!(FUSED_KINDS.iter().all(|k| count(&e, k) == 0));
         same_on_cpu(&g, &e, &mut rng, "transformer, expanded");
     }
+}
+
+/// A LLaMA-style block: RMS pre-norms, bias-free projections, a fused-gate-up SwiGLU MLP
+/// written out as narrows, `x·sigmoid(x)` and a product, and the residual stream.
+#[test]
+fn llama_block_node_counts() {
+    let mut rng = Rng::new("llama_block_node_counts");
+    let (b, s, d, h, ff) = (2, 5, 12, 3, 16);
+    let dt = DType::F32;
+    let mut g = Graph::new("llama");
+    let x = g.input("x", sh(&[b, s, d], dt)).unwrap();
+    let p = |g: &mut Graph, name: &str, dims: &[usize]| g.param(name, sh(dims, dt)).unwrap();
+    let (n1, n2) = (p(&mut g, "n1", &[d]), p(&mut g, "n2", &[d]));
+    let (wq, wk, wv, wo) = (
+        p(&mut g, "wq", &[d, d]),
+        p(&mut g, "wk", &[d, d]),
+        p(&mut g, "wv", &[d, d]),
+        p(&mut g, "wo", &[d, d]),
+    );
+    let (w13, w2) = (p(&mut g, "w13", &[d, 2 * ff]), p(&mut g, "w2", &[ff, d]));
+    let hn = g.rms_norm(x, n1, None, -1, 1e-6).unwrap();
+    let q = g.matmul(hn, wq).unwrap();
+    let k = g.matmul(hn, wk).unwrap();
+    let v = g.matmul(hn, wv).unwrap();
+    let spec = rlx_ir::AttentionSpec::new(h, d / h).causal();
+    let a = g.add_node(Op::Attention(spec), &[q, k, v]).unwrap();
+    let o = g.matmul(a, wo).unwrap();
+    let x1 = g.add(x, o).unwrap();
+    let hn2 = g.rms_norm(x1, n2, None, -1, 1e-6).unwrap();
+    let gu = g.matmul(hn2, w13).unwrap();
+    let gate = g.narrow(gu, -1, 0, ff).unwrap();
+    let up = g.narrow(gu, -1, ff, ff).unwrap();
+    let sg = g.activation(Activation::Sigmoid, gate).unwrap();
+    let silu = g.mul(gate, sg).unwrap();
+    let m = g.mul(silu, up).unwrap();
+    let f = g.matmul(m, w2).unwrap();
+    let y = g.add(x1, f).unwrap();
+    g.set_outputs(vec![y]);
+    let (o, reports) = Pipeline::full(None).verify(true).run(&g).unwrap();
+    println!("LLaMA-style block:");
+    for r in &reports {
+        println!("  {r}");
+    }
+    println!("  nodes {} -> {}", g.nodes.len(), o.nodes.len());
+    assert_eq!(count(&o, "FusedSwiGLU"), 1);
+    assert_eq!(count(&o, "Narrow") + count(&o, "Activation"), 0);
+    same_on_cpu(&g, &o, &mut rng, "llama block");
+    let (k, _) = Pipeline::full(None)
+        .with(FuseResidualNorm::keep_shared_sum())
+        .run(&g)
+        .unwrap();
+    assert_eq!(count(&k, "FusedResidualRmsNorm"), 1);
+    same_on_cpu(&g, &k, &mut rng, "llama block, shared sums fused");
 }
