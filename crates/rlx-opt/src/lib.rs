@@ -4,6 +4,7 @@
 //! DESIGN.md). [`Rebuilder`] carries the old → new node-id remap so a pass only has to say
 //! what changes. [`Pipeline`] runs passes in order, verifies after each one (always in debug
 //! builds, on request in release) and reports node counts per pass.
+//! [`Pipeline::full`] adds the fusion passes; [`Expand`] undoes the fused ops a backend lacks.
 //! [`memory::plan_memory`] turns a graph with concrete shapes into arena offsets.
 //!
 //! ```
@@ -41,5 +42,13 @@ pub use memory::{
     class_elem_bytes, class_pool, plan_memory, static_shapes, MemoryPlan, PlanOptions, Slot, ViewOf,
 };
 pub use pass::{kind_counts, Pass, PassReport, Pipeline};
-pub use passes::{ConstEvaluator, ConstFold, Cse, Dce, Simplify, DEFAULT_FOLD_LIMIT};
+pub use passes::{
+    ConstEvaluator, ConstFold, Cse, Dce, Expand, FuseElementwise, FuseMatMulBiasAct,
+    FuseResidualNorm, FuseSwiGLU, Simplify, DEFAULT_FOLD_LIMIT, FUSED_KINDS,
+};
+
+/// The full pipeline ([`Pipeline::full`], no constant folding) run once; the optimised graph.
+pub fn optimize(g: &rlx_ir::Graph) -> Result<rlx_ir::Graph, OptError> {
+    Pipeline::full(None).run(g).map(|(g, _)| g)
+}
 pub use rebuild::Rebuilder;

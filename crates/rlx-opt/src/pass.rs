@@ -50,7 +50,7 @@ impl fmt::Display for PassReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{:<12} {:>6} -> {:<6}",
+            "{:<20} {:>6} -> {:<6}",
             self.name, self.nodes_before, self.nodes_after
         )?;
         let changed = self.changed_kinds();
@@ -92,6 +92,25 @@ impl Pipeline {
             p = p.with(f);
         }
         p.with(crate::Cse).with(crate::Simplify).with(crate::Dce)
+    }
+
+    /// The standard pipeline, then fusion: matmul + bias + activation, residual + norm and
+    /// SwiGLU first (each consumes adds, multiplies and activations that elementwise
+    /// fusion would otherwise swallow into regions), elementwise regions last, and a final
+    /// DCE. The fused ops are the CPU's native ones; a backend lacking some appends
+    /// [`Pipeline::expand_for`].
+    pub fn full(fold: Option<crate::ConstFold>) -> Pipeline {
+        Pipeline::standard(fold)
+            .with(crate::FuseMatMulBiasAct)
+            .with(crate::FuseResidualNorm::new())
+            .with(crate::FuseSwiGLU)
+            .with(crate::FuseElementwise)
+            .with(crate::Dce)
+    }
+
+    /// Append the expansion of the fused ops a backend does not run natively.
+    pub fn expand_for(self, expand: crate::Expand) -> Pipeline {
+        self.with(expand)
     }
 
     pub fn with(mut self, pass: impl Pass + 'static) -> Pipeline {

@@ -152,6 +152,17 @@ impl<'a> Rebuilder<'a> {
         Ok(id)
     }
 
+    /// Add a helper node over new-graph `inputs` that stands for no old node (the pieces of
+    /// an expansion); its shape comes from the op's shape rule.
+    pub fn add(&mut self, op: Op, inputs: &[NodeId]) -> Result<NodeId, OptError> {
+        self.new
+            .add_node(op, inputs)
+            .map_err(|source| OptError::Ir {
+                pass: self.pass,
+                source,
+            })
+    }
+
     /// Drop `old`: nothing in the new graph stands for it.
     pub fn drop_node(&mut self, old: NodeId) {
         if let Some(m) = self.map.get_mut(old.0) {

@@ -2,9 +2,20 @@
 mod const_fold;
 mod cse;
 mod dce;
+mod expand;
+mod fuse_elementwise;
+mod fuse_matmul_bias_act;
+mod fuse_residual_norm;
+mod fuse_swiglu;
+mod fusion;
 mod simplify;
 
 pub use const_fold::{ConstEvaluator, ConstFold, DEFAULT_FOLD_LIMIT};
 pub use cse::Cse;
 pub use dce::Dce;
+pub use expand::{Expand, FUSED_KINDS};
+pub use fuse_elementwise::FuseElementwise;
+pub use fuse_matmul_bias_act::FuseMatMulBiasAct;
+pub use fuse_residual_norm::FuseResidualNorm;
+pub use fuse_swiglu::FuseSwiGLU;
 pub use simplify::Simplify;

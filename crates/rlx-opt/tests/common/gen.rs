@@ -497,3 +497,173 @@ pub fn transformer(t: Tf) -> Graph {
     g.set_outputs(vec![x]);
     g
 }
+
+/// A graph built from the patterns fusion looks for, over `[B, S, D]` values: matmul + bias
+/// [+ activation], residual add [+ bias] + layer / RMS norm, SwiGLU halves (silu or
+/// `x·sigmoid(x)`), elementwise chains with broadcast operands, a nearest-2× resize feeding
+/// elementwise ops, and per-sample preprocessing concatenated on axis 0. Each instance
+/// sometimes exposes an intermediate as an extra output, which must block its fusion.
+pub fn fusion_graph(rng: &mut Rng) -> Graph {
+    // No f16: chains of squares and exps overflow it, and inf - inf compares as NaN.
+    let dt = rng.pick(&[DType::F32, DType::F32, DType::F64]);
+    let (b, s, d) = (1 + rng.below(3), 1 + rng.below(5), 2 * (1 + rng.below(4)));
+    let mut g = Graph::new("fusion");
+    let x = g.input("x", Shape::new(&[b, s, d], dt)).unwrap();
+    let mut pool = vec![x];
+    let mut extra = Vec::new();
+    let mut params = 0;
+    let mut param = |g: &mut Graph, dims: &[usize]| {
+        params += 1;
+        g.param(format!("p{params}"), Shape::new(dims, dt)).unwrap()
+    };
+    let row = |rng: &mut Rng, d: usize| -> Vec<usize> {
+        match rng.below(3) {
+            0 => vec![d],
+            1 => vec![1, d],
+            _ => vec![1, 1, d],
+        }
+    };
+    for _ in 0..2 + rng.below(6) {
+        let a = rng.pick(&pool);
+        let leak = rng.chance(0.2);
+        let y = match rng.below(6) {
+            0 => {
+                let w = param(&mut g, &[d, d]);
+                let bd = row(rng, d);
+                let bias = param(&mut g, &bd);
+                let m = add(&mut g, Op::MatMul, &[a, w]);
+                let sum = if rng.chance(0.5) {
+                    add(&mut g, Op::Binary(BinaryOp::Add), &[m, bias])
+                } else {
+                    add(&mut g, Op::Binary(BinaryOp::Add), &[bias, m])
+                };
+                if leak {
+                    extra.push(if rng.chance(0.5) { m } else { sum });
+                }
+                if rng.chance(0.7) {
+                    add(&mut g, Op::Activation(rng.pick(&ACTS)), &[sum])
+                } else {
+                    sum
+                }
+            }
+            1 => {
+                let r = rng.pick(&pool);
+                let mut sum = add(&mut g, Op::Binary(BinaryOp::Add), &[a, r]);
+                if rng.chance(0.5) {
+                    let bd = row(rng, d);
+                    let bias = param(&mut g, &bd);
+                    sum = add(&mut g, Op::Binary(BinaryOp::Add), &[sum, bias]);
+                }
+                if leak {
+                    extra.push(sum);
+                }
+                let gamma = param(&mut g, &[d]);
+                let mut ins = vec![sum, gamma];
+                if rng.chance(0.5) {
+                    ins.push(param(&mut g, &[d]));
+                }
+                let axis = if rng.chance(0.5) { -1 } else { 2 };
+                let op = if rng.chance(0.5) {
+                    Op::LayerNorm { axis, eps: 1e-5 }
+                } else {
+                    Op::RmsNorm { axis, eps: 1e-6 }
+                };
+                add(&mut g, op, &ins)
+            }
+            2 => {
+                let w = param(&mut g, &[d, 2 * d]);
+                let h = add(&mut g, Op::MatMul, &[a, w]);
+                let gate_first = rng.chance(0.5);
+                let (gs, us) = if gate_first { (0, d) } else { (d, 0) };
+                let mut narrow = |start| Op::Narrow {
+                    axis: if rng.chance(0.5) { -1 } else { 2 },
+                    start,
+                    len: d,
+                };
+                let (na, nb) = (narrow(gs), narrow(us));
+                let gate = add(&mut g, na, &[h]);
+                let up = add(&mut g, nb, &[h]);
+                let silu = if rng.chance(0.5) {
+                    add(&mut g, Op::Activation(Activation::Silu), &[gate])
+                } else {
+                    let sg = add(&mut g, Op::Activation(Activation::Sigmoid), &[gate]);
+                    add(&mut g, Op::Binary(BinaryOp::Mul), &[gate, sg])
+                };
+                if leak {
+                    extra.push(if rng.chance(0.5) { gate } else { silu });
+                }
+                if rng.chance(0.5) {
+                    add(&mut g, Op::Binary(BinaryOp::Mul), &[silu, up])
+                } else {
+                    add(&mut g, Op::Binary(BinaryOp::Mul), &[up, silu])
+                }
+            }
+            3 => {
+                let mut y = a;
+                for _ in 0..2 + rng.below(4) {
+                    y = if rng.chance(0.4) {
+                        add(&mut g, Op::Activation(rng.pick(&ACTS)), &[y])
+                    } else {
+                        let other = if rng.chance(0.5) {
+                            rng.pick(&pool)
+                        } else {
+                            let rd = row(rng, d);
+                            param(&mut g, &rd)
+                        };
+                        add(&mut g, Op::Binary(rng.pick(&BINS)), &[y, other])
+                    };
+                    if leak && rng.chance(0.3) {
+                        extra.push(y);
+                    }
+                }
+                y
+            }
+            4 => {
+                // NCHW view of a, resized, then elementwise with a per-channel scale.
+                let v = add(
+                    &mut g,
+                    Op::Reshape {
+                        shape: vec![b as i64, 1, s as i64, d as i64],
+                    },
+                    &[a],
+                );
+                let r = add(&mut g, Op::ResizeNearest2x, &[v]);
+                let sc = param(&mut g, &[1, 1, 1, 2 * d]);
+                let m = add(&mut g, Op::Binary(BinaryOp::Mul), &[sc, r]);
+                let m = add(&mut g, Op::Activation(rng.pick(&ACTS)), &[m]);
+                if leak {
+                    extra.push(r);
+                }
+                extra.push(m);
+                continue;
+            }
+            _ => {
+                if b < 2 {
+                    continue;
+                }
+                let (mean, std) = (param(&mut g, &[d]), param(&mut g, &[1, 1, d]));
+                let parts: Vec<NodeId> = (0..b)
+                    .map(|i| {
+                        let op = Op::Narrow {
+                            axis: 0,
+                            start: i,
+                            len: 1,
+                        };
+                        let xi = add(&mut g, op, &[a]);
+                        let c = add(&mut g, Op::Binary(BinaryOp::Sub), &[xi, mean]);
+                        add(&mut g, Op::Binary(BinaryOp::Mul), &[c, std])
+                    })
+                    .collect();
+                if leak {
+                    extra.push(parts[0]);
+                }
+                add(&mut g, Op::Concat { axis: 0 }, &parts)
+            }
+        };
+        pool.push(y);
+    }
+    let mut outs = vec![*pool.last().unwrap()];
+    outs.extend(extra);
+    g.set_outputs(outs);
+    g
+}
