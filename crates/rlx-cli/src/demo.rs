@@ -19,32 +19,32 @@ impl Rng {
     }
 }
 
-/// The block's graph: x [1, S, D] → x + attn(LN(x)) → + MLP(LN(·)).
+/// The block's graph, written with primitive ops as an importer would produce it (the
+/// compiler fuses them): x [1, S, D] → x + attn(LN(x)) → + MLP(LN(·)).
 pub fn block_graph(seq: usize, d: usize, heads: usize) -> Result<Graph, IrError> {
     let f = DType::F32;
     let mut g = Graph::new("transformer_block");
     let x = g.input("x", Shape::new(&[1, seq, d], f))?;
     let p = |g: &mut Graph, n: &str, dims: &[usize]| g.param(n, Shape::new(dims, f));
     let (ln1_g, ln1_b) = (p(&mut g, "ln1.gamma", &[d])?, p(&mut g, "ln1.beta", &[d])?);
-    let wq = p(&mut g, "attn.wq", &[d, d])?;
-    let wk = p(&mut g, "attn.wk", &[d, d])?;
-    let wv = p(&mut g, "attn.wv", &[d, d])?;
-    let wo = p(&mut g, "attn.wo", &[d, d])?;
-    let (ln2_g, ln2_b) = (p(&mut g, "ln2.gamma", &[d])?, p(&mut g, "ln2.beta", &[d])?);
-    let w1 = p(&mut g, "mlp.w1", &[d, 4 * d])?;
-    let b1 = p(&mut g, "mlp.b1", &[4 * d])?;
-    let w2 = p(&mut g, "mlp.w2", &[4 * d, d])?;
-
+    let linear = |g: &mut Graph, name: &str, x: NodeId, i: usize, o: usize| {
+        let w = p(g, &format!("{name}.w"), &[i, o])?;
+        let b = p(g, &format!("{name}.b"), &[o])?;
+        let y = g.matmul(x, w)?;
+        g.add(y, b)
+    };
     let h = g.layer_norm(x, ln1_g, ln1_b, -1, 1e-5)?;
-    let q = g.matmul(h, wq)?;
-    let k = g.matmul(h, wk)?;
-    let v = g.matmul(h, wv)?;
+    let q = linear(&mut g, "attn.q", h, d, d)?;
+    let k = linear(&mut g, "attn.k", h, d, d)?;
+    let v = linear(&mut g, "attn.v", h, d, d)?;
     let a = g.attention(q, k, v, None, AttentionSpec::new(heads, d / heads).causal())?;
-    let a = g.matmul(a, wo)?;
+    let a = linear(&mut g, "attn.o", a, d, d)?;
     let x2 = g.add(x, a)?;
+    let (ln2_g, ln2_b) = (p(&mut g, "ln2.gamma", &[d])?, p(&mut g, "ln2.beta", &[d])?);
     let h2 = g.layer_norm(x2, ln2_g, ln2_b, -1, 1e-5)?;
-    let m = g.matmul_bias_act(h2, w1, b1, Some(Activation::Gelu))?;
-    let m = g.matmul(m, w2)?;
+    let m = linear(&mut g, "mlp.fc1", h2, d, 4 * d)?;
+    let m = g.activation(Activation::Gelu, m)?;
+    let m = linear(&mut g, "mlp.fc2", m, 4 * d, d)?;
     let y = g.add(x2, m)?;
     g.set_name(y, "block_out")?;
     g.set_outputs(vec![y]);
@@ -76,15 +76,20 @@ pub fn run(
     }
     let compiled = Session::new(device).compile(&g)?;
     println!(
-        "compiled for {device} in {:.1} ms",
-        t0.elapsed().as_secs_f64() * 1e3
+        "compiled for {device} in {:.1} ms: {} → {} nodes after the optimisation pipeline",
+        t0.elapsed().as_secs_f64() * 1e3,
+        g.nodes.len(),
+        compiled.optimized_graph().nodes.len()
     );
+    println!("runs as {}", compiled.optimized_graph().summary());
 
     let mut rng = Rng(0x5eed);
     for (name, shape) in g.params() {
         let dims = shape.static_dims().unwrap_or_default();
         let n: usize = dims.iter().product();
-        let vals = if name.ends_with("gamma") {
+        let vals = if name.ends_with(".b") || name.ends_with("beta") {
+            rng.vec(n, 0.02)
+        } else if name.ends_with("gamma") {
             rng.vec(n, 0.1).iter().map(|v| 1.0 + v).collect()
         } else {
             let fan_in = dims.first().copied().unwrap_or(1) as f32;

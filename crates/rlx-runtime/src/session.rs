@@ -3,7 +3,7 @@
 use crate::Error;
 use rlx_cpu::{CpuConstEvaluator, CpuExecutable};
 use rlx_ir::{Dim, Graph, HostTensor, Op, Shape};
-use rlx_opt::{ConstFold, Pipeline};
+use rlx_opt::{ConstFold, Expand, Pipeline};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Mutex;
@@ -48,9 +48,11 @@ impl Default for CompileOptions {
     }
 }
 
-/// The optimisation pipeline the CPU compiles with, constant folding included.
+/// The optimisation pipeline the CPU compiles with: clean-up, constant folding, fusion,
+/// then expansion of any fused op the CPU does not run natively (today it runs them all).
 pub fn cpu_pipeline() -> Pipeline {
-    Pipeline::standard(Some(ConstFold::new(CpuConstEvaluator)))
+    Pipeline::full(Some(ConstFold::new(CpuConstEvaluator)))
+        .expand_for(Expand::keeping(rlx_cpu::NATIVE_FUSED_OPS))
 }
 
 /// Compiles graphs for one device.
