@@ -6,59 +6,8 @@ use rlx_ir::{Activation, BinaryOp, CompareOp, DType, Graph, HostTensor, Node, No
 use rlx_opt::ConstEvaluator;
 pub mod gen;
 use std::collections::HashMap;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-/// splitmix64.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(test: &str) -> Rng {
-        let seed = std::env::var("RLX_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                let t = SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos() as u64;
-                t ^ (test.len() as u64).wrapping_mul(0x9e3779b97f4a7c15)
-            });
-        println!("[{test}] seed = {seed} (replay with RLX_SEED={seed})");
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-        z ^ (z >> 31)
-    }
-    pub fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    pub fn range(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.uniform()
-    }
-    pub fn normals(&mut self, n: usize) -> Vec<f64> {
-        (0..n)
-            .map(|_| {
-                let u1 = self.uniform().max(1e-300);
-                let u2 = self.uniform();
-                (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-            })
-            .collect()
-    }
-    /// Integer in [0, n).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-    pub fn chance(&mut self, p: f64) -> bool {
-        self.uniform() < p
-    }
-    pub fn pick<T: Clone>(&mut self, v: &[T]) -> T {
-        v[self.below(v.len())].clone()
-    }
-}
+pub use rlx_testutil::Rng;
 
 /// A value in the reference interpreter: concrete dims, storage dtype, values as f64
 /// (already rounded into the dtype).
