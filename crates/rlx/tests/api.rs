@@ -69,3 +69,25 @@ fn errors_are_std_errors() {
     let e = Session::new(Device::Cuda(0)).compile(Graph::new("empty"));
     assert!(e.is_err());
 }
+
+#[test]
+fn compare_where_and_stop_gradient_builders() -> Result<(), Error> {
+    let mut g = Graph::new("select");
+    let a = g.input("a", Shape::new(&[5], DType::F32))?;
+    let b = g.input("b", Shape::new(&[5], DType::F32))?;
+    let gt = g.compare(CompareOp::Gt, a, b)?;
+    let m = g.where_(gt, a, b)?;
+    let m = g.stop_gradient(m)?;
+    let mx = g.maximum(a, b)?;
+    let d = g.sub(m, mx)?;
+    g.set_outputs(vec![m, d]);
+    let c = Session::new(Device::Cpu).compile(g)?;
+    let av = rng_vals(5, 11);
+    let bv = rng_vals(5, 12);
+    let out = c.run(&[("a", &av), ("b", &bv)])?;
+    for i in 0..5 {
+        assert_eq!(out[0][i], av[i].max(bv[i]));
+        assert_eq!(out[1][i], 0.0);
+    }
+    Ok(())
+}

@@ -1,6 +1,8 @@
 //! Shape rules and builders: Activation, Binary, Compare, Where, Cast, StopGradient.
 use super::{arity, require_float};
-use crate::{broadcast_dims, Activation, BinaryOp, DType, Graph, IrError, NodeId, Op, Shape};
+use crate::{
+    broadcast_dims, Activation, BinaryOp, CompareOp, DType, Graph, IrError, NodeId, Op, Shape,
+};
 
 pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
     match op {
@@ -65,5 +67,26 @@ impl Graph {
     }
     pub fn cast(&mut self, x: NodeId, to: DType) -> Result<NodeId, IrError> {
         self.add_node(Op::Cast { to }, &[x])
+    }
+    pub fn maximum(&mut self, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
+        self.binary(BinaryOp::Max, a, b)
+    }
+    pub fn minimum(&mut self, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
+        self.binary(BinaryOp::Min, a, b)
+    }
+    pub fn pow(&mut self, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
+        self.binary(BinaryOp::Pow, a, b)
+    }
+    /// Elementwise comparison with broadcasting; the result is Bool.
+    pub fn compare(&mut self, op: CompareOp, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
+        self.add_node(Op::Compare(op), &[a, b])
+    }
+    /// `cond ? a : b` with broadcasting (`cond` of any dtype: nonzero = true).
+    pub fn where_(&mut self, cond: NodeId, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
+        self.add_node(Op::Where, &[cond, a, b])
+    }
+    /// Identity forward; blocks gradients in autodiff.
+    pub fn stop_gradient(&mut self, x: NodeId) -> Result<NodeId, IrError> {
+        self.add_node(Op::StopGradient, &[x])
     }
 }
