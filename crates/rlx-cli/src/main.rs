@@ -1,6 +1,7 @@
-//! `rlx`: run the demo, inspect graphs.
+//! `rlx`: run the demo, inspect graphs, train.
 mod demo;
 mod inspect;
+mod train;
 
 use clap::{Parser, Subcommand};
 use rlx::prelude::Device;
@@ -36,6 +37,11 @@ enum Cmd {
     },
     /// Print a serialized graph (JSON or binary) and check it.
     Inspect { file: PathBuf },
+    /// Train the CNN on a dataset and report test accuracy.
+    Train {
+        #[command(subcommand)]
+        what: train::TrainCmd,
+    },
 }
 
 /// A CLI failure with a hint on what to do next.
@@ -47,6 +53,10 @@ pub enum CliError {
     Rlx(#[from] rlx::prelude::Error),
     #[error(transparent)]
     Ir(#[from] rlx::prelude::IrError),
+    #[error(transparent)]
+    Model(#[from] rlx_models::ModelError),
+    #[error(transparent)]
+    Data(#[from] rlx_io::DatasetError),
 }
 
 fn parse_device(s: Option<&str>) -> Result<Device, CliError> {
@@ -76,6 +86,7 @@ fn main() -> ExitCode {
         } => parse_device(device.as_deref())
             .and_then(|d| demo::run(d, seq, width, heads, save.as_deref())),
         Cmd::Inspect { file } => inspect::run(&file),
+        Cmd::Train { what } => train::run(what),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
