@@ -78,18 +78,18 @@ impl Optimizer {
 
     pub fn lr(&self) -> f64 {
         match *self {
-            Optimizer::Sgd { lr, .. } | Optimizer::Adam { lr, .. } | Optimizer::AdamW { lr, .. } => {
-                lr
-            }
+            Optimizer::Sgd { lr, .. }
+            | Optimizer::Adam { lr, .. }
+            | Optimizer::AdamW { lr, .. } => lr,
         }
     }
 
     /// The same optimizer with another learning rate.
     pub fn with_lr(mut self, new: f64) -> Optimizer {
         match &mut self {
-            Optimizer::Sgd { lr, .. } | Optimizer::Adam { lr, .. } | Optimizer::AdamW { lr, .. } => {
-                *lr = new
-            }
+            Optimizer::Sgd { lr, .. }
+            | Optimizer::Adam { lr, .. }
+            | Optimizer::AdamW { lr, .. } => *lr = new,
         }
         self
     }
@@ -211,7 +211,8 @@ pub fn train_step(
             )));
         }
     }
-    let taken = |n: &str| forward.inputs().any(|(i, _)| i == n) || forward.params().any(|(p, _)| p == n);
+    let taken =
+        |n: &str| forward.inputs().any(|(i, _)| i == n) || forward.params().any(|(p, _)| p == n);
     let hyper: Vec<&str> = optimizer.hyper_values().iter().map(|(n, _)| *n).collect();
     for n in hyper.iter().copied().chain([STEP_PARAM]) {
         if taken(n) {

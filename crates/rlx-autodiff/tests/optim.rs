@@ -5,7 +5,7 @@
 mod common;
 
 use common::{rel_l2, Rng};
-use rlx_autodiff::optim::{STEP_PARAM, HP_LR};
+use rlx_autodiff::optim::{HP_LR, STEP_PARAM};
 use rlx_autodiff::{train_step, AdError, Optimizer};
 use rlx_ir::{Activation, DType, Graph, HostTensor, Op, ReduceOp, Shape};
 use rlx_runtime::{CompiledGraph, Device, Session};
@@ -112,8 +112,11 @@ fn compile(opt: &Optimizer, dtype: DType, p0: &[Vec<f64>]) -> (CompiledGraph, Ve
         cg.bind_update(k, &name).unwrap();
     }
     for (k, v) in p0.iter().enumerate() {
-        cg.set_param_typed(&format!("p{k}"), HostTensor::from_f64_as(SHAPES[k], v, dtype))
-            .unwrap();
+        cg.set_param_typed(
+            &format!("p{k}"),
+            HostTensor::from_f64_as(SHAPES[k], v, dtype),
+        )
+        .unwrap();
     }
     for (name, shape) in &ts.state {
         let dims = shape.static_dims().unwrap();
@@ -152,8 +155,14 @@ fn check(name: &str, opt: Optimizer, dtype: DType, tol: f64) {
             .collect();
         let mut inputs: Vec<(String, HostTensor)> = Vec::new();
         for k in 0..SHAPES.len() {
-            inputs.push((format!("c{k}"), HostTensor::from_f64_as(SHAPES[k], &c[k], dtype)));
-            inputs.push((format!("d{k}"), HostTensor::from_f64_as(SHAPES[k], &d[k], dtype)));
+            inputs.push((
+                format!("c{k}"),
+                HostTensor::from_f64_as(SHAPES[k], &c[k], dtype),
+            ));
+            inputs.push((
+                format!("d{k}"),
+                HostTensor::from_f64_as(SHAPES[k], &d[k], dtype),
+            ));
         }
         for (n, v) in opt.hyper_values() {
             inputs.push((n.to_string(), HostTensor::from_f64_as(&[], &[v], dtype)));

@@ -64,14 +64,28 @@ pub fn run(cmd: TrainCmd) -> Result<(), CliError> {
         TrainCmd::Digits { opts } => {
             let all = Dataset::digits()?;
             let (train, test) = all.split(0.2, opts.seed)?;
-            ("digits", train, test, CnnConfig::digits(), opts, (12, 32, 3e-3))
+            (
+                "digits",
+                train,
+                test,
+                CnnConfig::digits(),
+                opts,
+                (12, 32, 3e-3),
+            )
         }
         TrainCmd::FashionMnist { data, opts } => {
             check_dir(&data)?;
             println!("loading Fashion-MNIST from {}", data.display());
             let train = load_mnist_dir(&data, true)?;
             let test = load_mnist_dir(&data, false)?;
-            ("fashion-mnist", train, test, CnnConfig::mnist(), opts, (3, 64, 2e-3))
+            (
+                "fashion-mnist",
+                train,
+                test,
+                CnnConfig::mnist(),
+                opts,
+                (3, 64, 2e-3),
+            )
         }
     };
     let device = crate::parse_device(opts.device.as_deref())?;

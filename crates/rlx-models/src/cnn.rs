@@ -88,7 +88,10 @@ impl CnnConfig {
             return Err(ModelError::Config("batch size must be positive".into()));
         }
         let mut g = Graph::new(if with_loss { "cnn_train" } else { "cnn_eval" });
-        let x = g.input(IMAGES, Shape::new(&[batch, 1, self.rows, self.cols], DType::F32))?;
+        let x = g.input(
+            IMAGES,
+            Shape::new(&[batch, 1, self.rows, self.cols], DType::F32),
+        )?;
         let mut ps: Vec<NodeId> = Vec::new();
         for p in self.params() {
             ps.push(g.param(p.name, Shape::new(&p.dims, DType::F32))?);

@@ -57,10 +57,9 @@ impl SplitMix {
 /// a = √5 and biases alike both come out as U(−1/√fan_in, 1/√fan_in).
 pub fn kaiming_uniform(spec: &ParamSpec, seed: u64) -> HostTensor {
     // Mix the name in so each param gets its own stream from one seed.
-    let salt = spec
-        .name
-        .bytes()
-        .fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3));
+    let salt = spec.name.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    });
     let mut rng = SplitMix(seed ^ salt);
     let bound = 1.0 / (spec.fan_in.max(1) as f64).sqrt();
     let n: usize = spec.dims.iter().product();
@@ -306,7 +305,9 @@ impl Trainer {
     /// Fraction of `data` classified correctly.
     pub fn evaluate(&mut self, data: &Dataset) -> Result<f64, ModelError> {
         if data.n == 0 {
-            return Err(ModelError::Config("cannot evaluate on an empty dataset".into()));
+            return Err(ModelError::Config(
+                "cannot evaluate on an empty dataset".into(),
+            ));
         }
         let preds = self.predict(data)?;
         let right = preds
@@ -327,7 +328,9 @@ impl Trainer {
         mut on_epoch: impl FnMut(&EpochReport),
     ) -> Result<Vec<EpochReport>, ModelError> {
         if cfg.epochs == 0 || cfg.batch_size == 0 {
-            return Err(ModelError::Config("epochs and batch_size must be positive".into()));
+            return Err(ModelError::Config(
+                "epochs and batch_size must be positive".into(),
+            ));
         }
         let per_epoch = train.n.div_ceil(cfg.batch_size);
         let total = (per_epoch * cfg.epochs).max(1) as f64;

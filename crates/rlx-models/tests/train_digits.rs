@@ -49,7 +49,8 @@ fn digits_cnn_reaches_97_percent() {
 
 #[test]
 fn fashion_mnist_cnn_reaches_88_percent() {
-    let dir = std::env::var("RLX_FASHION_MNIST").unwrap_or_else(|_| DEBIAN_FASHION_MNIST_DIR.into());
+    let dir =
+        std::env::var("RLX_FASHION_MNIST").unwrap_or_else(|_| DEBIAN_FASHION_MNIST_DIR.into());
     if !std::path::Path::new(&dir).is_dir() {
         println!("skipped: no Fashion-MNIST at {dir} (apt-get install dataset-fashion-mnist)");
         return;

@@ -230,7 +230,11 @@ impl CompiledGraph {
         inputs: &[(&str, HostTensor)],
         return_updated: bool,
     ) -> Result<Vec<HostTensor>, Error> {
-        let updates = self.updates.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let updates = self
+            .updates
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let mut exe = self.lock();
         if updates.is_empty() {
             return Ok(exe.run(inputs)?);
@@ -244,14 +248,10 @@ impl CompiledGraph {
     /// param's shape and dtype. The param must still be set once before the first run.
     pub fn bind_update(&self, output: usize, param: &str) -> Result<(), Error> {
         let count = self.graph.outputs.len();
-        let out = *self
-            .graph
-            .outputs
-            .get(output)
-            .ok_or(Error::NoSuchOutput {
-                index: output,
-                count,
-            })?;
+        let out = *self.graph.outputs.get(output).ok_or(Error::NoSuchOutput {
+            index: output,
+            count,
+        })?;
         let pshape = self.param_shape(param)?;
         let oshape = self.graph.shape(out)?;
         if oshape != pshape || pshape.static_dims().is_none() {
@@ -275,7 +275,10 @@ impl CompiledGraph {
 
     /// The bound `(output index, param)` updates.
     pub fn updates(&self) -> Vec<(usize, String)> {
-        self.updates.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.updates
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Run once, apply the bound updates, and return only the outputs that are not bound to
