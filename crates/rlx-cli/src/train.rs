@@ -35,10 +35,10 @@ pub enum OptName {
 
 #[derive(Args)]
 pub struct TrainOpts {
-    /// Passes over the training set (default: 12 for digits, 3 for fashion-mnist).
+    /// Passes over the training set (default: 15 for digits, 3 for fashion-mnist).
     #[arg(long)]
     epochs: Option<usize>,
-    /// Batch size (default: 32 for digits, 64 for fashion-mnist).
+    /// Batch size (default: 16 for digits, 64 for fashion-mnist).
     #[arg(long)]
     batch: Option<usize>,
     /// Peak learning rate, decayed by a cosine schedule (default: 3e-3 for adam / adamw on
@@ -50,9 +50,10 @@ pub struct TrainOpts {
     /// Seeds the init, the split and the batch order.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Output channels of the two conv layers.
-    #[arg(long, num_args = 2, value_names = ["C1", "C2"], default_values_t = [16, 32])]
-    channels: Vec<usize>,
+    /// Output channels of the two conv layers (default: 32 64 for digits, 16 32 for
+    /// fashion-mnist).
+    #[arg(long, num_args = 2, value_names = ["C1", "C2"])]
+    channels: Option<Vec<usize>>,
     /// cpu, cuda or cuda:N (default: the best available)
     #[arg(long)]
     device: Option<String>,
@@ -89,7 +90,7 @@ pub fn run(cmd: TrainCmd) -> Result<(), CliError> {
         }
     };
     let device = crate::parse_device(opts.device.as_deref())?;
-    if let [c1, c2] = opts.channels[..] {
+    if let Some([c1, c2]) = opts.channels.as_deref().map(|c| [c[0], c[1]]) {
         cfg.channels = [c1, c2];
     }
     let epochs = opts.epochs.unwrap_or(defaults.0);

@@ -24,7 +24,7 @@ impl CnnConfig {
         CnnConfig {
             rows: 8,
             cols: 8,
-            channels: [16, 32],
+            channels: [32, 64],
             classes: 10,
         }
     }
