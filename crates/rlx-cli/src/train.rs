@@ -71,7 +71,7 @@ pub fn run(cmd: TrainCmd) -> Result<(), CliError> {
                 test,
                 CnnConfig::digits(),
                 opts,
-                (12, 32, 3e-3),
+                (15, 16, 3e-3),
             )
         }
         TrainCmd::FashionMnist { data, opts } => {
