@@ -25,6 +25,9 @@ pub enum AdError {
     /// The graph already has an input with the name autodiff adds.
     #[error("the graph already has an input named {0:?}")]
     NameClash(String),
+    /// A train-step request that cannot be built (unknown or mixed-dtype params).
+    #[error("optimizer: {0}")]
+    Optim(String),
     /// Building a backward node failed (a rule produced ill-shaped ops).
     #[error("building the backward graph: {0}")]
     Ir(#[from] IrError),

@@ -25,11 +25,16 @@
 //! Conv2dBackwardInput), ResizeNearest2x; Fft, LogMel (emits LogMelBackward).
 //! Without a rule (an error if reached): DequantMatMul, the fusion regions (autodiff runs
 //! before fusion), and the backward ops themselves (no second order).
+//!
+//! [`optim::train_step`] appends SGD-momentum / Adam / AdamW updates to the gradient graph
+//! so one graph performs a whole training step.
 mod error;
 mod grad;
+pub mod optim;
 pub mod rules;
 pub mod util;
 
 pub use error::AdError;
 pub use grad::{grad, grad_with_loss, D_OUTPUT};
+pub use optim::{train_step, Optimizer, TrainStep};
 pub use util::unbroadcast;

@@ -1,6 +1,7 @@
-//! `rlx`: run the demo, inspect graphs.
+//! `rlx`: run the demo, inspect graphs, train.
 mod demo;
 mod inspect;
+mod train;
 
 use clap::{Parser, Subcommand};
 use rlx::prelude::Device;
@@ -41,6 +42,11 @@ enum Cmd {
         #[arg(long)]
         optimized: bool,
     },
+    /// Train the CNN on a dataset and report test accuracy.
+    Train {
+        #[command(subcommand)]
+        what: train::TrainCmd,
+    },
 }
 
 /// A CLI failure with a hint on what to do next.
@@ -54,6 +60,10 @@ pub enum CliError {
     Ir(#[from] rlx::prelude::IrError),
     #[error(transparent)]
     Opt(#[from] rlx::opt::OptError),
+    #[error(transparent)]
+    Model(#[from] rlx_models::ModelError),
+    #[error(transparent)]
+    Data(#[from] rlx_io::DatasetError),
 }
 
 fn parse_device(s: Option<&str>) -> Result<Device, CliError> {
@@ -83,6 +93,7 @@ fn main() -> ExitCode {
         } => parse_device(device.as_deref())
             .and_then(|d| demo::run(d, seq, width, heads, save.as_deref())),
         Cmd::Inspect { file, optimized } => inspect::run(&file, optimized),
+        Cmd::Train { what } => train::run(what),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

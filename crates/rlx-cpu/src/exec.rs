@@ -6,6 +6,8 @@ use half::{bf16, f16};
 use rlx_ir::{ComputeClass, DType, Dim, Graph, HostTensor, Node, Op, Shape};
 use std::collections::HashMap;
 
+mod writeback;
+
 /// A graph ready to run on the CPU.
 pub struct CpuExecutable {
     graph: Graph,
@@ -135,7 +137,7 @@ impl CpuExecutable {
 
     /// Run with named inputs; returns the graph's outputs in order.
     pub fn run(&mut self, inputs: &[(&str, HostTensor)]) -> Result<Vec<HostTensor>, CpuError> {
-        let values = self.run_nodes(inputs, false)?;
+        let values = self.run_nodes(inputs, false, &[])?;
         Ok(values.into_iter().flatten().collect())
     }
 
@@ -143,7 +145,7 @@ impl CpuExecutable {
     /// Used by verify mode to find the first diverging node.
     pub fn run_all(&mut self, inputs: &[(&str, HostTensor)]) -> Result<Vec<HostTensor>, CpuError> {
         self.set_plan_mode(PlanMode::KeepAll);
-        let values = self.run_nodes(inputs, true)?;
+        let values = self.run_nodes(inputs, true, &[])?;
         Ok(values.into_iter().flatten().collect())
     }
 
@@ -151,6 +153,7 @@ impl CpuExecutable {
         &mut self,
         inputs: &[(&str, HostTensor)],
         all: bool,
+        skip_outputs: &[usize],
     ) -> Result<Vec<Option<HostTensor>>, CpuError> {
         let mut bindings = HashMap::new();
         let mut seen = vec![false; self.graph.nodes.len()];
@@ -212,7 +215,10 @@ impl CpuExecutable {
         let want: Vec<usize> = if all {
             (0..self.graph.nodes.len()).collect()
         } else {
-            self.graph.outputs.iter().map(|o| o.0).collect()
+            (self.graph.outputs.iter().enumerate())
+                .filter(|(k, _)| !skip_outputs.contains(k))
+                .map(|(_, o)| o.0)
+                .collect()
         };
         let mut out = Vec::with_capacity(want.len());
         for i in want {

@@ -39,6 +39,17 @@ pub enum Error {
     UnknownParam { name: String, known: String },
     #[error("param \"{name}\" was never set: call set_param(\"{name}\", ..) before run")]
     ParamNotSet { name: String },
+    #[error("output {index} does not exist: the graph has {count} outputs")]
+    NoSuchOutput { index: usize, count: usize },
+    #[error("output {output} ({output_shape}) cannot update param \"{param}\" ({param_shape}): shapes and dtypes must match exactly")]
+    UpdateShapeMismatch {
+        output: usize,
+        param: String,
+        output_shape: String,
+        param_shape: String,
+    },
+    #[error("param \"{param}\" is already updated by output {existing}")]
+    DuplicateUpdate { param: String, existing: usize },
     #[error("device {device} is not available: {reason}")]
     DeviceUnavailable { device: String, reason: String },
     #[error(transparent)]

@@ -107,6 +107,7 @@ impl Session {
             graph,
             exe: Mutex::new(exe),
             params_set: Mutex::new(HashMap::new()),
+            updates: Mutex::new(Vec::new()),
         })
     }
 }
@@ -132,6 +133,8 @@ pub struct CompiledGraph {
     graph: Graph,
     exe: Mutex<CpuExecutable>,
     params_set: Mutex<HashMap<String, bool>>,
+    /// `(output index, param name)`: after each run the output replaces the param.
+    updates: Mutex<Vec<(usize, String)>>,
 }
 
 fn names<'a>(it: impl Iterator<Item = (&'a str, &'a Shape)>) -> String {
@@ -218,11 +221,21 @@ impl CompiledGraph {
             .collect())
     }
 
-    /// Run with typed inputs; returns typed outputs.
+    /// Run with typed inputs; returns typed outputs (all of them). Bound updates
+    /// ([`CompiledGraph::bind_update`]) are applied after the run.
     pub fn run_typed<N: AsRef<str>>(
         &self,
         inputs: &[(N, HostTensor)],
     ) -> Result<Vec<HostTensor>, Error> {
+        self.check_inputs(inputs)?;
+        let refs: Vec<(&str, HostTensor)> = inputs
+            .iter()
+            .map(|(n, t)| (n.as_ref(), t.clone()))
+            .collect();
+        self.run_checked(&refs, true)
+    }
+
+    fn check_inputs<N: AsRef<str>>(&self, inputs: &[(N, HostTensor)]) -> Result<(), Error> {
         let mut seen: HashMap<&str, ()> = HashMap::new();
         for (name, t) in inputs {
             let name = name.as_ref();
@@ -240,19 +253,97 @@ impl CompiledGraph {
                 });
             }
         }
-        {
-            let set = self.params_set.lock().unwrap_or_else(|p| p.into_inner());
-            for (name, _) in self.graph.params() {
-                if !set.contains_key(name) {
-                    return Err(Error::ParamNotSet { name: name.into() });
-                }
+        let set = self.params_set.lock().unwrap_or_else(|p| p.into_inner());
+        for (name, _) in self.graph.params() {
+            if !set.contains_key(name) {
+                return Err(Error::ParamNotSet { name: name.into() });
             }
         }
+        Ok(())
+    }
+
+    fn run_checked(
+        &self,
+        inputs: &[(&str, HostTensor)],
+        return_updated: bool,
+    ) -> Result<Vec<HostTensor>, Error> {
+        let updates = self
+            .updates
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut exe = self.lock();
+        if updates.is_empty() {
+            return Ok(exe.run(inputs)?);
+        }
+        let writes: Vec<(usize, &str)> = updates.iter().map(|(k, n)| (*k, n.as_str())).collect();
+        Ok(exe.run_writeback(inputs, &writes, return_updated)?)
+    }
+
+    /// Declare that after every run, output `output` overwrites param `param` in place (a
+    /// training step's new weights and optimizer state). The output must have exactly the
+    /// param's shape and dtype. The param must still be set once before the first run.
+    pub fn bind_update(&self, output: usize, param: &str) -> Result<(), Error> {
+        let count = self.graph.outputs.len();
+        let out = *self.graph.outputs.get(output).ok_or(Error::NoSuchOutput {
+            index: output,
+            count,
+        })?;
+        let pshape = self.param_shape(param)?;
+        let oshape = self.graph.shape(out)?;
+        if oshape != pshape || pshape.static_dims().is_none() {
+            return Err(Error::UpdateShapeMismatch {
+                output,
+                param: param.into(),
+                output_shape: oshape.to_string(),
+                param_shape: pshape.to_string(),
+            });
+        }
+        let mut updates = self.updates.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((k, _)) = updates.iter().find(|(_, n)| n == param) {
+            return Err(Error::DuplicateUpdate {
+                param: param.into(),
+                existing: *k,
+            });
+        }
+        updates.push((output, param.into()));
+        Ok(())
+    }
+
+    /// The bound `(output index, param)` updates.
+    pub fn updates(&self) -> Vec<(usize, String)> {
+        self.updates
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Run once, apply the bound updates, and return only the outputs that are not bound to
+    /// a param (for a train step: the loss), skipping the copy of every new weight to host.
+    pub fn run_step<N: AsRef<str>>(
+        &self,
+        inputs: &[(N, HostTensor)],
+    ) -> Result<Vec<HostTensor>, Error> {
+        self.check_inputs(inputs)?;
         let refs: Vec<(&str, HostTensor)> = inputs
             .iter()
             .map(|(n, t)| (n.as_ref(), t.clone()))
             .collect();
-        Ok(self.lock().run(&refs)?)
+        self.run_checked(&refs, false)
+    }
+
+    /// The current value of a param (after bound updates, the updated one).
+    pub fn param(&self, name: &str) -> Result<HostTensor, Error> {
+        self.param_shape(name)?;
+        if !self
+            .params_set
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(name)
+        {
+            return Err(Error::ParamNotSet { name: name.into() });
+        }
+        Ok(self.lock().param_value(name)?)
     }
 
     fn input_shape(&self, name: &str) -> Result<&Shape, Error> {

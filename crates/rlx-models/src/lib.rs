@@ -1,0 +1,16 @@
+//! rlx-models: model builders and training on top of the runtime.
+//!
+//! - [`cnn::CnnConfig`]: the MNIST-style CNN (conv-relu-pool ×2, linear) for 8×8 or 28×28
+//!   single-channel images.
+//! - [`train::Trainer`]: one compiled graph per training step (forward, backward and the
+//!   optimizer update, with weights and optimizer state updated in place by the runtime),
+//!   seeded Kaiming-uniform init, evaluation through a forward-only graph that shares the
+//!   trained values, and `fit` with a per-epoch progress bar.
+pub mod cnn;
+mod error;
+pub mod train;
+
+pub use cnn::CnnConfig;
+pub use error::ModelError;
+pub use rlx_autodiff::Optimizer;
+pub use train::{EpochReport, FitConfig, GraphBuilder, LrSchedule, ParamSpec, Trainer};

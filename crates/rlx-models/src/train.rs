@@ -1,0 +1,394 @@
+//! The host-side training loop. A training step is ONE compiled graph (forward, backward,
+//! optimizer update) whose new weights and optimizer state are written back into its params
+//! by the runtime after each run; the host only feeds a batch and reads the loss.
+use crate::cnn::{IMAGES, LABELS};
+use crate::{CnnConfig, ModelError};
+use indicatif::{ProgressBar, ProgressStyle};
+use rlx_autodiff::{train_step, Optimizer};
+use rlx_io::{Batch, Dataset};
+use rlx_ir::{DType, Graph, HostTensor};
+use rlx_runtime::{CompiledGraph, Device, Session};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// A learnable param: name, shape and fan-in (for the init bound).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamSpec {
+    pub name: String,
+    pub dims: Vec<usize>,
+    pub fan_in: usize,
+}
+
+/// What the trainer needs from a model: its params and its graph for a batch size. With
+/// `with_loss` the graph takes `images` and `labels` and outputs `[loss, logits…]`;
+/// without, it takes `images` and outputs `[logits]`.
+pub trait GraphBuilder {
+    fn params(&self) -> Vec<ParamSpec>;
+    fn build(&self, batch: usize, with_loss: bool) -> Result<Graph, ModelError>;
+}
+
+impl GraphBuilder for CnnConfig {
+    fn params(&self) -> Vec<ParamSpec> {
+        CnnConfig::params(self)
+    }
+    fn build(&self, batch: usize, with_loss: bool) -> Result<Graph, ModelError> {
+        CnnConfig::build(self, batch, with_loss)
+    }
+}
+
+/// splitmix64, so an init is reproducible from its seed on every platform.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1) with 53 random bits.
+    fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// PyTorch's default init for conv and linear layers: weights by kaiming_uniform_ with
+/// a = √5 and biases alike both come out as U(−1/√fan_in, 1/√fan_in).
+pub fn kaiming_uniform(spec: &ParamSpec, seed: u64) -> HostTensor {
+    // Mix the name in so each param gets its own stream from one seed.
+    let salt = spec.name.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    });
+    let mut rng = SplitMix(seed ^ salt);
+    let bound = 1.0 / (spec.fan_in.max(1) as f64).sqrt();
+    let n: usize = spec.dims.iter().product();
+    let v: Vec<f32> = (0..n)
+        .map(|_| ((rng.unit() * 2.0 - 1.0) * bound) as f32)
+        .collect();
+    HostTensor::from_f32(&spec.dims, &v)
+}
+
+/// How the learning rate changes over a `fit`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LrSchedule {
+    Constant,
+    /// Cosine decay from the optimizer's lr to 0 over all steps of the fit.
+    Cosine,
+}
+
+/// Settings of [`Trainer::fit`].
+#[derive(Clone, Debug)]
+pub struct FitConfig {
+    pub epochs: usize,
+    pub batch_size: usize,
+    /// Seeds the batch order of every epoch.
+    pub seed: u64,
+    pub schedule: LrSchedule,
+    /// Draw an indicatif progress bar per epoch (hidden anyway when stderr is no terminal).
+    pub progress: bool,
+}
+
+/// What one epoch of `fit` reached.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EpochReport {
+    pub epoch: usize,
+    /// Mean training loss over the epoch's batches.
+    pub loss: f64,
+    /// Accuracy on the evaluation set after the epoch.
+    pub accuracy: f64,
+    pub wall: Duration,
+}
+
+/// Trains a model built by a [`GraphBuilder`] with one [`Optimizer`] on one device.
+pub struct Trainer {
+    builder: Box<dyn GraphBuilder>,
+    optimizer: Optimizer,
+    session: Session,
+    specs: Vec<ParamSpec>,
+    /// Compiled train steps by batch size; `active` holds the current values.
+    steps: HashMap<usize, CompiledGraph>,
+    active: Option<usize>,
+    /// Param and state values while no step graph holds them (before the first step).
+    host: HashMap<String, HostTensor>,
+    evals: HashMap<usize, CompiledGraph>,
+    eval_batch: usize,
+    steps_done: u64,
+}
+
+impl Trainer {
+    /// A trainer with params initialised from seed 0 (see [`Trainer::with_seed`]).
+    pub fn new(
+        builder: impl GraphBuilder + 'static,
+        optimizer: Optimizer,
+        device: Device,
+    ) -> Result<Trainer, ModelError> {
+        let specs = builder.params();
+        if specs.is_empty() {
+            return Err(ModelError::Config("the model has no params".into()));
+        }
+        let mut t = Trainer {
+            builder: Box::new(builder),
+            optimizer,
+            session: Session::new(device),
+            specs,
+            steps: HashMap::new(),
+            active: None,
+            host: HashMap::new(),
+            evals: HashMap::new(),
+            eval_batch: 256,
+            steps_done: 0,
+        };
+        t.init(0);
+        Ok(t)
+    }
+
+    /// Re-initialise every param (Kaiming-uniform from `seed`) and reset the optimizer.
+    pub fn with_seed(mut self, seed: u64) -> Trainer {
+        self.init(seed);
+        self
+    }
+
+    fn init(&mut self, seed: u64) {
+        self.host = self
+            .specs
+            .iter()
+            .map(|s| (s.name.clone(), kaiming_uniform(s, seed)))
+            .collect();
+        self.steps.clear();
+        self.active = None;
+        self.steps_done = 0;
+    }
+
+    pub fn optimizer(&self) -> &Optimizer {
+        &self.optimizer
+    }
+
+    /// Change the learning rate for the following steps (a graph input: no recompile).
+    pub fn set_lr(&mut self, lr: f64) {
+        self.optimizer = self.optimizer.with_lr(lr);
+    }
+
+    pub fn steps_done(&self) -> u64 {
+        self.steps_done
+    }
+
+    /// The current value of a param or optimizer-state tensor.
+    pub fn value(&self, name: &str) -> Result<HostTensor, ModelError> {
+        if let Some(b) = self.active {
+            return Ok(self.steps[&b].param(name)?);
+        }
+        self.host
+            .get(name)
+            .cloned()
+            .ok_or_else(|| ModelError::Config(format!("no param or state named \"{name}\"")))
+    }
+
+    /// The current trained params, in the model's order.
+    pub fn params(&self) -> Result<Vec<(String, HostTensor)>, ModelError> {
+        self.specs
+            .iter()
+            .map(|s| Ok((s.name.clone(), self.value(&s.name)?)))
+            .collect()
+    }
+
+    /// Make the step graph for `batch` the holder of the current values, compiling it on
+    /// first use and carrying weights and optimizer state over from the previous holder.
+    fn activate(&mut self, batch: usize) -> Result<(), ModelError> {
+        if self.active == Some(batch) {
+            return Ok(());
+        }
+        if !self.steps.contains_key(&batch) {
+            let fwd = self.builder.build(batch, true)?;
+            let names: Vec<&str> = self.specs.iter().map(|s| s.name.as_str()).collect();
+            let ts = train_step(&fwd, &names, &self.optimizer)?;
+            let compiled = self.session.compile(ts.graph.clone())?;
+            for (k, name) in ts.updates() {
+                compiled.bind_update(k, &name)?;
+            }
+            // Optimizer state starts at zero the first time it is seen.
+            for (name, shape) in &ts.state {
+                if !self.host.contains_key(name) && self.active.is_none() {
+                    let dims = shape.static_dims().unwrap_or_default();
+                    let n = dims.iter().product();
+                    self.host.insert(
+                        name.clone(),
+                        HostTensor::from_f64_as(&dims, &vec![0.0; n], shape.dtype),
+                    );
+                }
+            }
+            self.steps.insert(batch, compiled);
+        }
+        let names: Vec<String> = self.steps[&batch]
+            .graph()
+            .params()
+            .map(|(n, _)| n.to_string())
+            .collect();
+        let mut values = Vec::with_capacity(names.len());
+        for n in &names {
+            values.push(self.value(n)?);
+        }
+        let target = &self.steps[&batch];
+        for (n, v) in names.iter().zip(values) {
+            target.set_param_typed(n, v)?;
+        }
+        self.active = Some(batch);
+        Ok(())
+    }
+
+    /// One training step on a batch; returns the batch's loss (before the update).
+    pub fn step(&mut self, batch: &Batch) -> Result<f32, ModelError> {
+        if batch.is_empty() {
+            return Err(ModelError::Config("empty batch".into()));
+        }
+        self.activate(batch.len())?;
+        let mut inputs: Vec<(&str, HostTensor)> = vec![
+            (IMAGES, batch.images_tensor(DType::F32)),
+            (LABELS, batch.labels_tensor()),
+        ];
+        for (name, v) in self.optimizer.hyper_values() {
+            inputs.push((name, HostTensor::from_f64_as(&[], &[v], DType::F32)));
+        }
+        let out = self.steps[&batch.len()].run_step(&inputs)?;
+        self.steps_done += 1;
+        let loss = out
+            .first()
+            .map(|t| t.to_f32_vec())
+            .and_then(|v| v.first().copied())
+            .ok_or_else(|| ModelError::Config("the step graph returned no loss".into()))?;
+        Ok(loss)
+    }
+
+    /// Class predictions (argmax of the logits) for every sample of `data`, through a
+    /// forward-only graph given the current trained values.
+    pub fn predict(&mut self, data: &Dataset) -> Result<Vec<usize>, ModelError> {
+        if data.n == 0 {
+            return Ok(vec![]);
+        }
+        let b = self.eval_batch.min(data.n);
+        if !self.evals.contains_key(&b) {
+            let g = self.builder.build(b, false)?;
+            self.evals.insert(b, self.session.compile(g)?);
+        }
+        let params = self.params()?;
+        let eval = &self.evals[&b];
+        for (n, v) in params {
+            eval.set_param_typed(&n, v)?;
+        }
+        let px = data.rows * data.cols;
+        let mut preds = Vec::with_capacity(data.n);
+        for start in (0..data.n).step_by(b) {
+            let take = b.min(data.n - start);
+            // Pad the last chunk with blank images; their predictions are dropped.
+            let mut img = data.images[start * px..(start + take) * px].to_vec();
+            img.resize(b * px, 0.0);
+            let x = HostTensor::from_f32(&[b, 1, data.rows, data.cols], &img);
+            let logits = eval.run_typed(&[(IMAGES, x)])?;
+            let l = logits
+                .first()
+                .ok_or_else(|| ModelError::Config("the eval graph returned nothing".into()))?
+                .to_f32_vec();
+            let classes = l.len() / b;
+            for row in l.chunks(classes).take(take) {
+                let mut best = 0;
+                for (c, &v) in row.iter().enumerate() {
+                    if v > row[best] {
+                        best = c;
+                    }
+                }
+                preds.push(best);
+            }
+        }
+        Ok(preds)
+    }
+
+    /// Fraction of `data` classified correctly.
+    pub fn evaluate(&mut self, data: &Dataset) -> Result<f64, ModelError> {
+        if data.n == 0 {
+            return Err(ModelError::Config(
+                "cannot evaluate on an empty dataset".into(),
+            ));
+        }
+        let preds = self.predict(data)?;
+        let right = preds
+            .iter()
+            .zip(&data.labels)
+            .filter(|(p, &l)| **p == l as usize)
+            .count();
+        Ok(right as f64 / data.n as f64)
+    }
+
+    /// Train for `cfg.epochs` over `train`, evaluating on `eval` after each epoch; the
+    /// callback sees each epoch's report as it completes.
+    pub fn fit(
+        &mut self,
+        train: &Dataset,
+        eval: &Dataset,
+        cfg: &FitConfig,
+        mut on_epoch: impl FnMut(&EpochReport),
+    ) -> Result<Vec<EpochReport>, ModelError> {
+        if cfg.epochs == 0 || cfg.batch_size == 0 {
+            return Err(ModelError::Config(
+                "epochs and batch_size must be positive".into(),
+            ));
+        }
+        let per_epoch = train.n.div_ceil(cfg.batch_size);
+        let total = (per_epoch * cfg.epochs).max(1) as f64;
+        let base_lr = self.optimizer.lr();
+        let mut reports = Vec::with_capacity(cfg.epochs);
+        let mut k = 0usize;
+        for epoch in 0..cfg.epochs {
+            let t0 = Instant::now();
+            let bar = if cfg.progress {
+                ProgressBar::new(per_epoch as u64)
+            } else {
+                ProgressBar::hidden()
+            };
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "epoch {prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})",
+                )
+                .map_err(|e| ModelError::Config(e.to_string()))?
+                .progress_chars("=> "),
+            );
+            bar.set_prefix(format!("{}/{}", epoch + 1, cfg.epochs));
+            let (mut sum, mut count) = (0.0f64, 0usize);
+            let seed = cfg.seed.wrapping_add(epoch as u64);
+            for batch in train.batches(cfg.batch_size, seed)? {
+                if cfg.schedule == LrSchedule::Cosine {
+                    let f = 0.5 * (1.0 + (std::f64::consts::PI * k as f64 / total).cos());
+                    self.set_lr(base_lr * f);
+                }
+                let loss = self.step(&batch)? as f64;
+                if !loss.is_finite() {
+                    bar.abandon();
+                    return Err(ModelError::Config(format!(
+                        "the loss became {loss} at epoch {} step {count}: lower the learning rate",
+                        epoch + 1
+                    )));
+                }
+                sum += loss * batch.len() as f64;
+                count += batch.len();
+                k += 1;
+                bar.inc(1);
+                bar.set_message(format!("loss {:.4}", sum / count as f64));
+            }
+            let accuracy = self.evaluate(eval)?;
+            let report = EpochReport {
+                epoch: epoch + 1,
+                loss: sum / count.max(1) as f64,
+                accuracy,
+                wall: t0.elapsed(),
+            };
+            bar.finish_with_message(format!(
+                "loss {:.4} accuracy {:.2}%",
+                report.loss,
+                100.0 * accuracy
+            ));
+            on_epoch(&report);
+            reports.push(report);
+        }
+        self.set_lr(base_lr);
+        Ok(reports)
+    }
+}
