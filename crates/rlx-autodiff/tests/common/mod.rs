@@ -4,68 +4,16 @@
 #![allow(dead_code)]
 use rlx_autodiff::{grad, D_OUTPUT};
 use rlx_ir::{DType, Graph, HostTensor, NodeId, Op};
-use std::time::{SystemTime, UNIX_EPOCH};
 
-/// splitmix64 — small, fast, good enough for test data.
-pub struct Rng(u64);
+pub use rlx_testutil::Rng;
 
-impl Rng {
-    pub fn new(test: &str) -> Rng {
-        let seed = std::env::var("RLX_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                let t = SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos() as u64;
-                t ^ (test.len() as u64).wrapping_mul(0x9e3779b97f4a7c15)
-            });
-        println!("[{test}] seed = {seed} (replay with RLX_SEED={seed})");
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-        z ^ (z >> 31)
-    }
-    pub fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    pub fn range(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.uniform()
-    }
-    pub fn normal(&mut self) -> f64 {
-        let u1 = self.uniform().max(1e-300);
-        let u2 = self.uniform();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
-    pub fn normals(&mut self, n: usize) -> Vec<f64> {
-        (0..n).map(|_| self.normal()).collect()
-    }
-    pub fn uniforms(&mut self, n: usize, lo: f64, hi: f64) -> Vec<f64> {
-        (0..n).map(|_| self.range(lo, hi)).collect()
-    }
-    /// Normals pushed at least `gap` away from 0 (keeps finite differences off kinks).
-    pub fn normals_away(&mut self, n: usize, gap: f64) -> Vec<f64> {
-        (0..n)
-            .map(|_| {
-                let v = self.normal();
-                if v.abs() < gap {
-                    v.signum() * gap + v
-                } else {
-                    v
-                }
-            })
-            .collect()
-    }
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-    /// An f64 tensor of normals.
-    pub fn tensor(&mut self, dims: &[usize]) -> HostTensor {
+/// Random f64 tensors for gradient checks.
+pub trait RngTensor {
+    fn tensor(&mut self, dims: &[usize]) -> HostTensor;
+}
+
+impl RngTensor for Rng {
+    fn tensor(&mut self, dims: &[usize]) -> HostTensor {
         let n = dims.iter().product();
         HostTensor::from_f64(dims, &self.normals(n))
     }
