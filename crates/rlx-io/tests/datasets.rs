@@ -6,6 +6,7 @@ use rlx_io::datasets::{
     load_idx_pair, load_mnist_dir, parse_idx, read_idx, IdxArray, IdxDType, MNIST_FILES,
 };
 use rlx_io::{Dataset, DatasetError};
+use rlx_testutil::Rng;
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -26,18 +27,9 @@ fn seed(test: &str) -> u64 {
     s
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-        z ^ (z >> 31)
-    }
-    fn bytes(&mut self, n: usize, modulo: u64) -> Vec<u8> {
-        (0..n).map(|_| (self.next() % modulo) as u8).collect()
-    }
+/// Random bytes below `modulo`.
+fn bytes(rng: &mut Rng, n: usize, modulo: u64) -> Vec<u8> {
+    (0..n).map(|_| (rng.next_u64() % modulo) as u8).collect()
 }
 
 /// A temp dir unique to this test and run.
@@ -218,8 +210,8 @@ fn write_pair(
     cols: u32,
     gzip: bool,
 ) -> (Vec<u8>, Vec<u8>) {
-    let px = rng.bytes((n * rows * cols) as usize, 256);
-    let labels = rng.bytes(n as usize, 10);
+    let px = bytes(rng, (n * rows * cols) as usize, 256);
+    let labels = bytes(rng, n as usize, 10);
     let (mut ib, mut lb) = (
         idx_bytes(0x08, &[n, rows, cols], &px),
         idx_bytes(0x08, &[n], &labels),
@@ -238,10 +230,10 @@ fn write_pair(
 
 #[test]
 fn idx_round_trip_plain_and_gzip() {
-    let mut rng = Rng(seed("idx_round_trip_plain_and_gzip"));
+    let mut rng = Rng::seeded(seed("idx_round_trip_plain_and_gzip"));
     for gzip in [false, true] {
         let dir = tmp_dir(if gzip { "rt-gz" } else { "rt-plain" });
-        let (n, rows, cols) = (13 + (rng.next() % 20) as u32, 7, 5);
+        let (n, rows, cols) = (13 + (rng.next_u64() % 20) as u32, 7, 5);
         let (px, labels) = write_pair(&dir, &mut rng, n, rows, cols, gzip);
         for train in [true, false] {
             let d = load_mnist_dir(&dir, train).expect("load");
@@ -255,7 +247,7 @@ fn idx_round_trip_plain_and_gzip() {
     // Every element type decodes big-endian, via files and via in-memory bytes.
     let dir = tmp_dir("rt-types");
     let vals: Vec<f64> = (0..6)
-        .map(|i| (rng.next() % 200) as f64 - 100.0 + i as f64)
+        .map(|i| (rng.next_u64() % 200) as f64 - 100.0 + i as f64)
         .collect();
     let cases: [(IdxDType, Vec<u8>); 5] = [
         (IdxDType::I8, vals.iter().map(|&v| v as i8 as u8).collect()),
@@ -297,9 +289,9 @@ fn idx_round_trip_plain_and_gzip() {
 
 #[test]
 fn idx_malformed_files_give_offsets() {
-    let mut rng = Rng(seed("idx_malformed_files_give_offsets"));
+    let mut rng = Rng::seeded(seed("idx_malformed_files_give_offsets"));
     let dir = tmp_dir("bad");
-    let px = rng.bytes(4 * 3 * 3, 256);
+    let px = bytes(&mut rng, 4 * 3 * 3, 256);
     let good = idx_bytes(0x08, &[4, 3, 3], &px);
     for gzip in [false, true] {
         let enc = |b: &[u8]| if gzip { gz(b) } else { b.to_vec() };
@@ -327,7 +319,7 @@ fn idx_malformed_files_give_offsets() {
         assert_eq!(off, 9, "{msg}");
         assert!(msg.contains("dims"), "{msg}");
 
-        let cut = good.len() - 1 - (rng.next() % 30) as usize;
+        let cut = good.len() - 1 - (rng.next_u64() % 30) as usize;
         let (_, off, msg) = idx_err(read_idx(write(&dir, name, &enc(&good[..cut]))));
         assert_eq!(off as usize, cut, "{msg}");
         assert!(msg.contains("truncated"), "{msg}");
@@ -365,11 +357,11 @@ fn idx_malformed_files_give_offsets() {
 
 #[test]
 fn idx_pair_mismatches_are_errors() {
-    let mut rng = Rng(seed("idx_pair_mismatches_are_errors"));
+    let mut rng = Rng::seeded(seed("idx_pair_mismatches_are_errors"));
     let dir = tmp_dir("pair");
-    let px = rng.bytes(5 * 4 * 4, 256);
+    let px = bytes(&mut rng, 5 * 4 * 4, 256);
     let imgs = write(&dir, "i", &idx_bytes(0x08, &[5, 4, 4], &px));
-    let labels6 = write(&dir, "l6", &idx_bytes(0x08, &[6], &rng.bytes(6, 10)));
+    let labels6 = write(&dir, "l6", &idx_bytes(0x08, &[6], &bytes(&mut rng, 6, 10)));
     match load_idx_pair(&imgs, &labels6) {
         Err(DatasetError::CountMismatch {
             n_images, n_labels, ..
@@ -377,7 +369,11 @@ fn idx_pair_mismatches_are_errors() {
         other => panic!("expected CountMismatch, got {other:?}"),
     }
     // Labels as a rank-2 array or images as i32 are rejected with the offending file named.
-    let labels_2d = write(&dir, "l2", &idx_bytes(0x08, &[5, 1], &rng.bytes(5, 10)));
+    let labels_2d = write(
+        &dir,
+        "l2",
+        &idx_bytes(0x08, &[5, 1], &bytes(&mut rng, 5, 10)),
+    );
     let (p, _, _) = idx_err(load_idx_pair(&imgs, &labels_2d));
     assert_eq!(p, labels_2d);
     let imgs_i32 = write(&dir, "ii", &idx_bytes(0x0C, &[1, 1, 2], &[0; 8]));

@@ -4,6 +4,7 @@
 mod corpus;
 
 use rlx_ir::*;
+use rlx_testutil::Rng;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::BTreeSet;
@@ -580,35 +581,6 @@ fn dump_and_summary_of_every_op() {
 
 // ---- mutation fuzz
 
-/// SplitMix64; the seed is printed so a failure can be replayed with RLX_FUZZ_SEED.
-struct Rng(u64);
-
-impl Rng {
-    fn new(test: &str) -> Rng {
-        let seed = std::env::var("RLX_FUZZ_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos() as u64)
-                    .unwrap_or(0x5EED)
-            });
-        println!("{test}: seed {seed} (replay with RLX_FUZZ_SEED={seed})");
-        Rng(seed)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 /// Decode must return, not panic, and not ask for absurd memory; an Ok result must
 /// re-encode to bytes that decode to the same encoding.
 fn check_bytes(input: &[u8], what: &str) -> bool {
@@ -663,7 +635,7 @@ fn seeds() -> Vec<Vec<u8>> {
 
 /// A varint of a huge value, as postcard writes lengths and counts.
 fn huge_varint(rng: &mut Rng) -> Vec<u8> {
-    let mut v = rng.next() | (1 << 40);
+    let mut v = rng.next_u64() | (1 << 40);
     let mut out = Vec::new();
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
@@ -730,7 +702,7 @@ fn fuzz_binary_mutations_never_panic() {
                 let at = rng.below(bd.len() + 1);
                 let n = rng.below(16).min(bd.len() - at);
                 for b in &mut bd[at..at + n] {
-                    *b = rng.next() as u8;
+                    *b = rng.next_u64() as u8;
                 }
                 frame(&bd)
             }

@@ -2,35 +2,7 @@
 //! every run, so the next run sees the new value.
 use rlx_ir::{Activation, DType, Graph, HostTensor, Op, ReduceOp, Shape};
 use rlx_runtime::{CompiledGraph, Device, Error, Session};
-
-/// splitmix64 with a printed, time-derived seed: fresh data each run, reproducible on failure.
-struct Rng(u64);
-
-impl Rng {
-    fn new(test: &str) -> Rng {
-        let seed = std::env::var("RLX_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos() as u64)
-                    .unwrap_or(1)
-            });
-        println!("{test}: RLX_SEED={seed}");
-        Rng(seed)
-    }
-    fn uniform(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn vec(&mut self, n: usize) -> Vec<f64> {
-        (0..n).map(|_| self.uniform() * 2.0 - 1.0).collect()
-    }
-}
+use rlx_testutil::Rng;
 
 const DIMS: [usize; 2] = [3, 5];
 
@@ -70,14 +42,14 @@ fn bound_output_replaces_param_every_run() {
         let mut rng = Rng::new("bound_output_replaces_param_every_run");
         let n = DIMS[0] * DIMS[1];
         let cg = compiled(dtype);
-        let mut w = rng.vec(n);
+        let mut w = rng.uniforms(n, -1.0, 1.0);
         cg.set_param_typed("w", HostTensor::from_f64_as(&DIMS, &w, dtype))
             .unwrap();
         cg.bind_update(1, "w").unwrap();
         assert_eq!(cg.updates(), vec![(1, "w".to_string())]);
         let tol = if dtype == DType::F64 { 1e-12 } else { 1e-5 };
         for step in 0..5 {
-            let xt = HostTensor::from_f64_as(&DIMS, &rng.vec(n), dtype);
+            let xt = HostTensor::from_f64_as(&DIMS, &rng.uniforms(n, -1.0, 1.0), dtype);
             let x = xt.to_f64_vec();
             let want_sum: f64 = x.iter().zip(&w).map(|(a, b)| a * b).sum();
             for i in 0..n {
@@ -123,8 +95,16 @@ fn swapped_params_read_before_written() {
     g.set_outputs(vec![s, b, a]);
     let cg = Session::new(Device::Cpu).compile(g).unwrap();
     let mut rng = Rng::new("swapped_params_read_before_written");
-    let va: Vec<f32> = rng.vec(4).iter().map(|&v| v as f32).collect();
-    let vb: Vec<f32> = rng.vec(4).iter().map(|&v| v as f32).collect();
+    let va: Vec<f32> = rng
+        .uniforms(4, -1.0, 1.0)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let vb: Vec<f32> = rng
+        .uniforms(4, -1.0, 1.0)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
     cg.set_param("a", &va).unwrap();
     cg.set_param("b", &vb).unwrap();
     cg.bind_update(1, "a").unwrap();

@@ -73,9 +73,9 @@ impl Rng {
             .collect()
     }
 
-    /// Integer in [0, n).
+    /// Integer in [0, n) (0 when n is 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 
     pub fn chance(&mut self, p: f64) -> bool {
