@@ -1,0 +1,1 @@
+// rlx attention kernels (see lower/attention.rs). common.cuh is prepended.

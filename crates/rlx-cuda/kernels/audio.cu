@@ -1,0 +1,1 @@
+// rlx audio kernels (see lower/audio.rs). common.cuh is prepended.

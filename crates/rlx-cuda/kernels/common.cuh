@@ -1,0 +1,84 @@
+// Prepended to every rlx kernel source (hand-written and generated). Storage types are
+// float / __half / __nv_bfloat16 (and double, long long, int, unsigned char for the ops
+// that take them); arithmetic on half types happens in f32.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+typedef long long i64;
+typedef unsigned char u8;
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+
+// Shape and element strides of a tensor view, rank <= 8. A broadcast dim has stride 0.
+struct Dims8 {
+    int rank;
+    int pad_;
+    i64 d[8];
+    i64 s[8];
+};
+
+__device__ __forceinline__ float ldf(const float* p, i64 i) { return p[i]; }
+__device__ __forceinline__ float ldf(const __half* p, i64 i) { return __half2float(p[i]); }
+__device__ __forceinline__ float ldf(const __nv_bfloat16* p, i64 i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ float ldf(const double* p, i64 i) { return (float)p[i]; }
+__device__ __forceinline__ void stf(float* p, i64 i, float v) { p[i] = v; }
+__device__ __forceinline__ void stf(__half* p, i64 i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void stf(__nv_bfloat16* p, i64 i, float v) { p[i] = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void stf(double* p, i64 i, float v) { p[i] = (double)v; }
+
+// Offset of the element with row-major linear index `lin` of shape `v.d` in a view with
+// strides `v.s`.
+__device__ __forceinline__ i64 dims_offset(const Dims8& v, i64 lin) {
+    i64 off = 0;
+    for (int k = v.rank - 1; k >= 0; --k) {
+        i64 q = lin / v.d[k];
+        off += (lin - q * v.d[k]) * v.s[k];
+        lin = q;
+    }
+    return off;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ double warp_sum_d(double v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Block-wide sum / max; every thread gets the result. `sh` holds >= 32 floats. Must be
+// called by all threads of the block.
+__device__ __forceinline__ float block_sum(float v, float* sh) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    v = (threadIdx.x < nw) ? sh[threadIdx.x] : 0.f;
+    if (w == 0) v = warp_sum(v);
+    if (threadIdx.x == 0) sh[0] = v;
+    __syncthreads();
+    return sh[0];
+}
+__device__ __forceinline__ float block_max(float v, float* sh) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    v = (threadIdx.x < nw) ? sh[threadIdx.x] : -INFINITY;
+    if (w == 0) v = warp_max(v);
+    if (threadIdx.x == 0) sh[0] = v;
+    __syncthreads();
+    return sh[0];
+}
+
+// Instantiate a kernel template body for the three float storage types. `X(sfx, T)` is
+// a macro the source defines; kernels are named `<name>_<sfx>` (f32, f16, bf16).
+#define RLX_FLOAT_TYPES(X) X(f32, float) X(f16, __half) X(bf16, __nv_bfloat16)

@@ -1,0 +1,1 @@
+// rlx elementwise kernels (see lower/elementwise.rs). common.cuh is prepended.

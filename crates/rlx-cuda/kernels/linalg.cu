@@ -1,0 +1,1 @@
+// rlx linalg kernels (see lower/linalg.rs). common.cuh is prepended.

@@ -1,0 +1,1 @@
+// rlx norm kernels (see lower/norm.rs). common.cuh is prepended.

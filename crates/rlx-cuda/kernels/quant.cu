@@ -1,0 +1,1 @@
+// rlx quant kernels (see lower/quant.rs). common.cuh is prepended.

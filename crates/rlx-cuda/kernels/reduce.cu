@@ -1,0 +1,1 @@
+// rlx reduce kernels (see lower/reduce.rs). common.cuh is prepended.

@@ -1,0 +1,1 @@
+// rlx shape_ops kernels (see lower/shape_ops.rs). common.cuh is prepended.

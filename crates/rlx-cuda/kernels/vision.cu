@@ -1,0 +1,1 @@
+// rlx vision kernels (see lower/vision.rs). common.cuh is prepended.

@@ -1,0 +1,202 @@
+//! The GPU: availability checks (before cudarc is touched, since it panics when the driver
+//! library is missing), one primary context per ordinal, device buffers, and the module cache.
+use crate::kernels::Src;
+use crate::CudaError;
+use cudarc::cublaslt::{result as lt, sys as ltsys};
+use cudarc::driver::{result as drv, sys, CudaContext};
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// cuBLASLt workspace per executable.
+pub const LT_WORKSPACE: usize = 32 << 20;
+
+/// Whether `Device::Cuda(ordinal)` can be used here; the error says why not.
+pub fn check_available(ordinal: usize) -> Result<(), CudaError> {
+    let un = |reason: String| CudaError::Unavailable {
+        device: ordinal,
+        reason,
+    };
+    // SAFETY: only tries to dlopen the driver library.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(un(
+            "the CUDA driver library (libcuda.so) was not found; install the NVIDIA driver or use Device::Cpu".into(),
+        ));
+    }
+    drv::init().map_err(|e| un(format!("cuInit failed: {e:?}")))?;
+    let n = drv::device::get_count().map_err(|e| un(format!("{e:?}")))?;
+    if ordinal >= n as usize {
+        return Err(un(format!("this machine has {n} CUDA device(s)")));
+    }
+    // SAFETY: dlopen checks only.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(un(
+            "libnvrtc was not found; put CUDA 13's lib folder on LD_LIBRARY_PATH".into(),
+        ));
+    }
+    if !unsafe { ltsys::is_culib_present() } {
+        return Err(un(
+            "libcublasLt was not found; put CUDA 13's lib folder on LD_LIBRARY_PATH".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// One GPU: its primary context and compiled modules, shared by every executable on it.
+pub struct Gpu {
+    pub(crate) ctx: Arc<CudaContext>,
+    pub arch: String,
+    pub name: String,
+    modules: Mutex<HashMap<String, Module>>,
+}
+
+struct Module(sys::CUmodule);
+// SAFETY: a CUmodule is a context-global handle, usable from any thread with the context bound.
+unsafe impl Send for Module {}
+
+/// A function handle (context-global).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Func(pub sys::CUfunction);
+// SAFETY: as for Module.
+unsafe impl Send for Func {}
+unsafe impl Sync for Func {}
+
+impl Gpu {
+    /// The shared GPU for `ordinal` (created on first use).
+    pub fn get(ordinal: usize) -> Result<Arc<Gpu>, CudaError> {
+        static GPUS: OnceLock<Mutex<HashMap<usize, Arc<Gpu>>>> = OnceLock::new();
+        check_available(ordinal)?;
+        let mut map = GPUS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(g) = map.get(&ordinal) {
+            return Ok(g.clone());
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| CudaError::Unavailable {
+            device: ordinal,
+            reason: format!("context creation failed: {e:?}"),
+        })?;
+        let (maj, min) = ctx
+            .compute_capability()
+            .map_err(|e| CudaError::driver("compute_capability", e))?;
+        let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
+        let gpu = Arc::new(Gpu {
+            ctx,
+            arch: format!("sm_{maj}{min}"),
+            name,
+            modules: Mutex::new(HashMap::new()),
+        });
+        map.insert(ordinal, gpu.clone());
+        Ok(gpu)
+    }
+
+    pub(crate) fn bind(&self) -> Result<(), CudaError> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| CudaError::driver("bind_to_thread", e))
+    }
+
+    /// Compile (or fetch) `src` and look up `func` in it.
+    pub(crate) fn function(&self, src: &Src, func: &str) -> Result<Func, CudaError> {
+        self.bind()?;
+        let key = src.name();
+        let mut mods = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        if !mods.contains_key(&key) {
+            let cubin = crate::nvrtc::compile(src, &self.arch)?;
+            // SAFETY: cubin is a complete CUBIN image produced by NVRTC for this arch.
+            let m = unsafe { drv::module::load_data(cubin.as_ptr() as *const _) }
+                .map_err(|e| CudaError::driver("cuModuleLoadData", e))?;
+            mods.insert(key.clone(), Module(m));
+        }
+        let m = mods[&key].0;
+        let cname = CString::new(func).map_err(|_| CudaError::Compile {
+            name: key.clone(),
+            log: "kernel name contains NUL".into(),
+        })?;
+        // SAFETY: m is a loaded module.
+        let f = unsafe { drv::module::get_function(m, cname) }.map_err(|e| CudaError::Compile {
+            name: key,
+            log: format!("kernel {func} not found in module: {e:?}"),
+        })?;
+        Ok(Func(f))
+    }
+}
+
+/// Device memory owned by the plan or executable; freed on drop.
+pub struct DevBuf {
+    pub ptr: u64,
+    pub bytes: usize,
+    gpu: Arc<Gpu>,
+}
+
+impl DevBuf {
+    pub fn new(gpu: &Arc<Gpu>, bytes: usize) -> Result<DevBuf, CudaError> {
+        gpu.bind()?;
+        // Zero-byte tensors still get a distinct, valid address.
+        let n = bytes.max(256);
+        // SAFETY: plain device allocation in the bound context.
+        let ptr = unsafe { drv::malloc_sync(n) }.map_err(|e| CudaError::Driver {
+            call: "cuMemAlloc",
+            msg: format!("{e:?} ({n} bytes)"),
+        })?;
+        // SAFETY: ptr is a fresh allocation of n bytes.
+        unsafe { drv::memset_d8_sync(ptr, 0, n) }
+            .map_err(|e| CudaError::driver("cuMemsetD8", e))?;
+        Ok(DevBuf {
+            ptr,
+            bytes,
+            gpu: gpu.clone(),
+        })
+    }
+}
+
+impl Drop for DevBuf {
+    fn drop(&mut self) {
+        if self.gpu.bind().is_ok() {
+            // SAFETY: ptr came from malloc_sync and is freed once.
+            unsafe {
+                let _ = drv::free_sync(self.ptr);
+            }
+        }
+    }
+}
+
+/// A stream and a cuBLASLt handle with its workspace, owned by one executable.
+pub(crate) struct StreamSet {
+    pub stream: sys::CUstream,
+    pub lt: ltsys::cublasLtHandle_t,
+    pub workspace: DevBuf,
+}
+
+// SAFETY: used only under the owning executable's lock.
+unsafe impl Send for StreamSet {}
+
+impl StreamSet {
+    pub fn new(gpu: &Arc<Gpu>) -> Result<StreamSet, CudaError> {
+        gpu.bind()?;
+        let stream = drv::stream::create(drv::stream::StreamKind::NonBlocking)
+            .map_err(|e| CudaError::driver("cuStreamCreate", e))?;
+        let lt = lt::create_handle().map_err(|e| CudaError::Blas {
+            node: "-".into(),
+            msg: format!("cublasLtCreate: {e:?}"),
+        })?;
+        let workspace = DevBuf::new(gpu, LT_WORKSPACE)?;
+        Ok(StreamSet {
+            stream,
+            lt,
+            workspace,
+        })
+    }
+}
+
+impl Drop for StreamSet {
+    fn drop(&mut self) {
+        // SAFETY: created in new, destroyed once.
+        unsafe {
+            let _ = drv::stream::synchronize(self.stream);
+            let _ = lt::destroy_handle(self.lt);
+            let _ = drv::stream::destroy(self.stream);
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! rlx-cuda: the CUDA backend. A graph is lowered once into launches of NVRTC-compiled
+//! kernels and cuBLASLt calls over one memory-planned device arena, captured into a CUDA
+//! graph and replayed per run. Nodes the GPU path cannot lower run on the CPU thunks with
+//! explicit copies at their boundary; nothing falls back silently.
+pub mod device;
+mod error;
+pub mod gemm;
+pub mod kernels;
+pub mod lower;
+pub mod nvrtc;
+mod plan;
+pub mod precision;
+
+pub use device::{check_available, Gpu};
+pub use error::CudaError;
+pub use precision::Precision;
+mod exec;
+pub use exec::{CudaExecutable, CudaOptions};

@@ -1,0 +1,309 @@
+//! Lowering: the graph is walked once and every node becomes launches (or a cuBLASLt call)
+//! over device pointers that are fixed for the life of the plan. One arm per op group lives
+//! in its own file (`lower/<group>.rs`, kernels in `kernels/<group>.cu`); the plumbing an arm
+//! needs — fetch inputs, normalise an axis, pick the storage suffix, launch — is here, so each
+//! arm is just the op. An arm that cannot lower a node returns `Bail` with the reason; the node
+//! then runs on the CPU thunks (`RLX_TRACE=1` prints the reason).
+pub mod attention;
+pub mod audio;
+pub mod elementwise;
+pub mod linalg;
+pub mod norm;
+pub mod quant;
+pub mod reduce;
+pub mod shape_ops;
+pub mod vision;
+
+use crate::gemm::GemmDesc;
+use crate::kernels::Src;
+use crate::plan::{LowerEnv, Step};
+use crate::precision::Precision;
+use rlx_ir::{DType, Node, Op};
+
+/// Why a node was not lowered (printed by `RLX_TRACE=1`; the node falls back to the CPU).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bail(pub String);
+
+pub type Lowered = Result<(), Bail>;
+
+/// `bail!("...", args)`: return a `Bail` from a lowering arm.
+#[macro_export]
+macro_rules! bail {
+    ($($t:tt)*) => { return Err($crate::lower::Bail(format!($($t)*))) };
+}
+
+/// A tensor in device memory: contiguous row-major, in its storage dtype.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DevTensor {
+    pub ptr: u64,
+    pub dims: Vec<usize>,
+    pub dtype: DType,
+}
+
+impl DevTensor {
+    pub fn numel(&self) -> usize {
+        self.dims.iter().product()
+    }
+    pub fn bytes(&self) -> usize {
+        self.numel() * self.dtype.size_bytes()
+    }
+    pub fn rank(&self) -> usize {
+        self.dims.len()
+    }
+    /// Row-major element strides.
+    pub fn strides(&self) -> Vec<usize> {
+        contiguous_strides(&self.dims)
+    }
+    /// Pointer to element `i`.
+    pub fn at(&self, i: usize) -> u64 {
+        self.ptr + (i * self.dtype.size_bytes()) as u64
+    }
+}
+
+pub fn contiguous_strides(dims: &[usize]) -> Vec<usize> {
+    let mut s = vec![1usize; dims.len()];
+    for k in (0..dims.len().saturating_sub(1)).rev() {
+        s[k] = s[k + 1] * dims[k + 1];
+    }
+    s
+}
+
+/// Mirrors `Dims8` in `kernels/common.cuh`: dims and element strides, rank <= 8.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dims8 {
+    pub rank: i32,
+    pub pad_: i32,
+    pub d: [i64; 8],
+    pub s: [i64; 8],
+}
+
+impl Dims8 {
+    /// Explicit dims and element strides.
+    pub fn new(dims: &[usize], strides: &[usize]) -> Result<Dims8, Bail> {
+        if dims.len() > 8 || strides.len() != dims.len() {
+            bail!("rank {} is above the kernels' limit of 8", dims.len());
+        }
+        let mut v = Dims8 {
+            rank: dims.len() as i32,
+            pad_: 0,
+            d: [1; 8],
+            s: [0; 8],
+        };
+        for k in 0..dims.len() {
+            v.d[k] = dims[k] as i64;
+            v.s[k] = strides[k] as i64;
+        }
+        Ok(v)
+    }
+    pub fn contiguous(dims: &[usize]) -> Result<Dims8, Bail> {
+        Dims8::new(dims, &contiguous_strides(dims))
+    }
+    /// A view of a contiguous tensor of `in_dims` broadcast (numpy rules, right-aligned) to
+    /// `out_dims`: dims are `out_dims`, broadcast axes get stride 0.
+    pub fn broadcast(in_dims: &[usize], out_dims: &[usize]) -> Result<Dims8, Bail> {
+        if in_dims.len() > out_dims.len() {
+            bail!("cannot broadcast {in_dims:?} to {out_dims:?}");
+        }
+        let lead = out_dims.len() - in_dims.len();
+        let cs = contiguous_strides(in_dims);
+        let mut strides = vec![0usize; out_dims.len()];
+        for k in 0..in_dims.len() {
+            let (i, o) = (in_dims[k], out_dims[lead + k]);
+            if i == o {
+                strides[lead + k] = cs[k];
+            } else if i != 1 {
+                bail!("cannot broadcast {in_dims:?} to {out_dims:?}");
+            }
+        }
+        Dims8::new(out_dims, &strides)
+    }
+}
+
+/// Kernel arguments, in the order of the kernel's parameters. Each value keeps its own
+/// 8-byte-aligned storage so the launch can pass a pointer to it.
+#[derive(Clone, Debug, Default)]
+pub struct KArgs {
+    pub(crate) vals: Vec<Vec<u64>>,
+}
+
+impl KArgs {
+    pub fn new() -> KArgs {
+        KArgs::default()
+    }
+    /// Any plain-old-data value (`#[repr(C)]` structs such as `Dims8`, scalars).
+    pub fn pod<T: Copy>(mut self, v: T) -> KArgs {
+        let n = std::mem::size_of::<T>().div_ceil(8).max(1);
+        let mut buf = vec![0u64; n];
+        // SAFETY: buf holds at least size_of::<T>() bytes and T is Copy (no drop, no
+        // interior references are created).
+        unsafe { std::ptr::write_unaligned(buf.as_mut_ptr() as *mut T, v) };
+        self.vals.push(buf);
+        self
+    }
+    pub fn ptr(self, p: u64) -> KArgs {
+        self.pod(p)
+    }
+    pub fn i32(self, v: i32) -> KArgs {
+        self.pod(v)
+    }
+    pub fn u32(self, v: u32) -> KArgs {
+        self.pod(v)
+    }
+    pub fn i64(self, v: i64) -> KArgs {
+        self.pod(v)
+    }
+    pub fn f32(self, v: f32) -> KArgs {
+        self.pod(v)
+    }
+    pub fn f64(self, v: f64) -> KArgs {
+        self.pod(v)
+    }
+    pub fn dims(self, v: Dims8) -> KArgs {
+        self.pod(v)
+    }
+}
+
+/// Everything one node's lowering sees.
+pub struct NodeCtx<'a> {
+    pub node: &'a Node,
+    pub ins: Vec<DevTensor>,
+    pub out: DevTensor,
+    pub precision: Precision,
+    pub(crate) env: &'a mut LowerEnv,
+}
+
+impl<'a> NodeCtx<'a> {
+    pub fn op(&self) -> &'a Op {
+        &self.node.op
+    }
+
+    pub fn input(&self, i: usize) -> Result<&DevTensor, Bail> {
+        self.ins
+            .get(i)
+            .ok_or_else(|| Bail(format!("missing input {i} (have {})", self.ins.len())))
+    }
+
+    /// Normalise a possibly negative axis against `rank`.
+    pub fn axis(&self, axis: i64, rank: usize) -> Result<usize, Bail> {
+        rlx_ir::normalize_axis(axis, rank).map_err(Bail)
+    }
+
+    /// The kernel-name suffix of a float storage type; other dtypes bail (CPU fallback).
+    pub fn float_sfx(dtype: DType) -> Result<&'static str, Bail> {
+        match dtype {
+            DType::F32 => Ok("f32"),
+            DType::F16 => Ok("f16"),
+            DType::BF16 => Ok("bf16"),
+            d => Err(Bail(format!("no {d} kernel (f32/f16/bf16 only)"))),
+        }
+    }
+
+    /// Record one kernel launch; `func` is an `extern "C"` kernel in `src`.
+    pub fn launch(
+        &mut self,
+        src: Src,
+        func: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        smem: u32,
+        args: KArgs,
+    ) -> Lowered {
+        let f = self.env.function(&src, func)?;
+        if grid.contains(&0) || block.contains(&0) {
+            bail!("empty launch of {func}: grid {grid:?} block {block:?}");
+        }
+        self.env.steps.push(Step::Kernel(crate::plan::Launch {
+            func: f,
+            grid,
+            block,
+            smem,
+            args,
+            label: format!("{}#{} {func}", self.node.op.kind(), self.node.id.0),
+        }));
+        Ok(())
+    }
+
+    /// One thread per element for `n` elements, 256 threads a block (grid-stride kernels
+    /// may be given fewer blocks; this picks `ceil(n/256)` capped at 65535·8).
+    pub fn launch_1d(&mut self, src: Src, func: &str, n: usize, args: KArgs) -> Lowered {
+        let blocks = n.div_ceil(256).clamp(1, 65535 * 8) as u32;
+        self.launch(src, func, [blocks, 1, 1], [256, 1, 1], 0, args)
+    }
+
+    /// Device scratch memory that lives as long as the plan (for per-node temporaries).
+    pub fn scratch(&mut self, bytes: usize) -> Result<u64, Bail> {
+        self.env.scratch(bytes)
+    }
+
+    /// Device-to-device copy.
+    pub fn copy(&mut self, dst: u64, src: u64, bytes: usize) -> Lowered {
+        if bytes > 0 {
+            self.env.steps.push(Step::Copy { dst, src, bytes });
+        }
+        Ok(())
+    }
+
+    /// Zero `bytes` at `dst`.
+    pub fn zero(&mut self, dst: u64, bytes: usize) -> Lowered {
+        if bytes > 0 {
+            self.env.steps.push(Step::Memset { dst, bytes });
+        }
+        Ok(())
+    }
+
+    /// A cuBLASLt matmul (see `GemmDesc`).
+    pub fn gemm(&mut self, g: GemmDesc) -> Lowered {
+        let g = self.env.prepare_gemm(g, self.precision)?;
+        self.env.steps.push(Step::Gemm(g));
+        Ok(())
+    }
+}
+
+/// Lower one node. Leaves never reach here.
+pub(crate) fn lower_node(ctx: &mut NodeCtx) -> Lowered {
+    match ctx.op() {
+        Op::Input { .. } | Op::Param { .. } | Op::Constant { .. } => {
+            bail!("leaves are not lowered")
+        }
+        Op::Activation(_)
+        | Op::Binary(_)
+        | Op::Compare(_)
+        | Op::Where
+        | Op::Cast { .. }
+        | Op::StopGradient
+        | Op::ElementwiseRegion { .. }
+        | Op::BatchElementwiseRegion { .. }
+        | Op::FusedSwiGLU { .. } => elementwise::lower(ctx),
+        Op::MatMul | Op::FusedMatMulBiasAct { .. } => linalg::lower(ctx),
+        Op::DequantMatMul { .. } => quant::lower(ctx),
+        Op::LayerNorm { .. }
+        | Op::RmsNorm { .. }
+        | Op::FusedResidualLN { .. }
+        | Op::FusedResidualRmsNorm { .. } => norm::lower(ctx),
+        Op::Reduce { .. }
+        | Op::Softmax { .. }
+        | Op::ArgMax { .. }
+        | Op::SoftmaxCrossEntropy
+        | Op::SoftmaxCrossEntropyWithLogits
+        | Op::SoftmaxCrossEntropyBackward => reduce::lower(ctx),
+        Op::Reshape { .. }
+        | Op::Expand { .. }
+        | Op::Transpose { .. }
+        | Op::Narrow { .. }
+        | Op::Concat { .. }
+        | Op::Gather { .. }
+        | Op::Pad { .. }
+        | Op::Slice { .. }
+        | Op::TransformRegion { .. }
+        | Op::Rope { .. } => shape_ops::lower(ctx),
+        Op::Attention(_) => attention::lower(ctx),
+        Op::Conv(_)
+        | Op::Pool(_)
+        | Op::ResizeNearest2x
+        | Op::Conv2dBackwardInput { .. }
+        | Op::Conv2dBackwardWeight(_)
+        | Op::MaxPool2dBackward(_) => vision::lower(ctx),
+        Op::Fft { .. } | Op::LogMel | Op::LogMelBackward => audio::lower(ctx),
+    }
+}

@@ -1,0 +1,72 @@
+//! What lowering produces: a list of steps over fixed device pointers.
+use crate::device::{DevBuf, Func, Gpu, StreamSet, LT_WORKSPACE};
+use crate::gemm::{GemmCall, GemmDesc};
+use crate::kernels::Src;
+use crate::lower::{Bail, DevTensor, KArgs};
+use crate::precision::Precision;
+use rlx_ir::{NodeId, Op, Shape};
+use std::sync::Arc;
+
+pub(crate) struct Launch {
+    pub func: Func,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub smem: u32,
+    pub args: KArgs,
+    pub label: String,
+}
+
+/// A node the GPU path could not lower: run on the CPU thunks with copies at its boundary.
+pub(crate) struct CpuStep {
+    pub node: NodeId,
+    pub op: Op,
+    pub ins: Vec<DevTensor>,
+    pub out: DevTensor,
+    pub shape: Shape,
+    pub label: String,
+}
+
+pub(crate) enum Step {
+    Kernel(Launch),
+    Gemm(GemmCall),
+    Copy { dst: u64, src: u64, bytes: usize },
+    Memset { dst: u64, bytes: usize },
+    Cpu(CpuStep),
+}
+
+/// Lowering's state: the GPU (for compiling modules and allocating scratch), the stream set
+/// (for cuBLASLt's handle), and the steps recorded so far.
+pub(crate) struct LowerEnv {
+    pub gpu: Arc<Gpu>,
+    pub lt: cudarc::cublaslt::sys::cublasLtHandle_t,
+    pub steps: Vec<Step>,
+    pub scratch: Vec<DevBuf>,
+}
+
+impl LowerEnv {
+    pub fn new(gpu: Arc<Gpu>, streams: &StreamSet) -> LowerEnv {
+        LowerEnv {
+            gpu,
+            lt: streams.lt,
+            steps: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    pub fn function(&mut self, src: &Src, func: &str) -> Result<Func, Bail> {
+        self.gpu
+            .function(src, func)
+            .map_err(|e| Bail(format!("kernel {func}: {e}")))
+    }
+
+    pub fn scratch(&mut self, bytes: usize) -> Result<u64, Bail> {
+        let b = DevBuf::new(&self.gpu, bytes).map_err(|e| Bail(format!("scratch: {e}")))?;
+        let p = b.ptr;
+        self.scratch.push(b);
+        Ok(p)
+    }
+
+    pub fn prepare_gemm(&mut self, g: GemmDesc, precision: Precision) -> Result<GemmCall, Bail> {
+        crate::gemm::prepare(self.lt, LT_WORKSPACE, &g, precision)
+    }
+}

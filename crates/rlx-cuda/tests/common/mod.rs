@@ -1,0 +1,149 @@
+//! GPU parity harness: a graph built for a dtype runs on the CUDA backend, on the CPU
+//! reference in the same dtype, and on the CPU in f64 (the oracle); every output is compared.
+//! Without a GPU the tests skip with a message; `RLX_REQUIRE_CUDA=1` turns that into a failure.
+#![allow(dead_code)]
+use rlx_cpu::CpuExecutable;
+use rlx_cuda::{CudaExecutable, CudaOptions, Precision};
+use rlx_ir::{DType, Graph, HostTensor, Op};
+pub use rlx_testutil::{rel_l2, Rng};
+
+/// True when a GPU is usable; otherwise prints why and returns false (or panics under
+/// `RLX_REQUIRE_CUDA=1`).
+pub fn gpu() -> bool {
+    match rlx_cuda::check_available(0) {
+        Ok(()) => true,
+        Err(e) => {
+            if std::env::var("RLX_REQUIRE_CUDA").is_ok_and(|v| v == "1") {
+                panic!("RLX_REQUIRE_CUDA=1 but no GPU: {e}");
+            }
+            eprintln!("skipping GPU test: {e}");
+            false
+        }
+    }
+}
+
+/// One named value for an input or param: dims and f64 values (converted to the declared
+/// dtype of the graph's leaf).
+pub type Feed = (String, Vec<usize>, Vec<f64>);
+
+pub fn feed(name: &str, dims: &[usize], data: Vec<f64>) -> Feed {
+    (name.to_string(), dims.to_vec(), data)
+}
+
+/// Random normal feed.
+pub fn normal(rng: &mut Rng, name: &str, dims: &[usize]) -> Feed {
+    let n = dims.iter().product();
+    feed(name, dims, rng.normals(n))
+}
+
+/// Tolerance on rel-L2 for a dtype (DESIGN.md).
+pub fn tol(dtype: DType, precision: Precision) -> f64 {
+    match dtype {
+        DType::F16 | DType::BF16 => 1e-2,
+        _ if matches!(precision, Precision::F16 | Precision::Bf16) => 1e-2,
+        _ if precision == Precision::Tf32 => 1e-3,
+        _ => 1e-5,
+    }
+}
+
+fn tensors(g: &Graph, feeds: &[Feed]) -> (Vec<(String, HostTensor)>, Vec<(String, HostTensor)>) {
+    let (mut ins, mut ps) = (Vec::new(), Vec::new());
+    for (name, dims, data) in feeds {
+        let node = g
+            .nodes
+            .iter()
+            .find(|n| matches!(&n.op, Op::Input { name: m } | Op::Param { name: m } if m == name))
+            .unwrap_or_else(|| panic!("feed {name} is not a leaf of the graph"));
+        let t = HostTensor::from_f64_as(dims, data, node.shape.dtype);
+        if matches!(node.op, Op::Param { .. }) {
+            ps.push((name.clone(), t));
+        } else {
+            ins.push((name.clone(), t));
+        }
+    }
+    (ins, ps)
+}
+
+pub fn run_cpu(g: &Graph, feeds: &[Feed]) -> Vec<HostTensor> {
+    let (ins, ps) = tensors(g, feeds);
+    let mut exe = CpuExecutable::new(g.clone()).expect("cpu compile");
+    for (n, t) in &ps {
+        exe.set_param(n, t).expect("cpu set_param");
+    }
+    let refs: Vec<(&str, HostTensor)> = ins.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+    exe.run(&refs).expect("cpu run")
+}
+
+/// Compile for the GPU, returning the executable (so tests can inspect dispatch).
+pub fn compile_gpu(g: &Graph, opts: CudaOptions) -> CudaExecutable {
+    CudaExecutable::new(g.clone(), 0, opts).expect("cuda compile")
+}
+
+pub fn run_gpu_exe(exe: &mut CudaExecutable, g: &Graph, feeds: &[Feed]) -> Vec<HostTensor> {
+    let (ins, ps) = tensors(g, feeds);
+    for (n, t) in &ps {
+        exe.set_param(n, t).expect("cuda set_param");
+    }
+    let refs: Vec<(&str, HostTensor)> = ins.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+    exe.run(&refs).expect("cuda run")
+}
+
+/// Compare two outputs: floats by rel-L2, everything else exactly.
+pub fn compare(what: &str, got: &HostTensor, want: &HostTensor, tol: f64) {
+    assert_eq!(got.shape, want.shape, "{what}: shape");
+    let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+    assert!(g.iter().all(|v| !v.is_nan()) || w.iter().any(|v| v.is_nan()), "{what}: GPU produced NaN");
+    if got.dtype.is_float() {
+        let e = rel_l2(&g, &w);
+        assert!(e <= tol, "{what}: rel-L2 {e:.3e} > {tol:.1e}");
+    } else {
+        assert_eq!(g, w, "{what}: integer outputs differ");
+    }
+}
+
+/// The parity check: `build(dtype)` on the GPU against the CPU in `dtype` and the CPU in
+/// f64. Every compute node must be lowered natively (no CPU fallback) unless its kind is in
+/// `allow_fallback`. Returns the GPU outputs.
+pub fn parity_with(
+    name: &str,
+    build: &dyn Fn(DType) -> Graph,
+    feeds: &[Feed],
+    dtype: DType,
+    opts: CudaOptions,
+    allow_fallback: &[&str],
+) -> Vec<HostTensor> {
+    let g = build(dtype);
+    let mut exe = compile_gpu(&g, opts.clone());
+    let got = run_gpu_exe(&mut exe, &g, feeds);
+    for (id, kind, reason) in exe.dispatch() {
+        if let Some(r) = reason {
+            assert!(
+                allow_fallback.contains(&kind),
+                "{name} [{dtype}]: node {id} ({kind}) fell back to the CPU: {r}"
+            );
+        }
+    }
+    let cpu = run_cpu(&g, feeds);
+    let t = tol(dtype, opts.precision);
+    for (i, (a, b)) in got.iter().zip(&cpu).enumerate() {
+        compare(&format!("{name} [{dtype}] output {i} vs CPU"), a, b, t);
+    }
+    if dtype != DType::F64 {
+        let oracle = run_cpu(&build(DType::F64), feeds);
+        for (i, (a, b)) in got.iter().zip(&oracle).enumerate() {
+            if a.dtype.is_float() {
+                let e = rel_l2(&a.to_f64_vec(), &b.to_f64_vec());
+                assert!(e <= t, "{name} [{dtype}] output {i} vs f64 oracle: rel-L2 {e:.3e} > {t:.1e}");
+            }
+        }
+    }
+    got
+}
+
+/// `parity_with` with default options and no fallback allowed.
+pub fn parity(name: &str, build: &dyn Fn(DType) -> Graph, feeds: &[Feed], dtype: DType) -> Vec<HostTensor> {
+    parity_with(name, build, feeds, dtype, CudaOptions::strict(), &[])
+}
+
+/// The float dtypes every kernel family is checked in.
+pub const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
