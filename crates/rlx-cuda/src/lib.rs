@@ -15,4 +15,6 @@ pub use device::{check_available, Gpu};
 pub use error::CudaError;
 pub use precision::Precision;
 mod exec;
+mod verify;
 pub use exec::{CudaExecutable, CudaOptions};
+pub use verify::verify_tolerance;

@@ -43,7 +43,7 @@ pub use memory::{
 };
 pub use pass::{kind_counts, Pass, PassReport, Pipeline};
 pub use passes::{
-    ConstEvaluator, ConstFold, Cse, Dce, Expand, FuseElementwise, FuseMatMulBiasAct,
+    Autocast, ConstEvaluator, ConstFold, Cse, Dce, Expand, FuseElementwise, FuseMatMulBiasAct,
     FuseResidualNorm, FuseSwiGLU, Simplify, DEFAULT_FOLD_LIMIT, FUSED_KINDS,
 };
 

@@ -118,6 +118,12 @@ impl Pipeline {
         self
     }
 
+    /// Run `pass` before every other pass.
+    pub fn first(mut self, pass: impl Pass + 'static) -> Pipeline {
+        self.passes.insert(0, Box::new(pass));
+        self
+    }
+
     pub fn push(&mut self, pass: Box<dyn Pass>) {
         self.passes.push(pass);
     }

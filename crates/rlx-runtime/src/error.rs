@@ -58,4 +58,6 @@ pub enum Error {
     Opt(#[from] rlx_opt::OptError),
     #[error(transparent)]
     Cpu(#[from] CpuError),
+    #[error(transparent)]
+    Cuda(#[from] rlx_cuda::CudaError),
 }

@@ -1,6 +1,8 @@
 //! rlx-runtime: `Session::new(device).compile(graph)` → a `CompiledGraph` to run.
+mod backend;
 mod error;
 mod session;
 
 pub use error::Error;
-pub use session::{cpu_pipeline, CompileOptions, CompiledGraph, Device, Session};
+pub use rlx_cuda::{CudaError, Precision};
+pub use session::{cpu_pipeline, cuda_pipeline, CompileOptions, CompiledGraph, Device, Session};

@@ -1,9 +1,11 @@
 //! Devices, sessions and compiled graphs. Inputs and params are checked here, against the
 //! graph's declarations, so every backend reports user mistakes the same way.
+use crate::backend::Backend;
 use crate::Error;
 use rlx_cpu::{CpuConstEvaluator, CpuExecutable};
+use rlx_cuda::{CudaExecutable, CudaOptions, Precision};
 use rlx_ir::{Dim, Graph, HostTensor, Op, Shape};
-use rlx_opt::{ConstFold, Expand, Pipeline};
+use rlx_opt::{Autocast, ConstFold, Expand, Pipeline};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Mutex;
@@ -18,9 +20,23 @@ pub enum Device {
 }
 
 impl Device {
-    /// The fastest device this build can use.
+    /// The fastest device usable here: the first CUDA GPU when a driver and a GPU are
+    /// present, else the CPU.
     pub fn best() -> Device {
-        Device::Cpu
+        if rlx_cuda::check_available(0).is_ok() {
+            Device::Cuda(0)
+        } else {
+            Device::Cpu
+        }
+    }
+
+    /// Parse `cpu`, `cuda`, `cuda:N` or `gpu`.
+    pub fn parse(s: &str) -> Option<Device> {
+        match s {
+            "cpu" => Some(Device::Cpu),
+            "cuda" | "gpu" => Some(Device::Cuda(0)),
+            _ => s.strip_prefix("cuda:")?.parse().ok().map(Device::Cuda),
+        }
     }
 }
 
@@ -38,13 +54,52 @@ impl fmt::Display for Device {
 pub struct CompileOptions {
     /// Run the optimisation pipeline (`RLX_OPT=0` turns it off by default).
     pub optimize: bool,
+    /// How matmul-class ops compute on the GPU (`RLX_PRECISION=f32|tf32|bf16|f16`).
+    /// The CPU always computes f32 graphs in f32.
+    pub precision: Precision,
+    /// Check every node of every GPU run against the CPU reference (`RLX_VERIFY=1`).
+    pub verify: bool,
+    /// Replay GPU runs as one captured CUDA graph (`RLX_CUDA_GRAPH=0` turns it off).
+    pub cuda_graph: bool,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
+        let cuda = CudaOptions::default();
         CompileOptions {
             optimize: std::env::var("RLX_OPT").map_or(true, |v| v != "0"),
+            precision: std::env::var("RLX_PRECISION")
+                .ok()
+                .and_then(|v| Precision::parse(&v))
+                .unwrap_or_default(),
+            verify: cuda.verify,
+            cuda_graph: cuda.cuda_graph,
         }
+    }
+}
+
+impl CompileOptions {
+    pub fn precision(mut self, p: Precision) -> Self {
+        self.precision = p;
+        self
+    }
+    pub fn verify(mut self, on: bool) -> Self {
+        self.verify = on;
+        self
+    }
+    pub fn cuda_graph(mut self, on: bool) -> Self {
+        self.cuda_graph = on;
+        self
+    }
+}
+
+/// The pipeline for the CUDA backend: the CPU's (every fused op is lowered natively or
+/// runs on the CPU thunks), with autocast first under the half policies.
+pub fn cuda_pipeline(precision: Precision) -> Pipeline {
+    match precision {
+        Precision::F16 => cpu_pipeline().first(Autocast::new(rlx_ir::DType::F16)),
+        Precision::Bf16 => cpu_pipeline().first(Autocast::new(rlx_ir::DType::BF16)),
+        _ => cpu_pipeline(),
     }
 }
 
@@ -83,25 +138,36 @@ impl Session {
     ) -> Result<CompiledGraph, Error> {
         let graph = graph.into();
         graph.verify()?;
-        match self.device {
-            Device::Cpu => {}
-            Device::Cuda(_) => {
-                return Err(Error::DeviceUnavailable {
-                    device: self.device.to_string(),
-                    reason: "this build of rlx has no CUDA backend yet; compile for Device::Cpu"
-                        .into(),
-                })
+        let exe = match self.device {
+            Device::Cpu => {
+                let optimized = if opts.optimize {
+                    cpu_pipeline().run(&graph)?.0
+                } else {
+                    graph.clone()
+                };
+                Backend::Cpu(Box::new(CpuExecutable::new(optimized)?))
             }
-        }
-        let optimized = if opts.optimize {
-            cpu_pipeline().run(&graph)?.0
-        } else {
-            graph.clone()
+            Device::Cuda(n) => {
+                rlx_cuda::check_available(n).map_err(|e| Error::DeviceUnavailable {
+                    device: self.device.to_string(),
+                    reason: e.to_string(),
+                })?;
+                let optimized = if opts.optimize {
+                    cuda_pipeline(opts.precision).run(&graph)?.0
+                } else {
+                    graph.clone()
+                };
+                let cuda = CudaOptions {
+                    precision: opts.precision,
+                    cuda_graph: opts.cuda_graph,
+                    verify: opts.verify,
+                };
+                Backend::Cuda(Box::new(CudaExecutable::new(optimized, n, cuda)?))
+            }
         };
         if std::env::var("RLX_DISPATCH_REPORT").is_ok_and(|v| v == "1") {
-            eprint!("{}", dispatch_report(&optimized, self.device));
+            eprint!("{}", dispatch_report(&exe, self.device));
         }
-        let exe = CpuExecutable::new(optimized)?;
         Ok(CompiledGraph {
             device: self.device,
             graph,
@@ -112,17 +178,35 @@ impl Session {
     }
 }
 
-/// Per op kind: how many nodes and where they run.
-fn dispatch_report(graph: &Graph, device: Device) -> String {
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for n in &graph.nodes {
-        if !n.op.is_leaf() {
-            *counts.entry(n.op.kind()).or_default() += 1;
+/// Per op kind: how many nodes run natively on the device and how many fall back to the
+/// CPU (with the first reason). A graph with dynamic dims is lowered at its first run; its
+/// report then lists what is known at compile time.
+fn dispatch_report(exe: &Backend, device: Device) -> String {
+    let mut counts: BTreeMap<&str, (usize, usize, Option<String>)> = BTreeMap::new();
+    for (_, kind, reason) in exe.dispatch() {
+        let e = counts.entry(kind).or_default();
+        match reason {
+            None => e.0 += 1,
+            Some(r) => {
+                e.1 += 1;
+                e.2.get_or_insert(r);
+            }
         }
     }
-    let mut s = format!("rlx dispatch report for \"{}\" on {device}:\n", graph.name);
-    for (k, c) in counts {
-        s += &format!("  {k:<32} {c:>5}  native ({device})\n");
+    let mut s = format!(
+        "rlx dispatch report for \"{}\" on {device}:\n",
+        exe.graph().name
+    );
+    for (k, (native, fallback, why)) in counts {
+        if native > 0 {
+            s += &format!("  {k:<32} {native:>5}  native ({device})\n");
+        }
+        if fallback > 0 {
+            s += &format!(
+                "  {k:<32} {fallback:>5}  fallback (cpu): {}\n",
+                why.unwrap_or_default()
+            );
+        }
     }
     s
 }
@@ -131,7 +215,7 @@ fn dispatch_report(graph: &Graph, device: Device) -> String {
 pub struct CompiledGraph {
     device: Device,
     graph: Graph,
-    exe: Mutex<CpuExecutable>,
+    exe: Mutex<Backend>,
     params_set: Mutex<HashMap<String, bool>>,
     /// `(output index, param name)`: after each run the output replaces the param.
     updates: Mutex<Vec<(usize, String)>>,
@@ -152,7 +236,7 @@ impl CompiledGraph {
         &self.graph
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, CpuExecutable> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Backend> {
         // A panic inside a thunk would poison the lock; the executor holds no invariant a
         // later run could trip on (it re-plans and overwrites every value), so carry on.
         self.exe.lock().unwrap_or_else(|p| p.into_inner())
@@ -274,10 +358,10 @@ impl CompiledGraph {
             .clone();
         let mut exe = self.lock();
         if updates.is_empty() {
-            return Ok(exe.run(inputs)?);
+            return exe.run(inputs);
         }
         let writes: Vec<(usize, &str)> = updates.iter().map(|(k, n)| (*k, n.as_str())).collect();
-        Ok(exe.run_writeback(inputs, &writes, return_updated)?)
+        exe.run_writeback(inputs, &writes, return_updated)
     }
 
     /// Declare that after every run, output `output` overwrites param `param` in place (a
@@ -343,7 +427,7 @@ impl CompiledGraph {
         {
             return Err(Error::ParamNotSet { name: name.into() });
         }
-        Ok(self.lock().param_value(name)?)
+        self.lock().param_value(name)
     }
 
     fn input_shape(&self, name: &str) -> Result<&Shape, Error> {
@@ -371,6 +455,13 @@ impl CompiledGraph {
     /// The graph as it runs: after the optimisation pipeline.
     pub fn optimized_graph(&self) -> Graph {
         self.lock().graph().clone()
+    }
+
+    /// Per compute node of the optimised graph: op kind and `Some(reason)` when it runs on
+    /// the CPU instead of the compiled device (CUDA graphs with dynamic dims are lowered at
+    /// their first run).
+    pub fn dispatch(&self) -> Vec<(rlx_ir::NodeId, &'static str, Option<String>)> {
+        self.lock().dispatch()
     }
 
     /// Run `iters` times with the same inputs and return the median wall time of one run.

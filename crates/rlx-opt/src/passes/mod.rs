@@ -1,4 +1,5 @@
 //! The passes, one file each.
+mod autocast;
 mod const_fold;
 mod cse;
 mod dce;
@@ -10,6 +11,7 @@ mod fuse_swiglu;
 mod fusion;
 mod simplify;
 
+pub use autocast::Autocast;
 pub use const_fold::{ConstEvaluator, ConstFold, DEFAULT_FOLD_LIMIT};
 pub use cse::Cse;
 pub use dce::Dce;

@@ -1,0 +1,70 @@
+//! CPU evaluation of single nodes (the fallback path) and verify mode's per-node comparison.
+use crate::{CudaError, Precision};
+use rlx_cpu::CpuExecutable;
+use rlx_ir::{DType, Graph, HostTensor, Node, Op, Shape};
+
+/// Run one op on the CPU thunks with the given input values.
+pub(crate) fn cpu_eval(op: &Op, inputs: &[HostTensor], out: &Shape) -> Result<HostTensor, String> {
+    let mut g = Graph::new("cpu_fallback");
+    let ids: Vec<_> = inputs
+        .iter()
+        .map(|t| g.constant(t.clone()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    let id = g.push_node(op.clone(), ids, out.clone());
+    g.set_outputs(vec![id]);
+    let mut exe = CpuExecutable::new(g).map_err(|e| e.to_string())?;
+    let none: [(&str, HostTensor); 0] = [];
+    exe.run(&none)
+        .map_err(|e| e.to_string())?
+        .pop()
+        .ok_or_else(|| "no output".to_string())
+}
+
+/// Per-node tolerance of verify mode: looser than the per-op oracle tolerances, since
+/// rounding differences compound along the graph; a real miscompile is far above these.
+pub fn verify_tolerance(dtype: DType, precision: Precision) -> f64 {
+    match (dtype, precision) {
+        (DType::F16 | DType::BF16, _) | (_, Precision::F16 | Precision::Bf16) => 3e-2,
+        (_, Precision::Tf32) => 5e-3,
+        _ => 1e-4,
+    }
+}
+
+fn rel_l2(a: &[f64], b: &[f64]) -> f64 {
+    let (mut num, mut den) = (0.0, 0.0);
+    for (x, y) in a.iter().zip(b) {
+        num += (x - y) * (x - y);
+        den += y * y;
+    }
+    if a.iter().chain(b).any(|v| v.is_nan()) {
+        return f64::INFINITY;
+    }
+    (num / den.max(1e-30)).sqrt()
+}
+
+/// Compare one node's GPU value with the CPU reference.
+pub(crate) fn check_node(
+    n: &Node,
+    got: &HostTensor,
+    want: &HostTensor,
+    p: Precision,
+) -> Result<(), CudaError> {
+    let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+    let (err, tol) = if n.shape.dtype.is_float() {
+        (rel_l2(&g, &w), verify_tolerance(n.shape.dtype, p))
+    } else {
+        // Integer results (argmax of near-ties) may legitimately differ in a few places.
+        let bad = g.iter().zip(&w).filter(|(a, b)| a != b).count();
+        (bad as f64 / g.len().max(1) as f64, 0.01)
+    };
+    if g.len() != w.len() || err > tol {
+        return Err(CudaError::Diverged {
+            node: n.label(),
+            kind: n.op.kind(),
+            err,
+            tol,
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,98 @@
+//! The executor behind a `CompiledGraph`: the CPU reference or the CUDA backend.
+use crate::Error;
+use rlx_cpu::CpuExecutable;
+use rlx_cuda::CudaExecutable;
+use rlx_ir::{Graph, HostTensor, NodeId};
+
+pub(crate) enum Backend {
+    Cpu(Box<CpuExecutable>),
+    Cuda(Box<CudaExecutable>),
+}
+
+impl Backend {
+    pub fn set_param(&mut self, name: &str, value: &HostTensor) -> Result<(), Error> {
+        match self {
+            Backend::Cpu(e) => Ok(e.set_param(name, value)?),
+            Backend::Cuda(e) => Ok(e.set_param(name, value)?),
+        }
+    }
+
+    pub fn run(&mut self, inputs: &[(&str, HostTensor)]) -> Result<Vec<HostTensor>, Error> {
+        match self {
+            Backend::Cpu(e) => Ok(e.run(inputs)?),
+            Backend::Cuda(e) => Ok(e.run(inputs)?),
+        }
+    }
+
+    /// Outputs bound to a param are left out unless `return_updated`.
+    pub fn run_writeback(
+        &mut self,
+        inputs: &[(&str, HostTensor)],
+        writes: &[(usize, &str)],
+        return_updated: bool,
+    ) -> Result<Vec<HostTensor>, Error> {
+        match self {
+            Backend::Cpu(e) => Ok(e.run_writeback(inputs, writes, return_updated)?),
+            Backend::Cuda(e) => Ok(e
+                .run_writeback(inputs, writes, return_updated)?
+                .into_iter()
+                .flatten()
+                .collect()),
+        }
+    }
+
+    pub fn param_value(&self, name: &str) -> Result<HostTensor, Error> {
+        match self {
+            Backend::Cpu(e) => Ok(e.param_value(name)?),
+            Backend::Cuda(e) => Ok(e.param_value(name)?),
+        }
+    }
+
+    pub fn graph(&self) -> &Graph {
+        match self {
+            Backend::Cpu(e) => e.graph(),
+            Backend::Cuda(e) => e.graph(),
+        }
+    }
+
+    pub fn arena_bytes(&self) -> usize {
+        match self {
+            Backend::Cpu(e) => e.arena_bytes(),
+            Backend::Cuda(e) => e.arena_bytes(),
+        }
+    }
+
+    pub fn unplanned_bytes(&self) -> usize {
+        match self {
+            Backend::Cpu(e) => e.unplanned_bytes(),
+            // One buffer per node in storage bytes.
+            Backend::Cuda(e) => e
+                .graph()
+                .nodes
+                .iter()
+                .filter(|n| !n.op.is_leaf())
+                .map(|n| {
+                    n.shape
+                        .static_dims()
+                        .map_or(0, |d| d.iter().product::<usize>())
+                        * n.shape.dtype.size_bytes()
+                })
+                .sum(),
+        }
+    }
+
+    /// Per compute node: kind and `Some(reason)` when it runs on the CPU (CUDA only; the
+    /// CPU backend runs everything natively).
+    pub fn dispatch(&self) -> Vec<(NodeId, &'static str, Option<String>)> {
+        match self {
+            Backend::Cpu(e) => e
+                .graph()
+                .nodes
+                .iter()
+                .filter(|n| !n.op.is_leaf())
+                .map(|n| (n.id, n.op.kind(), None))
+                .collect(),
+            Backend::Cuda(e) => e.dispatch(),
+        }
+    }
+}
