@@ -1,4 +1,5 @@
 //! `rlx`: run the demo, inspect graphs, train.
+mod bench;
 mod demo;
 mod inspect;
 mod train;
@@ -41,6 +42,25 @@ enum Cmd {
         /// Also run the optimisation pipeline and show the graph after every pass.
         #[arg(long)]
         optimized: bool,
+    },
+    /// Time matmul, a MiniLM-shaped encoder and the MNIST CNN training step; print a table.
+    Bench {
+        /// cpu, cuda or cuda:N (default: the best available)
+        #[arg(long)]
+        device: Option<String>,
+        /// Comma-separated suites: matmul, encoder, cnn.
+        #[arg(long, default_value = "matmul,encoder,cnn")]
+        suites: String,
+        #[arg(long, default_value_t = 3)]
+        warmup: usize,
+        #[arg(long, default_value_t = 20)]
+        iters: usize,
+        /// Smaller sizes only.
+        #[arg(long)]
+        quick: bool,
+        /// Also write the figures as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
     },
     /// Train the CNN on a dataset and report test accuracy.
     Train {
@@ -94,6 +114,23 @@ fn main() -> ExitCode {
             .and_then(|d| demo::run(d, seq, width, heads, save.as_deref())),
         Cmd::Inspect { file, optimized } => inspect::run(&file, optimized),
         Cmd::Train { what } => train::run(what),
+        Cmd::Bench {
+            device,
+            suites,
+            warmup,
+            iters,
+            quick,
+            json,
+        } => parse_device(device.as_deref()).and_then(|device| {
+            bench::run(&bench::BenchOpts {
+                device,
+                suites: suites.split(',').map(|s| s.trim().to_string()).collect(),
+                warmup,
+                iters,
+                quick,
+                json: json.as_deref(),
+            })
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -331,6 +331,76 @@ impl CudaExecutable {
         Ok(result)
     }
 
+    /// Device time of one run, as PyTorch's benchmarks measure it: inputs are uploaded once,
+    /// then the plan (and the bound param updates) is replayed `warmup + iters` times; each
+    /// timed replay sits between two CUDA events. Returns the median in milliseconds.
+    pub fn time_replays(
+        &mut self,
+        inputs: &[(&str, HostTensor)],
+        writes: &[(usize, &str)],
+        warmup: usize,
+        iters: usize,
+    ) -> Result<f64, CudaError> {
+        self.run_writeback(inputs, writes, false)?;
+        let stream = self.streams.stream;
+        let plan = self.plan.as_ref().expect("plan after a run");
+        let mut copies = Vec::new();
+        for (k, pname) in writes {
+            let src = &plan.tensors[self.graph.outputs[*k].0];
+            let dst = self.leaves[&self.param_node(pname)?.id.0].ptr;
+            if src.ptr != dst {
+                copies.push((dst, src.ptr, src.bytes()));
+            }
+        }
+        let ev = |_| {
+            drv::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+                .map_err(|e| CudaError::driver("cuEventCreate", e))
+        };
+        let (start, end) = (ev(0)?, ev(1)?);
+        let mut times = Vec::with_capacity(iters);
+        for i in 0..warmup + iters {
+            // SAFETY: events and stream are live; the plan's buffers outlive the replay.
+            unsafe {
+                drv::event::record(start, stream)
+                    .map_err(|e| CudaError::driver("cuEventRecord", e))?;
+            }
+            for seg in &plan.segments {
+                match seg {
+                    Segment::Gpu { graph: Some(g), .. } => {
+                        unsafe { drv::graph::launch(g.0, stream) }
+                            .map_err(|e| CudaError::driver("cuGraphLaunch", e))?
+                    }
+                    Segment::Gpu { steps, graph: None } => enqueue(&self.streams, steps)?,
+                    Segment::Cpu(c) => self.run_cpu_step(c)?,
+                }
+            }
+            for &(dst, src, bytes) in &copies {
+                unsafe { drv::memcpy_dtod_async(dst, src, bytes, stream) }
+                    .map_err(|e| CudaError::driver("cuMemcpyDtoDAsync", e))?;
+            }
+            unsafe {
+                drv::event::record(end, stream)
+                    .map_err(|e| CudaError::driver("cuEventRecord", e))?;
+                drv::event::synchronize(end)
+                    .map_err(|e| CudaError::driver("cuEventSynchronize", e))?;
+                if i >= warmup {
+                    times.push(
+                        drv::event::elapsed(start, end)
+                            .map_err(|e| CudaError::driver("cuEventElapsedTime", e))?
+                            as f64,
+                    );
+                }
+            }
+        }
+        // SAFETY: created above, destroyed once.
+        unsafe {
+            let _ = drv::event::destroy(start);
+            let _ = drv::event::destroy(end);
+        }
+        times.sort_by(|a, b| a.total_cmp(b));
+        Ok(times.get(times.len() / 2).copied().unwrap_or(0.0))
+    }
+
     fn input_id(&self, name: &str) -> Result<usize, CudaError> {
         self.graph
             .nodes

@@ -2,15 +2,18 @@
 //!
 //! - [`cnn::CnnConfig`]: the MNIST-style CNN (conv-relu-pool ×2, linear) for 8×8 or 28×28
 //!   single-channel images.
+//! - [`encoder::EncoderConfig`]: a BERT-style encoder (all-MiniLM-L6-v2's architecture).
 //! - [`train::Trainer`]: one compiled graph per training step (forward, backward and the
 //!   optimizer update, with weights and optimizer state updated in place by the runtime),
 //!   seeded Kaiming-uniform init, evaluation through a forward-only graph that shares the
 //!   trained values, and `fit` with a per-epoch progress bar.
 pub mod cnn;
+pub mod encoder;
 mod error;
 pub mod train;
 
 pub use cnn::CnnConfig;
+pub use encoder::EncoderConfig;
 pub use error::ModelError;
 pub use rlx_autodiff::Optimizer;
 pub use train::{EpochReport, FitConfig, GraphBuilder, LrSchedule, ParamSpec, Trainer};

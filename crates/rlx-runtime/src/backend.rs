@@ -41,6 +41,32 @@ impl Backend {
         }
     }
 
+    /// Median milliseconds of one run with these inputs (and the bound updates): device
+    /// time between CUDA events on the GPU, wall time on the CPU.
+    pub fn time_runs(
+        &mut self,
+        inputs: &[(&str, HostTensor)],
+        writes: &[(usize, &str)],
+        warmup: usize,
+        iters: usize,
+    ) -> Result<f64, Error> {
+        match self {
+            Backend::Cuda(e) => Ok(e.time_replays(inputs, writes, warmup, iters)?),
+            Backend::Cpu(e) => {
+                let mut ts = Vec::with_capacity(iters);
+                for i in 0..warmup + iters.max(1) {
+                    let t0 = std::time::Instant::now();
+                    e.run_writeback(inputs, writes, false)?;
+                    if i >= warmup {
+                        ts.push(t0.elapsed().as_secs_f64() * 1e3);
+                    }
+                }
+                ts.sort_by(|a, b| a.total_cmp(b));
+                Ok(ts[ts.len() / 2])
+            }
+        }
+    }
+
     pub fn param_value(&self, name: &str) -> Result<HostTensor, Error> {
         match self {
             Backend::Cpu(e) => Ok(e.param_value(name)?),

@@ -464,6 +464,25 @@ impl CompiledGraph {
         self.lock().dispatch()
     }
 
+    /// Median milliseconds of one run (bound updates included) after `warmup` runs: on a
+    /// GPU the device time of a replay with inputs already resident, measured with CUDA
+    /// events as PyTorch's benchmarks do; on the CPU the wall time.
+    pub fn time_device<N: AsRef<str>>(
+        &self,
+        inputs: &[(N, HostTensor)],
+        warmup: usize,
+        iters: usize,
+    ) -> Result<f64, Error> {
+        self.check_inputs(inputs)?;
+        let refs: Vec<(&str, HostTensor)> = inputs
+            .iter()
+            .map(|(n, t)| (n.as_ref(), t.clone()))
+            .collect();
+        let updates = self.updates();
+        let writes: Vec<(usize, &str)> = updates.iter().map(|(k, n)| (*k, n.as_str())).collect();
+        self.lock().time_runs(&refs, &writes, warmup, iters)
+    }
+
     /// Run `iters` times with the same inputs and return the median wall time of one run.
     pub fn time_runs(
         &self,
