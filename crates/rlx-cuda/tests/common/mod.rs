@@ -46,7 +46,9 @@ pub fn tol(dtype: DType, precision: Precision) -> f64 {
     }
 }
 
-fn tensors(g: &Graph, feeds: &[Feed]) -> (Vec<(String, HostTensor)>, Vec<(String, HostTensor)>) {
+type Named = Vec<(String, HostTensor)>;
+
+fn tensors(g: &Graph, feeds: &[Feed]) -> (Named, Named) {
     let (mut ins, mut ps) = (Vec::new(), Vec::new());
     for (name, dims, data) in feeds {
         let node = g
@@ -92,7 +94,10 @@ pub fn run_gpu_exe(exe: &mut CudaExecutable, g: &Graph, feeds: &[Feed]) -> Vec<H
 pub fn compare(what: &str, got: &HostTensor, want: &HostTensor, tol: f64) {
     assert_eq!(got.shape, want.shape, "{what}: shape");
     let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
-    assert!(g.iter().all(|v| !v.is_nan()) || w.iter().any(|v| v.is_nan()), "{what}: GPU produced NaN");
+    assert!(
+        g.iter().all(|v| !v.is_nan()) || w.iter().any(|v| v.is_nan()),
+        "{what}: GPU produced NaN"
+    );
     if got.dtype.is_float() {
         let e = rel_l2(&g, &w);
         assert!(e <= tol, "{what}: rel-L2 {e:.3e} > {tol:.1e}");
@@ -133,7 +138,10 @@ pub fn parity_with(
         for (i, (a, b)) in got.iter().zip(&oracle).enumerate() {
             if a.dtype.is_float() {
                 let e = rel_l2(&a.to_f64_vec(), &b.to_f64_vec());
-                assert!(e <= t, "{name} [{dtype}] output {i} vs f64 oracle: rel-L2 {e:.3e} > {t:.1e}");
+                assert!(
+                    e <= t,
+                    "{name} [{dtype}] output {i} vs f64 oracle: rel-L2 {e:.3e} > {t:.1e}"
+                );
             }
         }
     }
@@ -141,7 +149,12 @@ pub fn parity_with(
 }
 
 /// `parity_with` with default options and no fallback allowed.
-pub fn parity(name: &str, build: &dyn Fn(DType) -> Graph, feeds: &[Feed], dtype: DType) -> Vec<HostTensor> {
+pub fn parity(
+    name: &str,
+    build: &dyn Fn(DType) -> Graph,
+    feeds: &[Feed],
+    dtype: DType,
+) -> Vec<HostTensor> {
     parity_with(name, build, feeds, dtype, CudaOptions::strict(), &[])
 }
 
