@@ -68,3 +68,52 @@ pub(crate) fn check_node(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rlx_ir::{Graph, Shape};
+
+    fn node(dtype: DType) -> Node {
+        let mut g = Graph::new("t");
+        let x = g.input("x", Shape::new(&[4], dtype)).unwrap();
+        let y = g.activation(rlx_ir::Activation::Relu, x).unwrap();
+        g.nodes[y.0].clone()
+    }
+
+    #[test]
+    fn verify_names_a_diverging_node_and_passes_rounding() {
+        let n = node(DType::F32);
+        let want = HostTensor::from_f32(&[4], &[1.0, 2.0, 3.0, 4.0]);
+        let close = HostTensor::from_f32(&[4], &[1.0, 2.0, 3.0, 4.000_01]);
+        let wrong = HostTensor::from_f32(&[4], &[1.0, 2.0, 3.5, 4.0]);
+        let nan = HostTensor::from_f32(&[4], &[1.0, f32::NAN, 3.0, 4.0]);
+        assert!(check_node(&n, &close, &want, Precision::F32).is_ok());
+        match check_node(&n, &wrong, &want, Precision::F32) {
+            Err(CudaError::Diverged {
+                node, kind, err, ..
+            }) => {
+                assert!(node.contains("%1"), "{node}");
+                assert_eq!(kind, "Activation");
+                assert!(err > 0.05);
+            }
+            other => panic!("expected Diverged, got {other:?}"),
+        }
+        assert!(
+            check_node(&n, &nan, &want, Precision::F32).is_err(),
+            "NaN never passes"
+        );
+    }
+
+    #[test]
+    fn verify_tolerance_follows_the_policy() {
+        assert!(
+            verify_tolerance(DType::F32, Precision::F32)
+                < verify_tolerance(DType::F32, Precision::Tf32)
+        );
+        assert!(
+            verify_tolerance(DType::F32, Precision::Tf32)
+                < verify_tolerance(DType::F16, Precision::F32)
+        );
+    }
+}

