@@ -1,1 +1,95 @@
 // rlx linalg kernels (see lower/linalg.rs). common.cuh is prepended.
+//
+// The products themselves are cuBLASLt calls; these kernels do what its epilogues cannot
+// (activations other than Relu / tanh-GELU, f64) and gather broadcast batch operands whose
+// strides no single strided-batch call can express.
+
+// Math in the compute type (float for f32/f16/bf16 storage, double for f64).
+#define RLX_MATH2(name, f, d) \
+    __device__ __forceinline__ float name(float x) { return f(x); } \
+    __device__ __forceinline__ double name(double x) { return d(x); }
+RLX_MATH2(m_exp, expf, exp)
+RLX_MATH2(m_log, logf, log)
+RLX_MATH2(m_log1p, log1pf, log1p)
+RLX_MATH2(m_sqrt, sqrtf, sqrt)
+RLX_MATH2(m_tanh, tanhf, tanh)
+RLX_MATH2(m_sin, sinf, sin)
+RLX_MATH2(m_cos, cosf, cos)
+RLX_MATH2(m_erf, erff, erf)
+RLX_MATH2(m_erfc, erfcf, erfc)
+RLX_MATH2(m_abs, fabsf, fabs)
+
+// Activation ids follow `rlx_ir::Activation`'s declaration order; the formulas are the CPU
+// thunk's (crates/rlx-cpu/src/ops/elementwise.rs), including its NaN behaviour.
+template <typename C>
+__device__ __forceinline__ C act_apply(int act, C x) {
+    const C one = (C)1, zero = (C)0;
+    switch (act) {
+        case 0: return (C)0.5 * x * m_erfc(-x * (C)0.70710678118654752440);
+        case 1: {
+            const C k = (C)1.59576912160573071176;  // 2·sqrt(2/π)
+            const C c = (C)0.044715;
+            return x / (one + m_exp(-(k * (x + c * x * x * x))));
+        }
+        case 2: return x / (one + m_exp(-x));
+        case 3: return x < zero ? zero : x;
+        case 4: return one / (one + m_exp(-x));
+        case 5: return m_tanh(x);
+        case 6: return m_exp(x);
+        case 7: return m_log(x);
+        case 8: return m_sqrt(x);
+        case 9: return one / m_sqrt(x);
+        case 10: return -x;
+        case 11: return m_abs(x);
+        case 12: return m_sin(x);
+        case 13: return m_cos(x);
+        case 14: return m_erf(x);
+        case 15: return (x > zero ? x : zero) + m_log1p(m_exp(-m_abs(x)));
+        case 16: return one / x;
+        case 17: return x * x;
+        default: return x;
+    }
+}
+
+__device__ __forceinline__ double ld_c(const double* p, i64 i) { return p[i]; }
+__device__ __forceinline__ void st_c(double* p, i64 i, double v) { p[i] = v; }
+template <typename T>
+__device__ __forceinline__ float ld_c(const T* p, i64 i) { return ldf(p, i); }
+template <typename T>
+__device__ __forceinline__ void st_c(T* p, i64 i, float v) { stf(p, i, v); }
+
+// c[r, j] = act(c[r, j] + bias[j]) over `total` elements, rows of `n`; bias may be null.
+// act < 0: no activation.
+template <typename T, typename C>
+__device__ void bias_act(T* c, const T* bias, i64 total, i64 n, int act) {
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (i64)gridDim.x * blockDim.x) {
+        C v = (C)ld_c(c, i);
+        if (bias) v += (C)ld_c(bias, i % n);
+        if (act >= 0) v = act_apply<C>(act, v);
+        st_c(c, i, v);
+    }
+}
+
+#define RLX_BIAS_ACT(sfx, T)                                                                \
+    extern "C" __global__ void mm_bias_act_##sfx(T* c, const T* bias, i64 total, i64 n,      \
+                                                 int act) {                                 \
+        bias_act<T, float>(c, bias, total, n, act);                                         \
+    }
+RLX_FLOAT_TYPES(RLX_BIAS_ACT)
+extern "C" __global__ void mm_bias_act_f64(double* c, const double* bias, i64 total, i64 n,
+                                           int act) {
+    bias_act<double, double>(c, bias, total, n, act);
+}
+
+// dst (contiguous, `total` elements of the view's shape) = the strided view `v` of src.
+// Used to materialise a broadcast batch operand; elements are moved as raw bits.
+#define RLX_GATHER(name, U)                                                                 \
+    extern "C" __global__ void name(const U* src, U* dst, Dims8 v, i64 total) {             \
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total;                 \
+             i += (i64)gridDim.x * blockDim.x)                                              \
+            dst[i] = src[dims_offset(v, i)];                                                \
+    }
+RLX_GATHER(mm_gather_b2, unsigned short)
+RLX_GATHER(mm_gather_b4, unsigned int)
+RLX_GATHER(mm_gather_b8, unsigned long long)

@@ -1,6 +1,124 @@
-//! CUDA lowering of the quant ops (kernels in `kernels/quant.cu`).
-use super::{Lowered, NodeCtx};
+//! CUDA lowering of the quant ops (kernels in `kernels/quant.cu`): DequantMatMul. Decode-size
+//! products (M ≤ 8 rows) read the packed blocks directly in a warp-per-column GEMV; larger M
+//! dequantise the weight chunk by chunk into a bounded scratch and hand each chunk to cuBLASLt.
+use super::linalg::{gemm_input, gemm_output, gemm_output_done};
+use super::{KArgs, Lowered, NodeCtx};
+use crate::gemm::GemmDesc;
+use crate::kernels::Src;
+use rlx_ir::{DType, Op, QuantScheme};
+
+const SRC: Src = Src::Static("quant");
+
+/// Rows up to which the GEMV kernel is used (its accumulator count, `GEMV_MAX_M`).
+const GEMV_MAX_M: usize = 8;
+
+/// Bound on the dequantised weight scratch of one node; larger weights go in column chunks.
+const DEQUANT_SCRATCH: usize = 32 << 20;
 
 pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    crate::bail!("{} has no CUDA lowering yet", ctx.op().kind())
+    match ctx.op() {
+        Op::DequantMatMul { scheme } => dequant_matmul(ctx, *scheme),
+        op => crate::bail!("{} is not a quant op", op.kind()),
+    }
+}
+
+fn scheme_name(s: QuantScheme) -> &'static str {
+    match s {
+        QuantScheme::Q8_0 => "q8_0",
+        QuantScheme::Q4_0 => "q4_0",
+        QuantScheme::Q4_1 => "q4_1",
+    }
+}
+
+fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
+    let (x, w, out) = (
+        ctx.input(0)?.clone(),
+        ctx.input(1)?.clone(),
+        ctx.out.clone(),
+    );
+    let dt = x.dtype;
+    let sfx = NodeCtx::float_sfx(dt)?;
+    if out.dtype != dt {
+        crate::bail!("output dtype {} differs from x's {dt}", out.dtype);
+    }
+    if w.dtype != DType::U8 || w.rank() != 2 {
+        crate::bail!(
+            "packed weight must be u8 [N, bytes], got {} {:?}",
+            w.dtype,
+            w.dims
+        );
+    }
+    if x.rank() == 0 {
+        crate::bail!("x must have rank >= 1");
+    }
+    let k = x.dims[x.rank() - 1];
+    let n = w.dims[0];
+    let rb = k / QuantScheme::BLOCK * scheme.block_bytes();
+    if !k.is_multiple_of(QuantScheme::BLOCK) || w.dims[1] != rb {
+        crate::bail!("weight {:?} does not pack [{n}, {k}] as {scheme:?}", w.dims);
+    }
+    let m = x.numel().checked_div(k).unwrap_or(0);
+    if out.numel() != m * n {
+        crate::bail!("output {:?} does not hold {m}×{n}", out.dims);
+    }
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        return ctx.zero(out.ptr, out.bytes());
+    }
+    let sn = scheme_name(scheme);
+    if m <= GEMV_MAX_M {
+        let warps = 8usize;
+        let blocks = n.div_ceil(warps);
+        if blocks > i32::MAX as usize {
+            crate::bail!("N = {n} is too large for one launch");
+        }
+        let args = KArgs::new()
+            .ptr(x.ptr)
+            .ptr(w.ptr)
+            .ptr(out.ptr)
+            .i32(m as i32)
+            .i64(n as i64)
+            .i64(k as i64);
+        return ctx.launch(
+            SRC,
+            &format!("dq_gemv_{sn}_{sfx}"),
+            [blocks as u32, 1, 1],
+            [32 * warps as u32, 1, 1],
+            0,
+            args,
+        );
+    }
+    // Chunks of whole 128-column groups keep every chunk's output offset aligned.
+    let es = dt.size_bytes();
+    let per_row = k * es;
+    let mut chunk = (DEQUANT_SCRATCH / per_row).max(1);
+    if chunk < n {
+        chunk = (chunk / 128 * 128).max(128);
+    }
+    let chunk = chunk.min(n);
+    let wbuf = ctx.scratch(chunk * per_row)?;
+    let px = gemm_input(ctx, &x)?;
+    let pc = gemm_output(ctx, out.ptr, out.bytes())?;
+    let label = format!("{}#{}", ctx.node.op.kind(), ctx.node.id.0);
+    let mut n0 = 0;
+    while n0 < n {
+        let rows = chunk.min(n - n0);
+        let args = KArgs::new()
+            .ptr(w.ptr + (n0 * rb) as u64)
+            .ptr(wbuf)
+            .i64(rows as i64)
+            .i64(k as i64);
+        ctx.launch_1d(SRC, &format!("dq_dequant_{sn}_{sfx}"), rows * k, args)?;
+        // out[:, n0..n0+rows] = x · W[n0..n0+rows]ᵀ, written in place with row stride N.
+        let mut g = GemmDesc::simple(m, rows, k, px, wbuf, pc + (n0 * es) as u64, dt);
+        g.trans_b = true;
+        g.ldb = k;
+        g.ldc = n;
+        g.label = label.clone();
+        ctx.gemm(g)?;
+        n0 += rows;
+    }
+    gemm_output_done(ctx, out.ptr, pc, out.bytes())
 }
