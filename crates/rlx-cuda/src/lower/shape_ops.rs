@@ -1,6 +1,227 @@
-//! CUDA lowering of the shape_ops ops (kernels in `kernels/shape_ops.cu`).
-use super::{Lowered, NodeCtx};
+//! CUDA lowering of the shape ops (kernels in `kernels/shape_ops.cu`). Every op except Gather,
+//! Pad and Rope is a strided view of its input (dims, element strides, element offset) that one
+//! copy materialises; `move_ops` picks the copy kernel for a view. Data movement is
+//! dtype-agnostic: kernels move 1/2/4/8/16-byte units, so every dtype is lowered.
+#[cfg(test)]
+#[path = "shape_devtest.rs"]
+mod devtest;
+#[path = "shape_move.rs"]
+mod move_ops;
+#[path = "shape_region.rs"]
+mod region;
+#[path = "shape_rope.rs"]
+mod rope;
+
+use super::{contiguous_strides, Lowered, NodeCtx};
+use crate::bail;
+use rlx_ir::ops::shape_ops::{slice_params, slice_range};
+use rlx_ir::{DType, Op};
+
+pub(crate) use move_ops::View;
 
 pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    crate::bail!("{} has no CUDA lowering yet", ctx.op().kind())
+    let x = ctx.input(0)?.clone();
+    if ctx.out.dtype.size_bytes() != x.dtype.size_bytes() && !matches!(ctx.op(), Op::Rope { .. }) {
+        bail!(
+            "output {} differs from input {} in width",
+            ctx.out.dtype,
+            x.dtype
+        );
+    }
+    let view = match ctx.op() {
+        Op::Reshape { .. } => return reshape(ctx),
+        Op::Concat { axis } => return concat(ctx, *axis),
+        Op::Pad { pads, value } => return pad(ctx, pads, *value),
+        Op::Gather { axis } => return rope::gather(ctx, *axis),
+        Op::Rope {
+            head_dim,
+            n_rot,
+            style,
+        } => return rope::rope(ctx, *head_dim, *n_rot, *style),
+        Op::TransformRegion { steps } => return region::lower(ctx, steps),
+        Op::Expand { .. } => View::broadcast(&x.dims, &ctx.out.dims)?,
+        Op::Transpose { perm } => {
+            let r = x.rank();
+            let mut seen = vec![false; r];
+            if perm.len() != r
+                || !perm
+                    .iter()
+                    .all(|&p| p < r && !std::mem::replace(&mut seen[p], true))
+            {
+                bail!("perm {perm:?} is not a permutation of rank {r}");
+            }
+            View::contiguous(&x.dims).permute(perm)
+        }
+        Op::Narrow { axis, start, len } => {
+            let a = ctx.axis(*axis, x.rank())?;
+            if start + len > x.dims[a] {
+                bail!(
+                    "narrow [{start}, +{len}) out of range for dim {}",
+                    x.dims[a]
+                );
+            }
+            View::contiguous(&x.dims).narrow(a, *start, *len)
+        }
+        Op::Slice {
+            axes,
+            starts,
+            ends,
+            steps,
+        } => {
+            let mut v = View::contiguous(&x.dims);
+            let params = slice_params(x.rank(), axes, starts, ends, steps).map_err(super::Bail)?;
+            for (a, s, e, step) in params {
+                let (first, len) = slice_range(x.dims[a], s, e, step);
+                v.offset += first as i64 * v.strides[a];
+                // With one element the step is never taken (and a huge step must not overflow).
+                v.strides[a] = if len > 1 { v.strides[a] * step } else { 0 };
+                v.dims[a] = len;
+            }
+            v
+        }
+        op => bail!("{} is not a shape op", op.kind()),
+    };
+    if view.dims != ctx.out.dims {
+        bail!(
+            "view {:?} does not give the output {:?}",
+            view.dims,
+            ctx.out.dims
+        );
+    }
+    let out = ctx.out.clone();
+    move_ops::copy_view(ctx, &x, &view, out.ptr)
+}
+
+/// A plain copy, or a broadcast when a 1-element tensor expands.
+fn reshape(ctx: &mut NodeCtx) -> Lowered {
+    let (x, out) = (ctx.input(0)?.clone(), ctx.out.clone());
+    if x.numel() == out.numel() {
+        if x.ptr == out.ptr {
+            return Ok(());
+        }
+        return ctx.copy(out.ptr, x.ptr, out.bytes());
+    }
+    if x.numel() != 1 {
+        bail!("cannot reshape {:?} into {:?}", x.dims, out.dims);
+    }
+    let v = View {
+        strides: vec![0; out.rank()],
+        dims: out.dims.clone(),
+        offset: 0,
+    };
+    move_ops::copy_view(ctx, &x, &v, out.ptr)
+}
+
+/// One row copy per input: input i's rows (outer × its slab) land at its column offset.
+fn concat(ctx: &mut NodeCtx, axis: i64) -> Lowered {
+    let out = ctx.out.clone();
+    let a = ctx.axis(axis, out.rank())?;
+    let es = out.dtype.size_bytes();
+    let outer: usize = out.dims[..a].iter().product();
+    let inner: usize = out.dims[a + 1..].iter().product();
+    let total = out.dims[a] * inner;
+    let mut off = 0usize;
+    for x in ctx.ins.clone() {
+        if x.rank() != out.rank() || x.dtype.size_bytes() != es {
+            bail!(
+                "concat input {:?} {} does not match output {:?}",
+                x.dims,
+                x.dtype,
+                out.dims
+            );
+        }
+        let w = x.dims[a] * inner;
+        if off + w > total {
+            bail!("concat inputs overflow the output axis");
+        }
+        move_ops::row_copy(
+            ctx,
+            x.ptr,
+            out.at(off),
+            &[outer],
+            &[w as i64],
+            &[total as i64],
+            w,
+            es,
+        )?;
+        off += w;
+    }
+    if off != total {
+        bail!("concat inputs fill {off} of {total} columns");
+    }
+    Ok(())
+}
+
+/// The bits of `value` in `dtype`, converted the way the CPU reference does (through its
+/// compute class: f32 for the half types, i64 for the integers).
+fn pad_bits(value: f64, dtype: DType) -> u64 {
+    let int = value as i64;
+    match dtype {
+        DType::F32 => (value as f32).to_bits() as u64,
+        DType::F64 => value.to_bits(),
+        DType::F16 => half::f16::from_f32(value as f32).to_bits() as u64,
+        DType::BF16 => half::bf16::from_f32(value as f32).to_bits() as u64,
+        DType::I64 => int as u64,
+        // The CPU stores narrow integers wrapped (low bits of the i64).
+        DType::I32 => int as i32 as u32 as u64,
+        DType::U8 => int as u8 as u64,
+        DType::Bool => (int != 0) as u64,
+    }
+}
+
+fn pad(ctx: &mut NodeCtx, pads: &[[usize; 2]], value: f64) -> Lowered {
+    let (x, out) = (ctx.input(0)?.clone(), ctx.out.clone());
+    let r = x.rank();
+    if pads.len() != r {
+        bail!("pad lists {} pairs for rank {r}", pads.len());
+    }
+    let want: Vec<usize> = x
+        .dims
+        .iter()
+        .zip(pads)
+        .map(|(d, p)| d + p[0] + p[1])
+        .collect();
+    if want != out.dims {
+        bail!(
+            "pad of {:?} gives {want:?}, output is {:?}",
+            x.dims,
+            out.dims
+        );
+    }
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    if r == 0 {
+        return ctx.copy(out.ptr, x.ptr, out.bytes());
+    }
+    let es = out.dtype.size_bytes();
+    let sfx = move_ops::unit_sfx(es)?;
+    let xs: Vec<i64> = contiguous_strides(&x.dims)
+        .iter()
+        .map(|&s| s as i64)
+        .collect();
+    let before: Vec<i64> = pads[..r - 1].iter().map(|p| p[0] as i64).collect();
+    let od = move_ops::dims8(&out.dims[..r - 1], &xs[..r - 1])?;
+    let pd = move_ops::dims8(&x.dims[..r - 1], &before)?;
+    let rows: usize = out.dims[..r - 1].iter().product();
+    let l = out.dims[r - 1];
+    let (block, grid) = move_ops::row_launch(rows, l, 1);
+    let args = super::KArgs::new()
+        .ptr(x.ptr)
+        .ptr(out.ptr)
+        .dims(od)
+        .dims(pd)
+        .i64(rows as i64)
+        .i64(l as i64)
+        .i64(pads[r - 1][0] as i64)
+        .i64(x.dims[r - 1] as i64)
+        .pod(pad_bits(value, out.dtype));
+    ctx.launch(
+        crate::kernels::Src::Static("shape_ops"),
+        &format!("pad_rows_{sfx}"),
+        [grid[0], 1, 1],
+        block,
+        0,
+        args,
+    )
 }
