@@ -2,9 +2,6 @@
 //! Pad and Rope is a strided view of its input (dims, element strides, element offset) that one
 //! copy materialises; `move_ops` picks the copy kernel for a view. Data movement is
 //! dtype-agnostic: kernels move 1/2/4/8/16-byte units, so every dtype is lowered.
-#[cfg(test)]
-#[path = "shape_devtest.rs"]
-mod devtest;
 #[path = "shape_move.rs"]
 mod move_ops;
 #[path = "shape_region.rs"]
