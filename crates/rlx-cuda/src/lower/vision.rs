@@ -1,6 +1,159 @@
-//! CUDA lowering of the vision ops (kernels in `kernels/vision.cu`).
-use super::{Lowered, NodeCtx};
+//! CUDA lowering of the vision ops (kernels in `kernels/vision.cu`): pooling, its max
+//! gradient and nearest 2× upsampling here; the convolutions in `vision_conv.rs`.
+use super::{DevTensor, KArgs, Lowered, NodeCtx};
+use crate::bail;
+use crate::kernels::Src;
+use rlx_ir::{Op, PoolKind, PoolSpec};
+
+#[path = "vision_conv.rs"]
+mod conv;
+
+const SRC: Src = Src::Static("vision");
+
+/// The kernels index with 32-bit ints; a tensor must stay well below 2^31 elements so a
+/// grid-stride index never overflows.
+const MAX_ELEMS: usize = 1 << 30;
 
 pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    crate::bail!("{} has no CUDA lowering yet", ctx.op().kind())
+    match ctx.op() {
+        Op::Conv(spec) => conv::forward(ctx, spec),
+        Op::Conv2dBackwardInput { spec, input_hw } => conv::backward_input(ctx, spec, *input_hw),
+        Op::Conv2dBackwardWeight(spec) => conv::backward_weight(ctx, spec),
+        Op::Pool(spec) => pool(ctx, spec),
+        Op::MaxPool2dBackward(spec) => max_pool_backward(ctx, spec),
+        Op::ResizeNearest2x => resize_nearest2x(ctx),
+        op => bail!("{} is not a vision op", op.kind()),
+    }
+}
+
+/// Every tensor in `ts` is small enough for the kernels' 32-bit index math.
+fn check_sizes(ts: &[&DevTensor]) -> Lowered {
+    for t in ts {
+        if t.numel() >= MAX_ELEMS {
+            bail!(
+                "tensor {:?} has {} elements; the vision kernels take fewer than {MAX_ELEMS}",
+                t.dims,
+                t.numel()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Pool geometry over x `[N, C, H, W]`: (planes, h, w, ho, wo).
+fn pool_geom(spec: &PoolSpec, x: &DevTensor) -> Result<[usize; 5], super::Bail> {
+    if x.rank() != 4 {
+        bail!("pool input must be rank 4, got {:?}", x.dims);
+    }
+    let mut out = [0usize; 2];
+    for i in 0..2 {
+        let (k, s, p) = (spec.kernel_size[i], spec.stride[i], spec.padding[i]);
+        if p > k / 2 {
+            bail!("pool padding {:?} exceeds half the kernel", spec.padding);
+        }
+        out[i] = match rlx_ir::ops::vision::conv_out_len(x.dims[2 + i], k, s, p, 1) {
+            Some(v) => v,
+            None => bail!("pool kernel is larger than the padded input"),
+        };
+    }
+    Ok([x.dims[0] * x.dims[1], x.dims[2], x.dims[3], out[0], out[1]])
+}
+
+/// The pool geometry as kernel arguments: h, w, ho, wo, kh, kw, sh, sw, ph, pw.
+fn pool_args(a: KArgs, spec: &PoolSpec, [planes, h, w, ho, wo]: [usize; 5]) -> KArgs {
+    let mut a = a.i32(planes as i32);
+    for v in [h, w, ho, wo] {
+        a = a.i32(v as i32);
+    }
+    for v in [spec.kernel_size, spec.stride, spec.padding] {
+        a = a.i32(v[0] as i32).i32(v[1] as i32);
+    }
+    a
+}
+
+fn pool(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
+    let x = ctx.input(0)?.clone();
+    let sfx = NodeCtx::float_sfx(x.dtype)?;
+    let geom = pool_geom(spec, &x)?;
+    let [planes, _, _, ho, wo] = geom;
+    if ctx.out.dims != [x.dims[0], x.dims[1], ho, wo] || ctx.out.dtype != x.dtype {
+        bail!("pool output {:?} does not match the geometry", ctx.out.dims);
+    }
+    check_sizes(&[&x, &ctx.out])?;
+    let n = planes * ho * wo;
+    if n == 0 {
+        return Ok(());
+    }
+    let args = KArgs::new().ptr(x.ptr).ptr(ctx.out.ptr);
+    let args = pool_args(args, spec, geom).i32((spec.kind == PoolKind::Max) as i32);
+    ctx.launch_1d(SRC, &format!("pool2d_{sfx}"), n, args)
+}
+
+fn max_pool_backward(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
+    if spec.kind != PoolKind::Max {
+        bail!("MaxPool2dBackward needs a max PoolSpec");
+    }
+    let x = ctx.input(0)?.clone();
+    let dy = ctx.input(1)?.clone();
+    let sfx = NodeCtx::float_sfx(x.dtype)?;
+    let geom = pool_geom(spec, &x)?;
+    let [planes, h, w, ho, wo] = geom;
+    if dy.dims != [x.dims[0], x.dims[1], ho, wo] || dy.dtype != x.dtype {
+        bail!("dy {:?} does not match the pool output", dy.dims);
+    }
+    if ctx.out.dims != x.dims || ctx.out.dtype != x.dtype {
+        bail!("dx {:?} does not match x {:?}", ctx.out.dims, x.dims);
+    }
+    check_sizes(&[&x, &dy])?;
+    let n = planes * h * w;
+    if n == 0 {
+        return Ok(());
+    }
+    let dx = ctx.out.ptr;
+    let overlap = (0..2).any(|i| spec.kernel_size[i] > spec.stride[i]);
+    if !overlap {
+        // Each input sits in at most one window: rescanning it is as cheap as a stored index.
+        let args = pool_args(KArgs::new().ptr(x.ptr).ptr(dy.ptr).ptr(dx), spec, geom);
+        return ctx.launch_1d(SRC, &format!("maxpool2d_bwd_{sfx}"), n, args);
+    }
+    // Overlapping windows: find each window's first maximum once, then gather.
+    let idx = ctx.scratch(planes * ho * wo * 4)?;
+    let args = pool_args(KArgs::new().ptr(x.ptr).ptr(idx), spec, geom);
+    ctx.launch_1d(SRC, &format!("pool_argmax_{sfx}"), planes * ho * wo, args)?;
+    let args = pool_args(KArgs::new().ptr(idx).ptr(dy.ptr).ptr(dx), spec, geom);
+    ctx.launch_1d(SRC, &format!("maxpool2d_bwd_idx_{sfx}"), n, args)
+}
+
+/// Any dtype: the kernel only moves elements, so it is picked by element size.
+fn resize_nearest2x(ctx: &mut NodeCtx) -> Lowered {
+    let x = ctx.input(0)?.clone();
+    if x.rank() != 4 {
+        bail!("ResizeNearest2x input must be rank 4, got {:?}", x.dims);
+    }
+    let d = &x.dims;
+    if ctx.out.dims != [d[0], d[1], 2 * d[2], 2 * d[3]] || ctx.out.dtype != x.dtype {
+        bail!(
+            "ResizeNearest2x output {:?} is not 2x the input",
+            ctx.out.dims
+        );
+    }
+    check_sizes(&[&ctx.out])?;
+    let sfx = match x.dtype.size_bytes() {
+        1 => "b1",
+        2 => "b2",
+        4 => "b4",
+        8 => "b8",
+        s => bail!("no ResizeNearest2x kernel for {s}-byte elements"),
+    };
+    let n = x.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let args = KArgs::new()
+        .ptr(x.ptr)
+        .ptr(ctx.out.ptr)
+        .i32((d[0] * d[1]) as i32)
+        .i32(d[2] as i32)
+        .i32(d[3] as i32);
+    ctx.launch_1d(SRC, &format!("resize_nearest2x_{sfx}"), n, args)
 }
