@@ -1,1 +1,762 @@
 // rlx attention kernels (see lower/attention.rs). common.cuh is prepended.
+//
+// attn_fwd_*: flash-style forward. One block = 128 threads = one (batch, head, tile of
+// 16*ROWS queries). K/V tiles of 8*KJ keys go through shared memory as f32; the softmax
+// runs online with the running max / sum / output in registers, so no Sq x Sk buffer
+// exists. Thread t owns query rows r + 16*i (r = t/8, i < ROWS), keys c + 8*j of each tile
+// (c = t%8, j < KJ) and output chunks of 4 columns c + 8*u (u < CV). The 8 lanes sharing
+// a row sit in one warp, so row max / sum are 3 shuffles and the probabilities a warp
+// writes to shared memory are read back only by that warp.
+//
+// attn_split_* + attn_combine_*: few query rows (decode). One block per (query row,
+// chunk of keys), threads across keys; partial (max, sum, unnormalised output) per chunk
+// are merged by attn_combine (or written directly when there is one chunk).
+//
+// Semantics follow the CPU thunk: s = (q.k) * scale, then cap * tanh(s / cap), then the
+// mask; a row that sees no key is zeros.
+
+// Mirrors AttnArgs in lower/attention.rs (element strides; D/Dv are head sizes).
+struct AttnArgs {
+    i64 q_b, q_h, q_s;
+    i64 k_b, k_h, k_s;
+    i64 v_b, v_h, v_s;
+    i64 o_b, o_h, o_s;
+    int heads, group, sq, sk;
+    int d, dv, mask, window;
+    float scale, cap;
+    // bit 0: q rows 4-aligned, bit 1: k, bit 2: v (vector loads allowed)
+    int vec, chunk;
+    int nsplit, pad_;
+};
+
+#define ATT_NONE 0
+#define ATT_CAUSAL 1
+#define ATT_SLIDING 2
+#define ATT_CUSTOM 3
+
+// Four consecutive elements as floats; `p` is aligned to 4 elements.
+__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ float4 ld4(const __half* p) {
+    uint2 u = *reinterpret_cast<const uint2*>(p);
+    float2 a = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
+    float2 b = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
+    return make_float4(a.x, a.y, b.x, b.y);
+}
+__device__ __forceinline__ float4 ld4(const __nv_bfloat16* p) {
+    uint2 u = *reinterpret_cast<const uint2*>(p);
+    float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+    float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+    return make_float4(a.x, a.y, b.x, b.y);
+}
+
+// Keys [lo, hi) that query row `i` (absolute in 0..sq) may see under a positional mask.
+// Queries are the last sq positions of the sk keys (KV-cache decode).
+__device__ __forceinline__ void att_range(const AttnArgs& a, int i, int& lo, int& hi) {
+    long long pos = (long long)a.sk - a.sq + i;
+    long long l = 0, h = a.sk;
+    if (a.mask == ATT_CAUSAL || a.mask == ATT_SLIDING) {
+        h = pos + 1;
+        if (a.mask == ATT_SLIDING) l = pos + 1 - a.window;
+    }
+    l = l < 0 ? 0 : (l > a.sk ? a.sk : l);
+    h = h < 0 ? 0 : (h > a.sk ? a.sk : h);
+    lo = (int)l;
+    hi = (int)h;
+}
+
+__device__ __forceinline__ float att_logit(float dot, const AttnArgs& a) {
+    float s = dot * a.scale;
+    if (a.cap > 0.f) s = a.cap * tanhf(s / a.cap);
+    return s;
+}
+
+// dst[r][c] (row stride dstride floats) = src row (row0 + r) col c, for r < nrows and
+// c < cols4 (cols rounded up to 4); rows >= nvalid and cols >= cols are zero.
+template <typename T>
+__device__ __forceinline__ void att_load_tile(float* dst, int dstride, const T* src, i64 sstride,
+                                              int nrows, int nvalid, int cols, int cols4,
+                                              bool vec) {
+    int n4 = cols4 >> 2;
+    int total = nrows * n4;
+    for (int idx = threadIdx.x; idx < total; idx += blockDim.x) {
+        int r = idx / n4, c4 = idx - r * n4;
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (r < nvalid) {
+            const T* p = src + (i64)r * sstride + c4 * 4;
+            if (vec) {
+                v = ld4(p);
+            } else {
+                int c = c4 * 4;
+                if (c < cols) v.x = ldf(p, 0);
+                if (c + 1 < cols) v.y = ldf(p, 1);
+                if (c + 2 < cols) v.z = ldf(p, 2);
+                if (c + 3 < cols) v.w = ldf(p, 3);
+            }
+        }
+        *reinterpret_cast<float4*>(dst + r * dstride + c4 * 4) = v;
+    }
+}
+
+// Row stride (floats) of the Q/K tiles: a multiple of 4 whose quarter is odd, so the 8
+// key rows a warp reads at once (and the 4 query rows) fall in distinct bank groups.
+__host__ __device__ constexpr int att_qk_stride(int d4) { return ((d4 >> 2) & 1) ? d4 : d4 + 4; }
+
+template <typename T, int ROWS, int CV, int DQ, int KJ>
+__device__ __forceinline__ void attn_fwd_body(const T* __restrict__ q, const T* __restrict__ k,
+                                              const T* __restrict__ v,
+                                              const u8* __restrict__ keep, T* __restrict__ out,
+                                              const AttnArgs& a) {
+    constexpr int BQ = 16 * ROWS;
+    constexpr int BK = 8 * KJ;
+    constexpr int PS = BK + 8;  // P row stride: 8 rows of a warp hit distinct banks
+    extern __shared__ float4 att_smem4[];
+    float* smem = reinterpret_cast<float*>(att_smem4);
+
+    const int D = DQ > 0 ? DQ : a.d;
+    const int D4 = DQ > 0 ? DQ : ((a.d + 3) & ~3);
+    const int DS = att_qk_stride(D4);
+    const int DV4 = (a.dv + 3) & ~3;
+    const int NCV = DV4 >> 2;
+
+    float* Qs = smem;
+    float* Ks = Qs + BQ * DS;
+    float* Vs = Ks + BK * DS;
+    float* Ps = Vs + BK * DV4;
+    float* Km = Ps + BQ * PS;
+
+    const int tid = threadIdx.x, r = tid >> 3, c = tid & 7;
+    const int bh = blockIdx.x;
+    const int b = bh / a.heads, h = bh - b * a.heads, kvh = h / a.group;
+    const int q0 = blockIdx.y * BQ;
+    const int nq = min(BQ, a.sq - q0);
+
+    const T* qb = q + b * a.q_b + h * a.q_h + (i64)q0 * a.q_s;
+    const T* kb = k + b * a.k_b + kvh * a.k_h;
+    const T* vb = v + b * a.v_b + kvh * a.v_h;
+    const u8* kp = keep ? keep + (i64)b * a.sk : nullptr;
+
+    att_load_tile(Qs, DS, qb, a.q_s, BQ, nq, a.d, D4, (a.vec & 1) != 0);
+
+    int lo[ROWS], hi[ROWS];
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+        int row = q0 + r + 16 * i;
+        if (row < a.sq) {
+            att_range(a, row, lo[i], hi[i]);
+        } else {
+            lo[i] = 0;
+            hi[i] = 0;
+        }
+    }
+    // lo and hi grow with the row: the block's keys are [lo(first), hi(last)); a tile inside
+    // [lo(last), hi(first)) needs no per-key check.
+    int blo, bhi, flo, fhi;
+    att_range(a, q0, blo, fhi);
+    att_range(a, q0 + nq - 1, flo, bhi);
+
+    float m[ROWS], l[ROWS];
+    float4 o[ROWS][CV];
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+        m[i] = -INFINITY;
+        l[i] = 0.f;
+#pragma unroll
+        for (int u = 0; u < CV; ++u) o[i][u] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+
+    for (int kt = blo; kt < bhi; kt += BK) {
+        const int nk = min(BK, a.sk - kt);
+        __syncthreads();
+        att_load_tile(Ks, DS, kb + (i64)kt * a.k_s, a.k_s, BK, nk, a.d, D4, (a.vec & 2) != 0);
+        att_load_tile(Vs, DV4, vb + (i64)kt * a.v_s, a.v_s, BK, nk, a.dv, DV4,
+                      (a.vec & 4) != 0);
+        if (kp) {
+            for (int j = tid; j < BK; j += blockDim.x) Km[j] = (j < nk && kp[kt + j]) ? 1.f : 0.f;
+        }
+        __syncthreads();
+
+        float s[ROWS][KJ];
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i)
+#pragma unroll
+            for (int j = 0; j < KJ; ++j) s[i][j] = 0.f;
+
+        const float4* Q4 = reinterpret_cast<const float4*>(Qs);
+        const float4* K4 = reinterpret_cast<const float4*>(Ks);
+        const int DS4 = DS >> 2;
+#pragma unroll(DQ > 0 ? DQ / 4 : 4)
+        for (int d4 = 0; d4 < (D4 >> 2); ++d4) {
+            float4 qv[ROWS], kv[KJ];
+#pragma unroll
+            for (int i = 0; i < ROWS; ++i) qv[i] = Q4[(r + 16 * i) * DS4 + d4];
+#pragma unroll
+            for (int j = 0; j < KJ; ++j) kv[j] = K4[(c + 8 * j) * DS4 + d4];
+#pragma unroll
+            for (int i = 0; i < ROWS; ++i)
+#pragma unroll
+                for (int j = 0; j < KJ; ++j) {
+                    float t = s[i][j];
+                    t = fmaf(qv[i].x, kv[j].x, t);
+                    t = fmaf(qv[i].y, kv[j].y, t);
+                    t = fmaf(qv[i].z, kv[j].z, t);
+                    t = fmaf(qv[i].w, kv[j].w, t);
+                    s[i][j] = t;
+                }
+        }
+
+        const bool full = !kp && kt >= flo && kt + BK <= fhi;
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int j = 0; j < KJ; ++j) {
+                int key = c + 8 * j;
+                bool ok = full || (kt + key >= lo[i] && kt + key < hi[i] && (!kp || Km[key] != 0.f));
+                s[i][j] = ok ? att_logit(s[i][j], a) : -INFINITY;
+                mx = fmaxf(mx, s[i][j]);
+            }
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+            const float mn = fmaxf(m[i], mx);
+            float alpha = 1.f, sum = 0.f;
+            float* prow = Ps + (r + 16 * i) * PS + c;
+            if (mn == -INFINITY) {
+#pragma unroll
+                for (int j = 0; j < KJ; ++j) prow[8 * j] = 0.f;
+            } else {
+                alpha = expf(m[i] - mn);
+#pragma unroll
+                for (int j = 0; j < KJ; ++j) {
+                    float p = expf(s[i][j] - mn);
+                    sum += p;
+                    prow[8 * j] = p;
+                }
+            }
+            m[i] = mn;
+            l[i] = l[i] * alpha + sum;
+#pragma unroll
+            for (int u = 0; u < CV; ++u) {
+                o[i][u].x *= alpha;
+                o[i][u].y *= alpha;
+                o[i][u].z *= alpha;
+                o[i][u].w *= alpha;
+            }
+        }
+        __syncwarp();
+
+        const float4* P4 = reinterpret_cast<const float4*>(Ps);
+        const float4* V4 = reinterpret_cast<const float4*>(Vs);
+        const int kend = min(BK, bhi - kt);
+#pragma unroll 2
+        for (int kk = 0; kk < kend; kk += 4) {
+            float4 pv[ROWS];
+#pragma unroll
+            for (int i = 0; i < ROWS; ++i) pv[i] = P4[((r + 16 * i) * PS + kk) >> 2];
+#pragma unroll
+            for (int u = 0; u < CV; ++u) {
+                const int ch = c + 8 * u;
+                if (CV == 1 || ch < NCV) {
+                    const float4 v0 = V4[(kk + 0) * NCV + ch];
+                    const float4 v1 = V4[(kk + 1) * NCV + ch];
+                    const float4 v2 = V4[(kk + 2) * NCV + ch];
+                    const float4 v3 = V4[(kk + 3) * NCV + ch];
+#pragma unroll
+                    for (int i = 0; i < ROWS; ++i) {
+                        float4 acc = o[i][u];
+                        acc.x = fmaf(pv[i].x, v0.x, acc.x);
+                        acc.y = fmaf(pv[i].x, v0.y, acc.y);
+                        acc.z = fmaf(pv[i].x, v0.z, acc.z);
+                        acc.w = fmaf(pv[i].x, v0.w, acc.w);
+                        acc.x = fmaf(pv[i].y, v1.x, acc.x);
+                        acc.y = fmaf(pv[i].y, v1.y, acc.y);
+                        acc.z = fmaf(pv[i].y, v1.z, acc.z);
+                        acc.w = fmaf(pv[i].y, v1.w, acc.w);
+                        acc.x = fmaf(pv[i].z, v2.x, acc.x);
+                        acc.y = fmaf(pv[i].z, v2.y, acc.y);
+                        acc.z = fmaf(pv[i].z, v2.z, acc.z);
+                        acc.w = fmaf(pv[i].z, v2.w, acc.w);
+                        acc.x = fmaf(pv[i].w, v3.x, acc.x);
+                        acc.y = fmaf(pv[i].w, v3.y, acc.y);
+                        acc.z = fmaf(pv[i].w, v3.z, acc.z);
+                        acc.w = fmaf(pv[i].w, v3.w, acc.w);
+                        o[i][u] = acc;
+                    }
+                }
+            }
+        }
+    }
+
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+        float sum = l[i];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+        const int row = q0 + r + 16 * i;
+        if (row >= a.sq) continue;
+        const float inv = sum > 0.f ? 1.f / sum : 0.f;
+        T* orow = out + b * a.o_b + h * a.o_h + (i64)row * a.o_s;
+#pragma unroll
+        for (int u = 0; u < CV; ++u) {
+            const int col = (c + 8 * u) * 4;
+            if (col < a.dv) stf(orow, col, o[i][u].x * inv);
+            if (col + 1 < a.dv) stf(orow, col + 1, o[i][u].y * inv);
+            if (col + 2 < a.dv) stf(orow, col + 2, o[i][u].z * inv);
+            if (col + 3 < a.dv) stf(orow, col + 3, o[i][u].w * inv);
+        }
+    }
+}
+
+#define ATT_FWD(R, C, DQ, KJ, sfx, T)                                                        \
+    extern "C" __global__ void __launch_bounds__(128)                                        \
+        attn_fwd_r##R##_c##C##_d##DQ##_k##KJ##_##sfx(const T* q, const T* k, const T* v,     \
+                                                     const u8* keep, T* out, AttnArgs a) {   \
+        attn_fwd_body<T, R, C, DQ, KJ>(q, k, v, keep, out, a);                               \
+    }
+#define ATT_FWD_ROWS(C, DQ, KJ, sfx, T) \
+    ATT_FWD(1, C, DQ, KJ, sfx, T) ATT_FWD(2, C, DQ, KJ, sfx, T) ATT_FWD(4, C, DQ, KJ, sfx, T)
+#define ATT_FWD_ALL(sfx, T)                                                                   \
+    ATT_FWD_ROWS(1, 32, 8, sfx, T)                                                            \
+    ATT_FWD_ROWS(2, 64, 8, sfx, T)                                                            \
+    ATT_FWD_ROWS(4, 128, 8, sfx, T)                                                           \
+    ATT_FWD_ROWS(1, 0, 8, sfx, T)                                                             \
+    ATT_FWD_ROWS(2, 0, 8, sfx, T)                                                             \
+    ATT_FWD_ROWS(4, 0, 8, sfx, T)                                                             \
+    ATT_FWD(1, 8, 0, 4, sfx, T) ATT_FWD(2, 8, 0, 4, sfx, T)
+RLX_FLOAT_TYPES(ATT_FWD_ALL)
+
+// ---- tensor-core forward (f16 / bf16, head_dim == v_head_dim in {32, 64, 128})
+//
+// FlashAttention-2 layout: one warp = 16 query rows, NW warps a block; K/V tiles of 64 keys
+// in shared memory as storage type. S = Q.K^T and O += P.V run on mma.m16n8k16 with f32
+// accumulators; the S accumulator of two adjacent 8-key tiles is exactly the A operand of
+// the P.V product, so P never leaves registers. Lane (g = lane/4, t = lane%4) owns rows g
+// and g+8 of its warp's 16, and columns 2t, 2t+1 of every 8-wide tile.
+
+__device__ __forceinline__ unsigned att_pack(float x, float y, const __half*) {
+    __half2 h = __floats2half2_rn(x, y);
+    return *reinterpret_cast<unsigned*>(&h);
+}
+__device__ __forceinline__ unsigned att_pack(float x, float y, const __nv_bfloat16*) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+    return *reinterpret_cast<unsigned*>(&h);
+}
+__device__ __forceinline__ void att_mma(float* c, const unsigned* a, unsigned b0, unsigned b1,
+                                        const __half*) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void att_mma(float* c, const unsigned* a, unsigned b0, unsigned b1,
+                                        const __nv_bfloat16*) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void att_ldsm(unsigned* r, const void* p) {
+    unsigned addr = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void att_ldsm_t(unsigned* r, const void* p) {
+    unsigned addr = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+// rows x D tile of storage type into shared memory (row stride DS), 16-byte chunks; rows
+// >= nvalid are zero. Rows of src are 16-byte aligned (checked at lowering).
+template <typename T, int D, int DS>
+__device__ __forceinline__ void att_mma_load(T* dst, const T* src, i64 sstride, int nrows,
+                                             int nvalid) {
+    constexpr int C = D / 8;
+    for (int idx = threadIdx.x; idx < nrows * C; idx += blockDim.x) {
+        const int r = idx / C, c = idx - r * C;
+        uint4 x = make_uint4(0u, 0u, 0u, 0u);
+        if (r < nvalid) x = *reinterpret_cast<const uint4*>(src + (i64)r * sstride + c * 8);
+        *reinterpret_cast<uint4*>(dst + r * DS + c * 8) = x;
+    }
+}
+
+template <typename T, int D, int NW>
+__device__ __forceinline__ void attn_mma_body(const T* __restrict__ q, const T* __restrict__ k,
+                                              const T* __restrict__ v,
+                                              const u8* __restrict__ keep, T* __restrict__ out,
+                                              const AttnArgs& a) {
+    constexpr int BQ = 16 * NW, BK = 64, DS = D + 8, NT = D / 8;
+    extern __shared__ float4 att_smem4[];
+    T* Qs = reinterpret_cast<T*>(att_smem4);
+    T* Ks = Qs + BQ * DS;
+    T* Vs = Ks + BK * DS;
+    float* Km = reinterpret_cast<float*>(Vs + BK * DS);
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    const int bh = blockIdx.x;
+    const int b = bh / a.heads, h = bh - b * a.heads, kvh = h / a.group;
+    const int q0 = blockIdx.y * BQ;
+    const int nq = min(BQ, a.sq - q0);
+    const T* kb = k + b * a.k_b + kvh * a.k_h;
+    const T* vb = v + b * a.v_b + kvh * a.v_h;
+    const u8* kp = keep ? keep + (i64)b * a.sk : nullptr;
+
+    att_mma_load<T, D, DS>(Qs, q + b * a.q_b + h * a.q_h + (i64)q0 * a.q_s, a.q_s, BQ, nq);
+
+    const int row0 = q0 + warp * 16 + g, row1 = row0 + 8;
+    int lo0 = 0, hi0 = 0, lo1 = 0, hi1 = 0;
+    if (row0 < a.sq) att_range(a, row0, lo0, hi0);
+    if (row1 < a.sq) att_range(a, row1, lo1, hi1);
+    int blo, bhi, flo, fhi;
+    att_range(a, q0, blo, fhi);
+    att_range(a, q0 + nq - 1, flo, bhi);
+    __syncthreads();
+
+    unsigned qf[D / 16][4];
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks)
+        att_ldsm(qf[ks], Qs + (warp * 16 + (lane & 15)) * DS + ks * 16 + (lane >> 4) * 8);
+
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+    float o[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+
+    for (int kt = blo; kt < bhi; kt += BK) {
+        const int nk = min(BK, a.sk - kt);
+        __syncthreads();
+        att_mma_load<T, D, DS>(Ks, kb + (i64)kt * a.k_s, a.k_s, BK, nk);
+        att_mma_load<T, D, DS>(Vs, vb + (i64)kt * a.v_s, a.v_s, BK, nk);
+        if (kp) {
+            for (int j = tid; j < BK; j += blockDim.x) Km[j] = (j < nk && kp[kt + j]) ? 1.f : 0.f;
+        }
+        __syncthreads();
+
+        float s[8][4];
+#pragma unroll
+        for (int n = 0; n < 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < D / 16; ++ks) {
+#pragma unroll
+            for (int np = 0; np < 4; ++np) {
+                unsigned bf[4];
+                att_ldsm(bf, Ks + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * DS + ks * 16 +
+                                 ((lane >> 3) & 1) * 8);
+                att_mma(s[2 * np], qf[ks], bf[0], bf[1], q);
+                att_mma(s[2 * np + 1], qf[ks], bf[2], bf[3], q);
+            }
+        }
+
+        const bool full = !kp && kt >= flo && kt + BK <= fhi;
+        float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+        for (int n = 0; n < 8; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int key = kt + n * 8 + 2 * t4 + (e & 1);
+                const int lo = e < 2 ? lo0 : lo1, hi = e < 2 ? hi0 : hi1;
+                const bool ok =
+                    full || (key >= lo && key < hi && (!kp || Km[key - kt] != 0.f));
+                const float x = ok ? att_logit(s[n][e], a) : -INFINITY;
+                s[n][e] = x;
+                if (e < 2) mx0 = fmaxf(mx0, x);
+                else mx1 = fmaxf(mx1, x);
+            }
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+        const float a0 = mn0 == -INFINITY ? 1.f : __expf(m0 - mn0);
+        const float a1 = mn1 == -INFINITY ? 1.f : __expf(m1 - mn1);
+        const float z0 = mn0 == -INFINITY ? 0.f : mn0, z1 = mn1 == -INFINITY ? 0.f : mn1;
+        float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+        for (int n = 0; n < 8; ++n) {
+            // exp(-inf - finite) = 0 covers masked keys and rows with nothing seen yet.
+            s[n][0] = __expf(s[n][0] - z0);
+            s[n][1] = __expf(s[n][1] - z0);
+            s[n][2] = __expf(s[n][2] - z1);
+            s[n][3] = __expf(s[n][3] - z1);
+            sum0 += s[n][0] + s[n][1];
+            sum1 += s[n][2] + s[n][3];
+        }
+        m0 = mn0;
+        m1 = mn1;
+        l0 = l0 * a0 + sum0;
+        l1 = l1 * a1 + sum1;
+#pragma unroll
+        for (int n = 0; n < NT; ++n) {
+            o[n][0] *= a0;
+            o[n][1] *= a0;
+            o[n][2] *= a1;
+            o[n][3] *= a1;
+        }
+
+        const int kend = min(BK, bhi - kt);
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+            if (kk * 16 >= kend) break;
+            unsigned pa[4] = {att_pack(s[2 * kk][0], s[2 * kk][1], q),
+                              att_pack(s[2 * kk][2], s[2 * kk][3], q),
+                              att_pack(s[2 * kk + 1][0], s[2 * kk + 1][1], q),
+                              att_pack(s[2 * kk + 1][2], s[2 * kk + 1][3], q)};
+#pragma unroll
+            for (int cp = 0; cp < D / 16; ++cp) {
+                unsigned bf[4];
+                att_ldsm_t(bf, Vs + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * DS +
+                                   cp * 16 + (lane >> 4) * 8);
+                att_mma(o[2 * cp], pa, bf[0], bf[1], q);
+                att_mma(o[2 * cp + 1], pa, bf[2], bf[3], q);
+            }
+        }
+    }
+
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+    T* ob = out + b * a.o_b + h * a.o_h;
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+        const int col = n * 8 + 2 * t4;
+        if (row0 < a.sq)
+            *reinterpret_cast<unsigned*>(ob + (i64)row0 * a.o_s + col) =
+                att_pack(o[n][0] * inv0, o[n][1] * inv0, q);
+        if (row1 < a.sq)
+            *reinterpret_cast<unsigned*>(ob + (i64)row1 * a.o_s + col) =
+                att_pack(o[n][2] * inv1, o[n][3] * inv1, q);
+    }
+}
+
+#define ATT_MMA(D, NW, sfx, T)                                                               \
+    extern "C" __global__ void __launch_bounds__(32 * NW)                                    \
+        attn_mma_d##D##_w##NW##_##sfx(const T* q, const T* k, const T* v, const u8* keep,    \
+                                      T* out, AttnArgs a) {                                  \
+        attn_mma_body<T, D, NW>(q, k, v, keep, out, a);                                      \
+    }
+#define ATT_MMA_ALL(sfx, T)                                                                   \
+    ATT_MMA(32, 1, sfx, T) ATT_MMA(32, 2, sfx, T) ATT_MMA(32, 4, sfx, T)                     \
+    ATT_MMA(64, 1, sfx, T) ATT_MMA(64, 2, sfx, T) ATT_MMA(64, 4, sfx, T)                     \
+    ATT_MMA(128, 1, sfx, T) ATT_MMA(128, 2, sfx, T) ATT_MMA(128, 4, sfx, T)
+ATT_MMA_ALL(f16, __half)
+ATT_MMA_ALL(bf16, __nv_bfloat16)
+
+// ---- decode: split over keys
+
+// One block (ATT_SPLIT_THREADS threads) per (query row, chunk of a.chunk keys).
+// Dynamic shared memory: q row (D4 floats), chunk scores (a.chunk floats), a 32-float
+// reduction buffer, and ATT_SPLIT_THREADS * 4 floats for the P.V partial sums.
+#define ATT_SPLIT_THREADS 128
+
+template <typename T>
+__device__ __forceinline__ void attn_split_body(const T* __restrict__ q, const T* __restrict__ k,
+                                                const T* __restrict__ v,
+                                                const u8* __restrict__ keep, T* __restrict__ out,
+                                                float* __restrict__ part, const AttnArgs& a) {
+    extern __shared__ float4 att_smem4[];
+    float* smem = reinterpret_cast<float*>(att_smem4);
+    const int D4 = (a.d + 3) & ~3;
+    float* qs = smem;
+    float* sc = qs + D4;
+    float* red = sc + ((a.chunk + 3) & ~3);
+    float* acc = red + 32;
+
+    const int tid = threadIdx.x;
+    const i64 rowid = blockIdx.x;  // (b * heads + h) * sq + i
+    const int split = blockIdx.y;
+    const int i = (int)(rowid % a.sq);
+    const int bh = (int)(rowid / a.sq);
+    const int b = bh / a.heads, h = bh - b * a.heads, kvh = h / a.group;
+
+    int lo, hi;
+    att_range(a, i, lo, hi);
+    const int c0 = split * a.chunk;
+    const int j0 = max(lo, c0), j1 = min(hi, min(c0 + a.chunk, a.sk));
+
+    const T* qrow = q + b * a.q_b + h * a.q_h + (i64)i * a.q_s;
+    const T* kb = k + b * a.k_b + kvh * a.k_h;
+    const T* vb = v + b * a.v_b + kvh * a.v_h;
+    const u8* kp = keep ? keep + (i64)b * a.sk : nullptr;
+
+    for (int e = tid; e < D4; e += blockDim.x) qs[e] = e < a.d ? ldf(qrow, e) : 0.f;
+    __syncthreads();
+
+    // Scores: 8 lanes per key, each lane a strided share of the head dim. Every lane runs
+    // the same number of iterations (the shuffles need the whole warp).
+    const int g = tid >> 3, ln = tid & 7, ng = blockDim.x >> 3;
+    const bool kvec = (a.vec & 2) != 0;
+    for (int jb = j0; jb < j1; jb += ng) {
+        const int j = jb + g;
+        float dot = 0.f;
+        if (j < j1) {
+            const T* kr = kb + (i64)j * a.k_s;
+            if (kvec) {
+                for (int e = ln * 4; e < D4; e += 32) {
+                    float4 kv = ld4(kr + e);
+                    dot = fmaf(qs[e], kv.x, dot);
+                    dot = fmaf(qs[e + 1], kv.y, dot);
+                    dot = fmaf(qs[e + 2], kv.z, dot);
+                    dot = fmaf(qs[e + 3], kv.w, dot);
+                }
+            } else {
+                for (int e = ln; e < a.d; e += 8) dot = fmaf(qs[e], ldf(kr, e), dot);
+            }
+        }
+        dot += __shfl_xor_sync(0xffffffffu, dot, 1);
+        dot += __shfl_xor_sync(0xffffffffu, dot, 2);
+        dot += __shfl_xor_sync(0xffffffffu, dot, 4);
+        if (ln == 0 && j < j1) sc[j - j0] = (!kp || kp[j]) ? att_logit(dot, a) : -INFINITY;
+    }
+    __syncthreads();
+
+    const int n = j1 > j0 ? j1 - j0 : 0;
+    float mx = -INFINITY;
+    for (int j = tid; j < n; j += blockDim.x) mx = fmaxf(mx, sc[j]);
+    mx = block_max(mx, red);
+    float sum = 0.f;
+    if (mx != -INFINITY) {
+        for (int j = tid; j < n; j += blockDim.x) {
+            float p = expf(sc[j] - mx);
+            sc[j] = p;
+            sum += p;
+        }
+    }
+    sum = block_sum(sum, red);  // its barriers also publish sc
+
+    // P.V: thread = (key group, chunk of 4 columns).
+    const int ncv = (a.dv + 3) >> 2;
+    const bool vvec = (a.vec & 4) != 0;
+    for (int cb = 0; cb < ncv; cb += blockDim.x) {
+        const int nc = min((int)blockDim.x, ncv - cb);
+        const int groups = blockDim.x / nc;
+        const int grp = tid / nc, ch = cb + tid % nc;
+        float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (grp < groups && mx != -INFINITY) {
+            const int col = ch * 4;
+            for (int j = grp; j < n; j += groups) {
+                const float p = sc[j];
+                const T* vr = vb + (i64)(j0 + j) * a.v_s + col;
+                float4 x;
+                if (vvec) {
+                    x = ld4(vr);
+                } else {
+                    x.x = ldf(vr, 0);
+                    x.y = col + 1 < a.dv ? ldf(vr, 1) : 0.f;
+                    x.z = col + 2 < a.dv ? ldf(vr, 2) : 0.f;
+                    x.w = col + 3 < a.dv ? ldf(vr, 3) : 0.f;
+                }
+                o.x = fmaf(p, x.x, o.x);
+                o.y = fmaf(p, x.y, o.y);
+                o.z = fmaf(p, x.z, o.z);
+                o.w = fmaf(p, x.w, o.w);
+            }
+        }
+        reinterpret_cast<float4*>(acc)[tid] = o;
+        __syncthreads();
+        if (tid < nc) {
+            float4 t = make_float4(0.f, 0.f, 0.f, 0.f);
+            for (int gg = 0; gg < groups; ++gg) {
+                float4 x = reinterpret_cast<float4*>(acc)[gg * nc + tid];
+                t.x += x.x;
+                t.y += x.y;
+                t.z += x.z;
+                t.w += x.w;
+            }
+            const int col = ch * 4;
+            if (a.nsplit == 1) {
+                const float inv = sum > 0.f ? 1.f / sum : 0.f;
+                T* orow = out + b * a.o_b + h * a.o_h + (i64)i * a.o_s;
+                stf(orow, col, t.x * inv);
+                if (col + 1 < a.dv) stf(orow, col + 1, t.y * inv);
+                if (col + 2 < a.dv) stf(orow, col + 2, t.z * inv);
+                if (col + 3 < a.dv) stf(orow, col + 3, t.w * inv);
+            } else {
+                float* pr = part + (rowid * a.nsplit + split) * (i64)(a.dv + 2) + 2;
+                pr[col] = t.x;
+                if (col + 1 < a.dv) pr[col + 1] = t.y;
+                if (col + 2 < a.dv) pr[col + 2] = t.z;
+                if (col + 3 < a.dv) pr[col + 3] = t.w;
+            }
+        }
+        __syncthreads();
+    }
+    if (a.nsplit > 1 && tid == 0) {
+        float* pr = part + (rowid * a.nsplit + split) * (i64)(a.dv + 2);
+        pr[0] = mx;
+        pr[1] = sum;
+    }
+}
+
+// Merge the chunks of one query row: one block per row, threads across columns.
+template <typename T>
+__device__ __forceinline__ void attn_combine_body(const float* __restrict__ part,
+                                                  T* __restrict__ out, const AttnArgs& a) {
+    const i64 rowid = blockIdx.x;
+    const int i = (int)(rowid % a.sq);
+    const int bh = (int)(rowid / a.sq);
+    const int b = bh / a.heads, h = bh - b * a.heads;
+    const i64 w = a.dv + 2;
+    const float* pr = part + rowid * a.nsplit * w;
+    float mx = -INFINITY;
+    for (int s = 0; s < a.nsplit; ++s) mx = fmaxf(mx, pr[s * w]);
+    float sum = 0.f;
+    if (mx != -INFINITY) {
+        for (int s = 0; s < a.nsplit; ++s) {
+            const float ms = pr[s * w];
+            if (ms != -INFINITY) sum += pr[s * w + 1] * expf(ms - mx);
+        }
+    }
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    T* orow = out + b * a.o_b + h * a.o_h + (i64)i * a.o_s;
+    for (int col = threadIdx.x; col < a.dv; col += blockDim.x) {
+        float t = 0.f;
+        if (mx != -INFINITY) {
+            for (int s = 0; s < a.nsplit; ++s) {
+                const float ms = pr[s * w];
+                if (ms != -INFINITY) t += pr[s * w + 2 + col] * expf(ms - mx);
+            }
+        }
+        stf(orow, col, t * inv);
+    }
+}
+
+#define ATT_SPLIT(sfx, T)                                                                     \
+    extern "C" __global__ void __launch_bounds__(ATT_SPLIT_THREADS)                           \
+        attn_split_##sfx(const T* q, const T* k, const T* v, const u8* keep, T* out,          \
+                         float* part, AttnArgs a) {                                           \
+        attn_split_body<T>(q, k, v, keep, out, part, a);                                      \
+    }                                                                                         \
+    extern "C" __global__ void attn_combine_##sfx(const float* part, T* out, AttnArgs a) {    \
+        attn_combine_body<T>(part, out, a);                                                   \
+    }
+RLX_FLOAT_TYPES(ATT_SPLIT)
+
+// ---- Custom keep-mask of any dtype -> u8 (nonzero = attend; NaN counts as nonzero).
+#define ATT_KEEP(sfx, T)                                                                      \
+    extern "C" __global__ void attn_keep_##sfx(const T* m, u8* keep, i64 n) {                 \
+        for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n;                       \
+             i += (i64)gridDim.x * blockDim.x)                                                \
+            keep[i] = ldf(m, i) != 0.f;                                                       \
+    }
+ATT_KEEP(f32, float)
+ATT_KEEP(f16, __half)
+ATT_KEEP(bf16, __nv_bfloat16)
+extern "C" __global__ void attn_keep_f64(const double* m, u8* keep, i64 n) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+        keep[i] = m[i] != 0.0;
+}
+extern "C" __global__ void attn_keep_i32(const int* m, u8* keep, i64 n) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+        keep[i] = m[i] != 0;
+}
+extern "C" __global__ void attn_keep_i64(const i64* m, u8* keep, i64 n) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+        keep[i] = m[i] != 0;
+}

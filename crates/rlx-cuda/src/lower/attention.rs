@@ -1,6 +1,373 @@
-//! CUDA lowering of the attention ops (kernels in `kernels/attention.cu`).
-use super::{Lowered, NodeCtx};
+//! CUDA lowering of `Op::Attention` (kernels in `kernels/attention.cu`).
+//!
+//! Three paths, all one pass over K/V with an online or chunked softmax (no `Sq × Sk`
+//! buffer): `attn_mma_*` (f16/bf16, head_dim == v_head_dim in {32, 64, 128}) runs both
+//! products on tensor cores; `attn_fwd_*` is the SIMT kernel for everything else (f32, odd
+//! head sizes); when there are few query rows (decode) `attn_split_*` spreads each row's
+//! keys over blocks and `attn_combine_*` merges the chunks. The layouts differ only in
+//! element strides, which are computed here, so one kernel serves Packed, Bshd and Bhsd.
+use super::{Bail, DevTensor, KArgs, Lowered, NodeCtx};
+use crate::kernels::Src;
+use rlx_ir::{AttentionLayout, AttentionSpec, DType, MaskKind, Op};
+
+/// Mirrors `AttnArgs` in `attention.cu` (same field order; 152 bytes, no padding).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct AttnArgs {
+    q: [i64; 3],
+    k: [i64; 3],
+    v: [i64; 3],
+    o: [i64; 3],
+    heads: i32,
+    group: i32,
+    sq: i32,
+    sk: i32,
+    d: i32,
+    dv: i32,
+    mask: i32,
+    window: i32,
+    scale: f32,
+    cap: f32,
+    vec: i32,
+    chunk: i32,
+    nsplit: i32,
+    pad: i32,
+}
+
+/// Element strides (batch, head, seq) of a q/k/v/out tensor; the head dim is contiguous.
+fn strides(layout: AttentionLayout, heads: usize, seq: usize, size: usize) -> [i64; 3] {
+    let (b, h, s) = match layout {
+        AttentionLayout::Packed | AttentionLayout::Bshd => (seq * heads * size, size, heads * size),
+        AttentionLayout::Bhsd => (heads * seq * size, seq * size, size),
+    };
+    [b as i64, h as i64, s as i64]
+}
+
+/// Threads of every attention block (the kernels assume 128).
+const THREADS: u32 = 128;
+/// Query rows up to which the split-over-keys (decode) path is used.
+const SPLIT_MAX_SQ: usize = 8;
+/// Blocks the flash path aims for before it shrinks query tiles (2 per SM on an H200).
+const TARGET_BLOCKS: usize = 264;
+/// Shared memory a block may get without opting in.
+const SMEM_DEFAULT: usize = 48 * 1024;
+/// Opt-in limit of sm_80+/sm_90 (227 KiB).
+const SMEM_MAX: usize = 227 * 1024;
+
+fn fits_i32(n: usize) -> Result<i32, Bail> {
+    i32::try_from(n).map_err(|_| Bail(format!("size {n} does not fit the kernels' i32")))
+}
 
 pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    crate::bail!("{} has no CUDA lowering yet", ctx.op().kind())
+    let Op::Attention(spec) = ctx.op() else {
+        crate::bail!("{} is not Attention", ctx.op().kind());
+    };
+    let spec: &AttentionSpec = spec;
+    let (q, k, v) = (
+        ctx.input(0)?.clone(),
+        ctx.input(1)?.clone(),
+        ctx.input(2)?.clone(),
+    );
+    let out = ctx.out.clone();
+    let sfx = NodeCtx::float_sfx(q.dtype)?;
+    if k.dtype != q.dtype || v.dtype != q.dtype || out.dtype != q.dtype {
+        crate::bail!("q, k, v and the output must share a dtype");
+    }
+    let (h, d, dv) = (spec.num_heads, spec.head_dim, spec.v_dim());
+    let rank = if spec.layout == AttentionLayout::Packed {
+        3
+    } else {
+        4
+    };
+    if q.rank() != rank || k.rank() != rank || v.rank() != rank || out.rank() != rank {
+        crate::bail!("q/k/v/out ranks do not match the {:?} layout", spec.layout);
+    }
+    let (b, sq, sk, hkv) = match spec.layout {
+        AttentionLayout::Packed => (q.dims[0], q.dims[1], k.dims[1], k.dims[2] / d),
+        AttentionLayout::Bshd => (q.dims[0], q.dims[1], k.dims[1], k.dims[2]),
+        AttentionLayout::Bhsd => (q.dims[0], q.dims[2], k.dims[2], k.dims[1]),
+    };
+    if hkv == 0 || !h.is_multiple_of(hkv) {
+        crate::bail!("{h} query heads are not a multiple of {hkv} KV heads");
+    }
+    if dv > 256 {
+        crate::bail!("v_head_dim {dv} is above the kernels' 256");
+    }
+    if out.numel() == 0 {
+        return Ok(());
+    }
+
+    let mask = match spec.mask_kind {
+        MaskKind::None => 0,
+        MaskKind::Causal => 1,
+        MaskKind::SlidingWindow(_) => 2,
+        MaskKind::Custom => 3,
+    };
+    // A window wider than every position is plain causal; clamp so it fits an i32.
+    let window = match spec.mask_kind {
+        MaskKind::SlidingWindow(w) => w.min(sk + sq + 1),
+        _ => 0,
+    };
+    let keep = if spec.mask_kind == MaskKind::Custom {
+        keep_mask(ctx, b * sk)?
+    } else {
+        0
+    };
+
+    let aligned = |t: &DevTensor, size: usize| {
+        size.is_multiple_of(4) && t.ptr.is_multiple_of(4 * t.dtype.size_bytes() as u64)
+    };
+    let mut a = AttnArgs {
+        q: strides(spec.layout, h, sq, d),
+        k: strides(spec.layout, hkv, sk, d),
+        v: strides(spec.layout, hkv, sk, dv),
+        o: strides(spec.layout, h, sq, dv),
+        heads: fits_i32(h)?,
+        group: fits_i32(h / hkv)?,
+        sq: fits_i32(sq)?,
+        sk: fits_i32(sk)?,
+        d: fits_i32(d)?,
+        dv: fits_i32(dv)?,
+        mask,
+        window: fits_i32(window)?,
+        // The default scale rounded once to f32, as the CPU reference does.
+        scale: spec.score_scale.unwrap_or((1.0 / (d as f64).sqrt()) as f32),
+        cap: spec.attn_logit_softcap.unwrap_or(0.0),
+        vec: aligned(&q, d) as i32 | (aligned(&k, d) as i32) << 1 | (aligned(&v, dv) as i32) << 2,
+        ..AttnArgs::default()
+    };
+    fits_i32(b * h * sq.max(1))?;
+    if b * sk > i32::MAX as usize {
+        crate::bail!("batch × keys {} is above the kernels' i32 range", b * sk);
+    }
+
+    let tensor_cores = matches!(q.dtype, DType::F16 | DType::BF16)
+        && d == dv
+        && matches!(d, 32 | 64 | 128)
+        && [&q, &k, &v, &out].iter().all(|t| t.ptr.is_multiple_of(16));
+    if sq <= SPLIT_MAX_SQ {
+        lower_split(ctx, sfx, &q, &k, &v, keep, &out, &mut a, b * h * sq)
+    } else if tensor_cores {
+        lower_mma(ctx, sfx, &q, &k, &v, keep, &out, &a, b * h)
+    } else {
+        lower_flash(ctx, sfx, &q, &k, &v, keep, &out, &a, b * h)
+    }
+}
+
+/// The keep-mask as u8 (nonzero = attend): u8/bool masks are used in place, others are
+/// converted once per run into scratch.
+fn keep_mask(ctx: &mut NodeCtx, n: usize) -> Result<u64, Bail> {
+    let m = ctx.input(3)?.clone();
+    if m.numel() != n {
+        crate::bail!("keep-mask has {} elements, want {n}", m.numel());
+    }
+    let sfx = match m.dtype {
+        DType::U8 | DType::Bool => return Ok(m.ptr),
+        DType::F32 => "f32",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        DType::F64 => "f64",
+        DType::I32 => "i32",
+        DType::I64 => "i64",
+    };
+    let keep = ctx.scratch(n)?;
+    let args = KArgs::new().ptr(m.ptr).ptr(keep).i64(n as i64);
+    ctx.launch_1d(
+        Src::Static("attention"),
+        &format!("attn_keep_{sfx}"),
+        n,
+        args,
+    )?;
+    Ok(keep)
+}
+
+/// Shared memory of the flash kernel (floats): Q tile, K tile, V tile, P tile, key mask.
+fn flash_smem(rows: usize, kj: usize, d: usize, dv: usize) -> usize {
+    let (bq, bk) = (16 * rows, 8 * kj);
+    let d4 = d.div_ceil(4) * 4;
+    let ds = if (d4 / 4) % 2 == 1 { d4 } else { d4 + 4 };
+    let dv4 = dv.div_ceil(4) * 4;
+    4 * (bq * ds + bk * ds + bk * dv4 + bq * (bk + 8) + bk)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn lower_flash(
+    ctx: &mut NodeCtx,
+    sfx: &str,
+    q: &DevTensor,
+    k: &DevTensor,
+    v: &DevTensor,
+    keep: u64,
+    out: &DevTensor,
+    a: &AttnArgs,
+    bh: usize,
+) -> Lowered {
+    let (sq, d, dv) = (a.sq as usize, a.d as usize, a.dv as usize);
+    // Output chunks of 4 columns per lane (8 lanes share a row), rounded to an instance.
+    let cv = match dv.div_ceil(4).div_ceil(8) {
+        1 => 1,
+        2 => 2,
+        3 | 4 => 4,
+        _ => 8,
+    };
+    // Big heads: half-width key tiles and at most 32 query rows keep registers in check.
+    let (kj, max_rows) = if cv == 8 { (4, 2) } else { (8, 4) };
+    let dq = match (d, cv) {
+        (32, 1) | (64, 2) | (128, 4) => d,
+        _ => 0,
+    };
+    // Largest query tile that still gives enough blocks to fill the GPU.
+    let mut rows = max_rows;
+    while rows > 1 && bh * sq.div_ceil(16 * rows) < TARGET_BLOCKS {
+        rows /= 2;
+    }
+    let smem = flash_smem(rows, kj, d, dv);
+    if smem > SMEM_MAX {
+        crate::bail!("head_dim {d} needs {smem} B of shared memory per block");
+    }
+    let name = format!("attn_fwd_r{rows}_c{cv}_d{dq}_k{kj}_{sfx}");
+    allow_smem(ctx, &name, smem)?;
+    let tiles = sq.div_ceil(16 * rows);
+    if tiles > 65535 {
+        crate::bail!("{sq} queries need {tiles} query tiles (grid limit 65535)");
+    }
+    let args = KArgs::new()
+        .ptr(q.ptr)
+        .ptr(k.ptr)
+        .ptr(v.ptr)
+        .ptr(keep)
+        .ptr(out.ptr)
+        .pod(*a);
+    ctx.launch(
+        Src::Static("attention"),
+        &name,
+        [fits_i32(bh)? as u32, tiles as u32, 1],
+        [THREADS, 1, 1],
+        smem as u32,
+        args,
+    )
+}
+
+/// The tensor-core forward (f16/bf16, head_dim == v_head_dim in {32, 64, 128}): 16 query
+/// rows a warp, up to 4 warps a block.
+#[allow(clippy::too_many_arguments)]
+fn lower_mma(
+    ctx: &mut NodeCtx,
+    sfx: &str,
+    q: &DevTensor,
+    k: &DevTensor,
+    v: &DevTensor,
+    keep: u64,
+    out: &DevTensor,
+    a: &AttnArgs,
+    bh: usize,
+) -> Lowered {
+    let (sq, d) = (a.sq as usize, a.d as usize);
+    let mut warps = 4;
+    while warps > 1 && bh * sq.div_ceil(16 * warps) < TARGET_BLOCKS {
+        warps /= 2;
+    }
+    // Q, K and V tiles (rows padded by 8 elements) in the 2-byte storage type, key mask.
+    let smem = (16 * warps + 2 * 64) * (d + 8) * 2 + 64 * 4;
+    let name = format!("attn_mma_d{d}_w{warps}_{sfx}");
+    allow_smem(ctx, &name, smem)?;
+    let tiles = sq.div_ceil(16 * warps);
+    if tiles > 65535 {
+        crate::bail!("{sq} queries need {tiles} query tiles (grid limit 65535)");
+    }
+    let args = KArgs::new()
+        .ptr(q.ptr)
+        .ptr(k.ptr)
+        .ptr(v.ptr)
+        .ptr(keep)
+        .ptr(out.ptr)
+        .pod(*a);
+    ctx.launch(
+        Src::Static("attention"),
+        &name,
+        [fits_i32(bh)? as u32, tiles as u32, 1],
+        [32 * warps as u32, 1, 1],
+        smem as u32,
+        args,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn lower_split(
+    ctx: &mut NodeCtx,
+    sfx: &str,
+    q: &DevTensor,
+    k: &DevTensor,
+    v: &DevTensor,
+    keep: u64,
+    out: &DevTensor,
+    a: &mut AttnArgs,
+    rows: usize,
+) -> Lowered {
+    let (sk, d, dv) = (a.sk as usize, a.d as usize, a.dv as usize);
+    // Enough chunks to fill the GPU, each at least 64 keys and at most 4096 (its scores
+    // sit in shared memory).
+    let want = TARGET_BLOCKS.div_ceil(rows).max(1);
+    let chunk = sk.div_ceil(want).clamp(64, 4096).div_ceil(32) * 32;
+    let nsplit = sk.div_ceil(chunk).max(1);
+    if nsplit > 65535 {
+        crate::bail!("{sk} keys need {nsplit} chunks (grid limit 65535)");
+    }
+    a.chunk = chunk as i32;
+    a.nsplit = nsplit as i32;
+    let smem = 4 * (d.div_ceil(4) * 4 + chunk + 32 + 4 * THREADS as usize);
+    let name = format!("attn_split_{sfx}");
+    allow_smem(ctx, &name, smem)?;
+    let part = if nsplit > 1 {
+        ctx.scratch(rows * nsplit * (dv + 2) * 4)?
+    } else {
+        0
+    };
+    let args = KArgs::new()
+        .ptr(q.ptr)
+        .ptr(k.ptr)
+        .ptr(v.ptr)
+        .ptr(keep)
+        .ptr(out.ptr)
+        .ptr(part)
+        .pod(*a);
+    ctx.launch(
+        Src::Static("attention"),
+        &name,
+        [fits_i32(rows)? as u32, nsplit as u32, 1],
+        [THREADS, 1, 1],
+        smem as u32,
+        args,
+    )?;
+    if nsplit > 1 {
+        let args = KArgs::new().ptr(part).ptr(out.ptr).pod(*a);
+        let block = (dv.div_ceil(32) * 32).min(256) as u32;
+        ctx.launch(
+            Src::Static("attention"),
+            &format!("attn_combine_{sfx}"),
+            [rows as u32, 1, 1],
+            [block, 1, 1],
+            0,
+            args,
+        )?;
+    }
+    Ok(())
+}
+
+/// Above 48 KiB a kernel must opt in to its dynamic shared memory (once per function; the
+/// attribute sticks to the loaded module).
+fn allow_smem(ctx: &mut NodeCtx, name: &str, bytes: usize) -> Lowered {
+    if bytes <= SMEM_DEFAULT {
+        return Ok(());
+    }
+    let f = ctx.env.function(&Src::Static("attention"), name)?;
+    // SAFETY: f is a function of a module loaded in the context `function` just bound.
+    unsafe {
+        cudarc::driver::result::function::set_function_attribute(
+            f.0,
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )
+    }
+    .map_err(|e| Bail(format!("{name}: cannot allow {bytes} B of shared memory: {e:?}")))
 }
