@@ -265,6 +265,21 @@ pub(crate) fn prepare(
                 8,
             ),
         )?;
+        // Lt assumes 256-byte aligned operands unless told otherwise; views into the arena
+        // can sit at smaller offsets, so state the real alignment of each pointer.
+        use sys::cublasLtMatmulPreferenceAttributes_t as P;
+        for (attr, ptr) in [
+            (P::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, g.b),
+            (P::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, g.a),
+            (P::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, g.c),
+            (P::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, g.c),
+        ] {
+            let align: u32 = 1 << ptr.trailing_zeros().min(8);
+            check(
+                "alignment pref",
+                lt::set_matmul_pref_attribute(pref, attr, &align as *const u32 as *const c_void, 4),
+            )?;
+        }
         let h = lt::get_matmul_algo_heuristic(handle, desc, la, lb, lc, lc, pref);
         let _ = lt::destroy_matmul_pref(pref);
         h.map_err(|e| {
