@@ -1,29 +1,46 @@
 #!/usr/bin/env bash
 # One device call: the GPU parity suite (RLX_REQUIRE_CUDA=1), compute-sanitizer memcheck over
 # the parity binaries, GPU training, then `rlx bench` beside PyTorch's anchor on the same GPU.
-# Stage first: ../shared/device/stage.sh -p rlx-cuda -p rlx-runtime -p rlx-models --bin rlx
-# and cp ../shared/bench/torch_anchor.py .device/
-# and call the device tool with carry [".device", ".fashion"] and `bash bench/device_run.sh [parts]`.
+# Pack first with bench/pack_device.sh (stages, prunes and xz-packs .device into .devpack/),
+# then unpack on the device: tar -xJf .devpack/device.tar.xz
+# and call the device tool with carry [".devpack"] and `bash bench/device_run.sh [parts]`.
 # parts: any of tests sanitizer bench (default: all).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd); cd "$top"
 out=${OUT:-/tmp/rlx-out}; mkdir -p "$out"
 parts=${*:-tests sanitizer bench}
-export RLX_CACHE_DIR=/tmp/rlx-cache
+export RLX_CACHE_DIR="$top/.device/cache"; mkdir -p "$RLX_CACHE_DIR"
 [ -d .fashion ] && export RLX_FASHION_MNIST="$top/.fashion"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 if [[ $parts == *tests* ]]; then
-  echo "== parity suite and GPU tests (RLX_REQUIRE_CUDA=1)"
-  bash .device/run-tests.sh 2>&1 | tee "$out/tests.txt"
+  echo "== parity suite and GPU tests (RLX_REQUIRE_CUDA=1), one process per test binary, in parallel"
+  export RLX_REQUIRE_CUDA=1
+  while read -r name dir; do
+    [ -n "$name" ] || continue
+    ( cd "$dir" && timeout 420 "$top/.device/tests/$name" > "$out/t-${name%-*}.log" 2>&1; echo $? > "$out/t-${name%-*}.rc" ) &
+  done < .device/tests/index
+  wait
+  fails=0
+  for f in "$out"/t-*.log; do
+    b=${f%.log}; rc=$(cat "$b.rc"); [ "$rc" = 0 ] || fails=$((fails+1))
+    echo "[$rc] $(basename "$b" | cut -c3-): $(grep -E '^test result:' "$f" | tail -n 1)"
+    [ "$rc" = 0 ] || grep -E "panicked|FAILED|rel-L2|differ|error" "$f" | head -n 12
+  done 2>&1 | tee "$out/tests.txt"
+  grep -h -E "^(digits|fashion|precision)" "$out"/t-*.log | tee -a "$out/tests.txt"
+  cat "$out"/t-*.log > "$out/tests-full.log"; rm -f "$out"/t-*.log "$out"/t-*.rc
 fi
 if [[ $parts == *sanitizer* ]]; then
-  echo "== compute-sanitizer memcheck over the parity binaries"
+  echo "== compute-sanitizer memcheck over the parity binaries (big-size cases skipped: memcheck is slow)"
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for t in .device/tests/parity_*; do
-    (cd crates/rlx-cuda && RLX_REQUIRE_CUDA=1 timeout 240 "$san" --tool memcheck --print-limit 5 \
-      "$top/$t" --test-threads 1 2>&1) | grep -E "ERROR SUMMARY|test result|Invalid|out of bounds" | sort | uniq -c | head -n 8 |
-      sed "s|^|$(basename "$t"): |"
-  done 2>&1 | tee "$out/sanitizer.txt"
+    ( cd crates/rlx-cuda && RLX_REQUIRE_CUDA=1 timeout 200 "$san" --tool memcheck --print-limit 5 \
+        "$top/$t" --test-threads 4 --skip big --skip large > "$out/san-$(basename "$t" | cut -d- -f1).log" 2>&1 ) &
+  done
+  wait
+  for f in "$out"/san-*.log; do
+    echo "$(basename "$f"): $(grep -E 'ERROR SUMMARY' "$f" | tail -n 1) | $(grep -E '^test result' "$f" | tail -n 1)"
+  done | tee "$out/sanitizer.txt"
+  cat "$out"/san-*.log > "$out/sanitizer-full.log"; rm -f "$out"/san-*.log
 fi
 if [[ $parts == *bench* ]]; then
   echo "== rlx bench and the PyTorch anchor"

@@ -101,15 +101,31 @@ impl Gpu {
     pub(crate) fn function(&self, src: &Src, func: &str) -> Result<Func, CudaError> {
         self.bind()?;
         let key = src.name();
-        let mut mods = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-        if !mods.contains_key(&key) {
-            let cubin = crate::nvrtc::compile(src, &self.arch)?;
-            // SAFETY: cubin is a complete CUBIN image produced by NVRTC for this arch.
-            let m = unsafe { drv::module::load_data(cubin.as_ptr() as *const _) }
-                .map_err(|e| CudaError::driver("cuModuleLoadData", e))?;
-            mods.insert(key.clone(), Module(m));
-        }
-        let m = mods[&key].0;
+        let loaded = self
+            .modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .map(|m| m.0);
+        let m = match loaded {
+            Some(m) => m,
+            None => {
+                // NVRTC runs outside the lock so threads compiling different sources overlap;
+                // if two compile the same one, the first module loaded wins.
+                let cubin = crate::nvrtc::compile(src, &self.arch)?;
+                let mut mods = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+                match mods.get(&key) {
+                    Some(m) => m.0,
+                    None => {
+                        // SAFETY: cubin is a complete CUBIN image produced by NVRTC for this arch.
+                        let m = unsafe { drv::module::load_data(cubin.as_ptr() as *const _) }
+                            .map_err(|e| CudaError::driver("cuModuleLoadData", e))?;
+                        mods.insert(key.clone(), Module(m));
+                        m
+                    }
+                }
+            }
+        };
         let cname = CString::new(func).map_err(|_| CudaError::Compile {
             name: key.clone(),
             log: "kernel name contains NUL".into(),

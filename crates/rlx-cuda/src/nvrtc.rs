@@ -63,9 +63,7 @@ pub fn compile(src: &Src, arch: &str) -> Result<Vec<u8>, CudaError> {
             log: "libnvrtc was not found; put it on LD_LIBRARY_PATH (CUDA 13)".into(),
         });
     }
-    let (maj, min) = nvrtc_version();
-    let key = hash(&format!("{arch}|{maj}.{min}|{text}"));
-    let cached = cache_dir().map(|d| d.join(format!("{name}-{key:016x}.cubin")));
+    let cached = cache_path(src, arch);
     if let Some(p) = &cached {
         if let Ok(bytes) = std::fs::read(p) {
             if !bytes.is_empty() {
@@ -74,17 +72,30 @@ pub fn compile(src: &Src, arch: &str) -> Result<Vec<u8>, CudaError> {
         }
     }
     let cubin = compile_uncached(&name, &text, arch)?;
-    if let Some(p) = &cached {
+    store(cached.as_deref(), &cubin);
+    Ok(cubin)
+}
+
+/// Where the disk cache keeps `src` compiled for `arch` (None without a cache folder).
+pub fn cache_path(src: &Src, arch: &str) -> Option<PathBuf> {
+    let text = src.full()?;
+    let (maj, min) = nvrtc_version();
+    let key = hash(&format!("{arch}|{maj}.{min}|{text}"));
+    cache_dir().map(|d| d.join(format!("{}-{key:016x}.cubin", src.name())))
+}
+
+/// Put a CUBIN into the disk cache (a failed write only costs a recompile later).
+pub fn store(path: Option<&std::path::Path>, cubin: &[u8]) {
+    if let Some(p) = path {
         // A failed cache write only costs a recompile next time.
         if let Some(d) = p.parent() {
             let _ = std::fs::create_dir_all(d);
         }
         let tmp = p.with_extension(format!("tmp{}", std::process::id()));
-        if std::fs::write(&tmp, &cubin).is_ok() {
+        if std::fs::write(&tmp, cubin).is_ok() {
             let _ = std::fs::rename(&tmp, p);
         }
     }
-    Ok(cubin)
 }
 
 /// NVRTC without the cache; the log is returned as the error on failure.

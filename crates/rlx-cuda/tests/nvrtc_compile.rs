@@ -25,6 +25,10 @@ fn every_static_source_compiles_for_sm90() {
         match nvrtc::compile_uncached(name, &Src::Static(name).full().unwrap(), "sm_90") {
             Ok(cubin) => {
                 assert!(!cubin.is_empty(), "{name}: empty CUBIN");
+                // With RLX_CACHE_DIR set, leave the CUBINs in that cache (warms a device run).
+                if std::env::var("RLX_CACHE_DIR").is_ok() {
+                    nvrtc::store(nvrtc::cache_path(&Src::Static(name), "sm_90").as_deref(), &cubin);
+                }
                 println!("{name}: {} bytes of sm_90 CUBIN", cubin.len());
             }
             Err(e) => failed.push(format!("{e}")),

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Stage the GPU test binaries and the rlx binary, keep only the ones the device run needs,
+# and pack them (xz) under .devpack/ so they fit the device tool's 64 MiB transfer.
+#   bash bench/pack_device.sh   then run with carry [".devpack"]:
+#   tar -xJf .devpack/device.tar.xz && bash bench/device_run.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+../shared/device/stage.sh -p rlx-cuda -p rlx-runtime -p rlx-models --bin rlx >/dev/null
+grep -E '^(parity_|smoke-|cuda-|train_digits-)' .device/tests/index > .device/tests/index.keep
+for f in .device/tests/*-*; do
+  grep -q "^$(basename "$f") " .device/tests/index.keep || rm -f "$f"
+done
+mv .device/tests/index.keep .device/tests/index
+cp ../shared/bench/torch_anchor.py .device/
+# Kernel CUBINs compiled here for sm_90 (same NVRTC 13.0 as the device) spare the device's
+# first compile of every hand-written source.
+rm -rf .device/cache && mkdir -p .device/cache
+cu13=$(python3 -c "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13'))")
+LD_LIBRARY_PATH="$cu13/lib" RLX_CUDA_INCLUDE="$cu13/include" RLX_CACHE_DIR="$PWD/.device/cache" cargo test -q --release -p rlx-cuda --test nvrtc_compile >/dev/null
+grep -qx '/.devpack/' .git/info/exclude || echo '/.devpack/' >> .git/info/exclude
+mkdir -p .devpack
+XZ_OPT="-T2 -6" tar -cJf .devpack/device.tar.xz .device
+du -sh .devpack/device.tar.xz
