@@ -1,1 +1,115 @@
 // rlx norm kernels (see lower/norm.rs). common.cuh is prepended.
+//
+// One kernel family covers LayerNorm, RmsNorm and their fused-residual forms: the row value
+// is x (+ residual) (+ bias), normalised by its own mean / variance (layer) or mean square
+// (rms), then scaled by gamma and shifted by beta. Statistics accumulate in f32 and the
+// variance is two-pass (sum of squared deviations from the mean), which stays accurate
+// where E[x²] − E[x]² would cancel.
+//
+// Threads are grouped per row: WARP mode runs one warp per row (blockDim = 32 x rows per
+// block) for rows up to 1024 long; block mode runs one block per row. Each thread keeps its
+// VPT values of the row in registers (VPT = 0: the row is too long, so every pass re-reads
+// it from global memory, where it stays L1/L2 resident).
+
+// Row value j: x (+ residual) (+ bias), added in the order the CPU reference adds them.
+// xr / rr point at the row; in-row offsets fit in 32 bits.
+template <typename T>
+__device__ __forceinline__ float norm_in(const T* __restrict__ xr, const T* __restrict__ rr,
+                                         const T* __restrict__ b, int j) {
+    float v = ldf(xr, j);
+    if (rr) v += ldf(rr, j);
+    if (b) v += ldf(b, j);
+    return v;
+}
+
+template <bool WARP>
+__device__ __forceinline__ float grp_sum(float v, float* sh) {
+    if (WARP) return warp_sum(v);
+    return block_sum(v, sh);
+}
+
+template <typename T, int VPT, bool WARP>
+__device__ __forceinline__ void norm_rows(const T* __restrict__ x, const T* __restrict__ r,
+                                          const T* __restrict__ b, const T* __restrict__ g,
+                                          const T* __restrict__ be, T* __restrict__ y, i64 rows,
+                                          i64 len64, float eps, int rms) {
+    __shared__ float sh[32];
+    const int t = threadIdx.x;
+    const int G = blockDim.x;
+    const int len = (int)len64;
+    const i64 row0 = WARP ? (i64)blockIdx.x * blockDim.y + threadIdx.y : (i64)blockIdx.x;
+    const i64 rstep = WARP ? (i64)gridDim.x * blockDim.y : (i64)gridDim.x;
+    const float inv_n = 1.0f / (float)len;
+    for (i64 row = row0; row < rows; row += rstep) {
+        const T* xr = x + row * len64;
+        const T* rr = r ? r + row * len64 : r;
+        T* yr = y + row * len64;
+        float v[VPT > 0 ? VPT : 1];
+        float s = 0.f;
+        if (VPT > 0) {
+#pragma unroll
+            for (int k = 0; k < VPT; ++k) {
+                const int j = t + k * G;
+                v[k] = j < len ? norm_in(xr, rr, b, j) : 0.f;
+                s += v[k];
+            }
+        } else {
+            for (int j = t; j < len; j += G) s += norm_in(xr, rr, b, j);
+        }
+        float mean = 0.f;
+        if (!rms) mean = grp_sum<WARP>(s, sh) * inv_n;
+        float q = 0.f;
+        if (VPT > 0) {
+#pragma unroll
+            for (int k = 0; k < VPT; ++k) {
+                const float d = v[k] - mean;
+                if (t + k * G < len) q += d * d;
+            }
+        } else {
+            for (int j = t; j < len; j += G) {
+                const float d = norm_in(xr, rr, b, j) - mean;
+                q += d * d;
+            }
+        }
+        const float var = grp_sum<WARP>(q, sh) * inv_n;
+        const float rstd = 1.0f / sqrtf(var + eps);
+        if (VPT > 0) {
+#pragma unroll
+            for (int k = 0; k < VPT; ++k) {
+                const int j = t + k * G;
+                if (j < len) {
+                    float o = (v[k] - mean) * rstd * ldf(g, j);
+                    if (be) o += ldf(be, j);
+                    stf(yr, j, o);
+                }
+            }
+        } else {
+            for (int j = t; j < len; j += G) {
+                float o = (norm_in(xr, rr, b, j) - mean) * rstd * ldf(g, j);
+                if (be) o += ldf(be, j);
+                stf(yr, j, o);
+            }
+        }
+    }
+}
+
+// norm_w<VPT>_<sfx>: warp per row (blockDim 32 x k), rows up to 32·VPT long (VPT <= 16:
+// a warp caching 32 values a lane needs ~170 registers, which starves occupancy).
+// norm_b<VPT>_<sfx>: block per row, rows up to blockDim·VPT long (VPT 0: any length).
+#define RLX_NORM_KERNEL(sfx, T, VPT, WARP, NAME, BOUND)                                     \
+    extern "C" __global__ void __launch_bounds__(BOUND)                                     \
+        NAME##_##sfx(const T* x, const T* r, const T* b, const T* g, const T* be, T* y,    \
+                     i64 rows, i64 len, float eps, int rms) {                               \
+        norm_rows<T, VPT, WARP>(x, r, b, g, be, y, rows, len, eps, rms);                    \
+    }
+#define RLX_NORM(sfx, T)                                \
+    RLX_NORM_KERNEL(sfx, T, 1, true, norm_w1, 256)      \
+    RLX_NORM_KERNEL(sfx, T, 2, true, norm_w2, 256)      \
+    RLX_NORM_KERNEL(sfx, T, 4, true, norm_w4, 256)      \
+    RLX_NORM_KERNEL(sfx, T, 8, true, norm_w8, 256)      \
+    RLX_NORM_KERNEL(sfx, T, 16, true, norm_w16, 256)    \
+    RLX_NORM_KERNEL(sfx, T, 4, false, norm_b4, 1024)    \
+    RLX_NORM_KERNEL(sfx, T, 8, false, norm_b8, 1024)    \
+    RLX_NORM_KERNEL(sfx, T, 16, false, norm_b16, 1024)  \
+    RLX_NORM_KERNEL(sfx, T, 0, false, norm_b0, 1024)
+RLX_FLOAT_TYPES(RLX_NORM)

@@ -1,6 +1,92 @@
-//! CUDA lowering of the norm ops (kernels in `kernels/norm.cu`).
-use super::{Lowered, NodeCtx};
+//! CUDA lowering of the norm ops (kernels in `kernels/norm.cu`): LayerNorm, RmsNorm,
+//! FusedResidualLN and FusedResidualRmsNorm all become one row kernel launch.
+use super::reduce::cached_rows;
+use super::{KArgs, Lowered, NodeCtx};
+use crate::bail;
+use crate::kernels::Src;
+use rlx_ir::Op;
 
 pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    crate::bail!("{} has no CUDA lowering yet", ctx.op().kind())
+    // (rms, first normalised axis or None for "last", eps, residual form, has bias)
+    let (rms, axis, eps, residual, has_bias) = match ctx.op() {
+        Op::LayerNorm { axis, eps } => (false, Some(*axis), *eps, false, false),
+        Op::RmsNorm { axis, eps } => (true, Some(*axis), *eps, false, false),
+        Op::FusedResidualLN { has_bias, eps } => (false, None, *eps, true, *has_bias),
+        Op::FusedResidualRmsNorm { has_bias, eps } => (true, None, *eps, true, *has_bias),
+        op => bail!("{} is not a norm op", op.kind()),
+    };
+    let x = ctx.input(0)?.clone();
+    let sfx = NodeCtx::float_sfx(x.dtype)?;
+    if let Some(t) = ctx.ins.iter().find(|t| t.dtype != x.dtype) {
+        bail!(
+            "mixed dtypes: x is {}, another input is {}",
+            x.dtype,
+            t.dtype
+        );
+    }
+    if ctx.out.dtype != x.dtype || ctx.out.numel() != x.numel() {
+        bail!("output {:?} does not match x {:?}", ctx.out, x);
+    }
+    if x.rank() == 0 {
+        bail!("x must have rank >= 1");
+    }
+    let a = match axis {
+        Some(a) => ctx.axis(a, x.rank())?,
+        None => x.rank() - 1,
+    };
+    let len: usize = x.dims[a..].iter().product();
+    if x.numel() == 0 {
+        return Ok(());
+    }
+    if len > i32::MAX as usize {
+        bail!("rows of {len} values exceed the kernels' 32-bit in-row index");
+    }
+    let rows = x.numel() / len;
+
+    // Inputs after x: [residual], [bias], gamma, [beta].
+    let mut i = 1;
+    let mut next = |present: bool| {
+        let at = i;
+        i += present as usize;
+        present.then_some(at)
+    };
+    let r = next(residual);
+    let b = next(has_bias);
+    let g = next(true);
+    let be = next(ctx.ins.len() > if residual { 3 + has_bias as usize } else { 2 });
+    if i != ctx.ins.len() {
+        bail!("{} inputs do not fit {}", ctx.ins.len(), ctx.op().kind());
+    }
+    let ptr = |k: Option<usize>, want: usize| -> Result<u64, super::Bail> {
+        match k {
+            None => Ok(0),
+            Some(k) => {
+                let t = ctx.input(k)?;
+                if t.numel() != want {
+                    bail!("input {k} holds {} values, expected {want}", t.numel());
+                }
+                Ok(t.ptr)
+            }
+        }
+    };
+    let (rp, bp, gp, bep) = (
+        ptr(r, x.numel())?,
+        ptr(b, len)?,
+        ptr(g, len)?,
+        ptr(be, len)?,
+    );
+
+    let (name, grid, block) = cached_rows("norm", sfx, rows, len);
+    let args = KArgs::new()
+        .ptr(x.ptr)
+        .ptr(rp)
+        .ptr(bp)
+        .ptr(gp)
+        .ptr(bep)
+        .ptr(ctx.out.ptr)
+        .i64(rows as i64)
+        .i64(len as i64)
+        .f32(eps)
+        .i32(rms as i32);
+    ctx.launch(Src::Static("norm"), &name, grid, block, 0, args)
 }
