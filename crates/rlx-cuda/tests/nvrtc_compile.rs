@@ -27,7 +27,10 @@ fn every_static_source_compiles_for_sm90() {
                 assert!(!cubin.is_empty(), "{name}: empty CUBIN");
                 // With RLX_CACHE_DIR set, leave the CUBINs in that cache (warms a device run).
                 if std::env::var("RLX_CACHE_DIR").is_ok() {
-                    nvrtc::store(nvrtc::cache_path(&Src::Static(name), "sm_90").as_deref(), &cubin);
+                    nvrtc::store(
+                        nvrtc::cache_path(&Src::Static(name), "sm_90").as_deref(),
+                        &cubin,
+                    );
                 }
                 println!("{name}: {} bytes of sm_90 CUBIN", cubin.len());
             }
