@@ -4,7 +4,7 @@
 # Pack first with bench/pack_device.sh (stages, prunes and xz-packs .device into .devpack/),
 # then unpack on the device: tar -xJf .devpack/device.tar.xz
 # and call the device tool with carry [".devpack"] and `bash bench/device_run.sh [parts]`.
-# parts: any of tests sanitizer bench (default: all).
+# parts, run in the order given: tests sanitizer bench (default: all three).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd); cd "$top"
 out=${OUT:-/tmp/rlx-out}; mkdir -p "$out"
@@ -12,12 +12,12 @@ parts=${*:-tests sanitizer bench}
 export RLX_CACHE_DIR="$top/.device/cache"; mkdir -p "$RLX_CACHE_DIR"
 [ -d .fashion ] && export RLX_FASHION_MNIST="$top/.fashion"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-if [[ $parts == *tests* ]]; then
+tests() {
   echo "== parity suite and GPU tests (RLX_REQUIRE_CUDA=1), one process per test binary, in parallel"
   export RLX_REQUIRE_CUDA=1
   while read -r name dir; do
     [ -n "$name" ] || continue
-    ( cd "$dir" && timeout 420 "$top/.device/tests/$name" > "$out/t-${name%-*}.log" 2>&1; echo $? > "$out/t-${name%-*}.rc" ) &
+    ( cd "$dir" && timeout "${TEST_TIMEOUT:-300}" "$top/.device/tests/$name" > "$out/t-${name%-*}.log" 2>&1; echo $? > "$out/t-${name%-*}.rc" ) &
   done < .device/tests/index
   wait
   fails=0
@@ -28,12 +28,12 @@ if [[ $parts == *tests* ]]; then
   done 2>&1 | tee "$out/tests.txt"
   grep -h -E "^(digits|fashion|precision)" "$out"/t-*.log | tee -a "$out/tests.txt"
   cat "$out"/t-*.log > "$out/tests-full.log"; rm -f "$out"/t-*.log "$out"/t-*.rc
-fi
-if [[ $parts == *sanitizer* ]]; then
+}
+sanitizer() {
   echo "== compute-sanitizer memcheck over the parity binaries (big-size cases skipped: memcheck is slow)"
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for t in .device/tests/parity_*; do
-    ( cd crates/rlx-cuda && RLX_REQUIRE_CUDA=1 timeout 200 "$san" --tool memcheck --print-limit 5 \
+    ( cd crates/rlx-cuda && RLX_REQUIRE_CUDA=1 timeout "${SAN_TIMEOUT:-200}" "$san" --tool memcheck --print-limit 5 \
         "$top/$t" --test-threads 4 --skip big --skip large > "$out/san-$(basename "$t" | cut -d- -f1).log" 2>&1 ) &
   done
   wait
@@ -41,11 +41,14 @@ if [[ $parts == *sanitizer* ]]; then
     echo "$(basename "$f"): $(grep -E 'ERROR SUMMARY' "$f" | tail -n 1) | $(grep -E '^test result' "$f" | tail -n 1)"
   done | tee "$out/sanitizer.txt"
   cat "$out"/san-*.log > "$out/sanitizer-full.log"; rm -f "$out"/san-*.log
-fi
-if [[ $parts == *bench* ]]; then
+}
+bench() {
   echo "== rlx bench and the PyTorch anchor"
   ./.device/bin/rlx bench --device cuda --json "$out/rlx.json" 2>&1 | tee "$out/bench.txt"
   # ../shared does not travel to the device: stage copies the anchor into .device/.
-  python3 .device/torch_anchor.py minilm mnist-cnn --compile --json "$out/torch.json" >/dev/null 2>"$out/torch.err"
+  timeout "${TORCH_TIMEOUT:-400}" python3 .device/torch_anchor.py minilm mnist-cnn --compile --json "$out/torch.json" >"$out/torch.jsonl" 2>"$out/torch.err"
+  # Killed by the timeout, the anchor still printed its figures so far, one JSON line each.
+  [ -s "$out/torch.json" ] || tail -n 1 "$out/torch.jsonl" > "$out/torch.json"
   python3 bench/compare.py "$out/rlx.json" "$out/torch.json" | tee -a "$out/bench.txt"
-fi
+}
+for p in $parts; do "$p"; done
