@@ -8,6 +8,33 @@ use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::{Arc, Mutex, OnceLock};
 
+/// Serialises what may synchronise the whole device (allocation, free, module loads, library
+/// handle setup — cuBLASLt's may call cudaDeviceSynchronize) against CUDA-graph capture in
+/// another thread, which such a call would invalidate. Re-entrant within a thread, so plan
+/// building can hold it across the allocations it makes.
+pub(crate) struct DeviceLock(#[allow(dead_code)] Option<std::sync::MutexGuard<'static, ()>>);
+
+static DEVICE_LOCK: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    static LOCK_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+pub(crate) fn device_lock() -> DeviceLock {
+    let depth = LOCK_DEPTH.with(|d| {
+        let v = d.get();
+        d.set(v + 1);
+        v
+    });
+    DeviceLock((depth == 0).then(|| DEVICE_LOCK.lock().unwrap_or_else(|p| p.into_inner())))
+}
+
+impl Drop for DeviceLock {
+    fn drop(&mut self) {
+        LOCK_DEPTH.with(|d| d.set(d.get() - 1));
+    }
+}
+
 /// cuBLASLt workspace per executable.
 pub const LT_WORKSPACE: usize = 32 << 20;
 
@@ -110,9 +137,10 @@ impl Gpu {
         let m = match loaded {
             Some(m) => m,
             None => {
-                // NVRTC runs outside the lock so threads compiling different sources overlap;
-                // if two compile the same one, the first module loaded wins.
+                // NVRTC runs outside the module map's lock so threads compiling different
+                // sources overlap; if two compile the same one, the first module loaded wins.
                 let cubin = crate::nvrtc::compile(src, &self.arch)?;
+                let _dev = device_lock();
                 let mut mods = self.modules.lock().unwrap_or_else(|p| p.into_inner());
                 match mods.get(&key) {
                     Some(m) => m.0,
@@ -149,6 +177,7 @@ pub struct DevBuf {
 impl DevBuf {
     pub fn new(gpu: &Arc<Gpu>, bytes: usize) -> Result<DevBuf, CudaError> {
         gpu.bind()?;
+        let _dev = device_lock();
         // Zero-byte tensors still get a distinct, valid address.
         let n = bytes.max(256);
         // SAFETY: plain device allocation in the bound context.
@@ -169,6 +198,7 @@ impl DevBuf {
 
 impl Drop for DevBuf {
     fn drop(&mut self) {
+        let _dev = device_lock();
         if self.gpu.bind().is_ok() {
             // SAFETY: ptr came from malloc_sync and is freed once.
             unsafe {
@@ -191,6 +221,7 @@ unsafe impl Send for StreamSet {}
 impl StreamSet {
     pub fn new(gpu: &Arc<Gpu>) -> Result<StreamSet, CudaError> {
         gpu.bind()?;
+        let _dev = device_lock();
         let stream = drv::stream::create(drv::stream::StreamKind::NonBlocking)
             .map_err(|e| CudaError::driver("cuStreamCreate", e))?;
         let lt = lt::create_handle().map_err(|e| CudaError::Blas {
@@ -208,6 +239,7 @@ impl StreamSet {
 
 impl Drop for StreamSet {
     fn drop(&mut self) {
+        let _dev = device_lock();
         // SAFETY: created in new, destroyed once.
         unsafe {
             let _ = drv::stream::synchronize(self.stream);

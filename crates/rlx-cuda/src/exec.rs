@@ -1,7 +1,7 @@
 //! The CUDA executable: params resident on the device, one planned arena per binding of the
 //! dynamic dims, the lowered steps captured into CUDA graphs (one per run of consecutive GPU
 //! steps; a CPU-fallback node splits them), replayed per run.
-use crate::device::{DevBuf, Gpu, StreamSet, LT_WORKSPACE};
+use crate::device::{device_lock, DevBuf, Gpu, StreamSet, LT_WORKSPACE};
 use crate::lower::{lower_node, DevTensor, NodeCtx};
 use crate::plan::{CpuStep, LowerEnv, Step};
 use crate::{CudaError, Precision};
@@ -125,9 +125,7 @@ impl CudaExecutable {
                     })?;
                     let buf = DevBuf::new(&gpu, bytes_of(&dims, n))?;
                     if let Op::Constant { data } = &n.op {
-                        // SAFETY: buf holds exactly data.len() bytes (checked by the verifier).
-                        unsafe { drv::memcpy_htod_sync(buf.ptr, data) }
-                            .map_err(|e| CudaError::driver("cuMemcpyHtoD", e))?;
+                        upload(&streams, buf.ptr, data)?;
                     }
                     leaves.insert(n.id.0, buf);
                 }
@@ -187,9 +185,7 @@ impl CudaExecutable {
             ));
         }
         self.gpu.bind()?;
-        // SAFETY: sizes checked above; synchronous copy.
-        unsafe { drv::memcpy_htod_sync(buf.ptr, &value.data) }
-            .map_err(|e| CudaError::driver("cuMemcpyHtoD", e))?;
+        upload(&self.streams, buf.ptr, &value.data)?;
         self.param_set[n.id.0] = true;
         if let Some(r) = &mut self.reference {
             r.set_param(name, value)?;
@@ -211,13 +207,13 @@ impl CudaExecutable {
     fn download(&self, t: &DevTensor) -> Result<HostTensor, CudaError> {
         self.gpu.bind()?;
         let mut data = vec![0u8; t.bytes()];
-        // SAFETY: stream work that writes t has been synchronised by the caller; t.ptr holds
-        // t.bytes() bytes.
+        // On the executable's stream, so it is ordered after the kernels that wrote t.
+        // SAFETY: t.ptr holds t.bytes() bytes; the stream is synchronised before `data` is read.
         unsafe {
+            drv::memcpy_dtoh_async(&mut data, t.ptr, self.streams.stream)
+                .map_err(|e| CudaError::driver("cuMemcpyDtoHAsync", e))?;
             drv::stream::synchronize(self.streams.stream)
                 .map_err(|e| CudaError::driver("cuStreamSynchronize", e))?;
-            drv::memcpy_dtoh_sync(&mut data, t.ptr)
-                .map_err(|e| CudaError::driver("cuMemcpyDtoH", e))?;
         }
         Ok(HostTensor {
             shape: t.dims.clone(),
@@ -480,6 +476,9 @@ impl CudaExecutable {
     }
 
     fn build_plan(&self, bindings: &HashMap<String, usize>) -> Result<Plan, CudaError> {
+        // Lowering allocates and sets up cuBLASLt; capture must not overlap any of that (in
+        // any thread), so the whole build holds the device lock.
+        let _dev = device_lock();
         let (shapes, nodes) = self.bind_graph(bindings)?;
         let g = &self.graph;
         // Verify mode keeps every node's value (no reuse, no views) so each can be compared.
@@ -639,9 +638,7 @@ impl CudaExecutable {
                 ),
             });
         }
-        // SAFETY: sizes checked; synchronous copy into the planned buffer.
-        unsafe { drv::memcpy_htod_sync(c.out.ptr, &out.data) }
-            .map_err(|e| CudaError::driver("cuMemcpyHtoD", e))?;
+        upload(&self.streams, c.out.ptr, &out.data)?;
         let _ = c.node;
         Ok(())
     }
@@ -680,6 +677,18 @@ impl CudaExecutable {
             crate::verify::check_node(n, &got, &want[n.id.0], self.opts.precision)?;
         }
         Ok(())
+    }
+}
+
+/// Copy host bytes to the device on the executable's stream and wait for it (pageable
+/// copies on the legacy stream would not be ordered before our non-blocking stream's work).
+fn upload(s: &StreamSet, dst: u64, data: &[u8]) -> Result<(), CudaError> {
+    // SAFETY: dst holds at least data.len() bytes (callers check sizes); `data` outlives the
+    // synchronisation.
+    unsafe {
+        drv::memcpy_htod_async(dst, data, s.stream)
+            .map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
+        drv::stream::synchronize(s.stream).map_err(|e| CudaError::driver("cuStreamSynchronize", e))
     }
 }
 
