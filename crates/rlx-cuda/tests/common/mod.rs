@@ -137,10 +137,15 @@ pub fn parity_with(
         let oracle = run_cpu(&build(DType::F64), feeds);
         for (i, (a, b)) in got.iter().zip(&oracle).enumerate() {
             if a.dtype.is_float() {
+                // Rounding to the storage type compounds along a graph: the GPU may be as far
+                // from exact as twice the CPU reference in the same dtype, never less strict
+                // than the per-op tolerance.
+                let cpu_err = rel_l2(&cpu[i].to_f64_vec(), &b.to_f64_vec());
+                let allowed = t.max(2.0 * cpu_err);
                 let e = rel_l2(&a.to_f64_vec(), &b.to_f64_vec());
                 assert!(
-                    e <= t,
-                    "{name} [{dtype}] output {i} vs f64 oracle: rel-L2 {e:.3e} > {t:.1e}"
+                    e <= allowed,
+                    "{name} [{dtype}] output {i} vs f64 oracle: rel-L2 {e:.3e} > {allowed:.1e} (CPU's own {cpu_err:.1e})"
                 );
             }
         }
