@@ -27,6 +27,15 @@ tests() {
     [ "$rc" = 0 ] || grep -E "panicked|FAILED|rel-L2|differ|error" "$f" | head -n 12
   done 2>&1 | tee "$out/tests.txt"
   grep -h -E "^(digits|fashion|precision)" "$out"/t-*.log | tee -a "$out/tests.txt"
+  # A binary that failed with parallel test threads runs again on one thread, to tell
+  # thread interference from wrong results.
+  while read -r name dir; do
+    [ -n "$name" ] || continue
+    [ "$(cat "$out/t-${name%-*}.rc")" = 0 ] && continue
+    r=$(cd "$dir" && timeout "${TEST_TIMEOUT:-300}" "$top/.device/tests/$name" --test-threads 1 2>&1); rc=$?
+    echo "[$rc] ${name%-*} (one thread): $(echo "$r" | grep -E '^test result:' | tail -n 1)" | tee -a "$out/tests.txt"
+    echo "$r" | grep -E "panicked|rel-L2|differ" | head -n 6 | tee -a "$out/tests.txt"
+  done < .device/tests/index
   cat "$out"/t-*.log > "$out/tests-full.log"; rm -f "$out"/t-*.log "$out"/t-*.rc
 }
 sanitizer() {

@@ -173,6 +173,7 @@ impl CudaExecutable {
 
     /// Upload a param (shape and dtype must match; the caller checked).
     pub fn set_param(&mut self, name: &str, value: &HostTensor) -> Result<(), CudaError> {
+        let _dev = device_lock();
         let n = self.param_node(name)?.clone();
         let buf = &self.leaves[&n.id.0];
         if value.data.len() != buf.bytes || value.dtype != n.shape.dtype {
@@ -205,6 +206,7 @@ impl CudaExecutable {
     }
 
     fn download(&self, t: &DevTensor) -> Result<HostTensor, CudaError> {
+        let _dev = device_lock();
         self.gpu.bind()?;
         let mut data = vec![0u8; t.bytes()];
         // On the executable's stream, so it is ordered after the kernels that wrote t.
@@ -254,6 +256,9 @@ impl CudaExecutable {
         writes: &[(usize, &str)],
         return_updated: bool,
     ) -> Result<Vec<Option<HostTensor>>, CudaError> {
+        // Runs in different threads share the device: their uploads, launches and downloads
+        // are serialised with each other and with plan building (see `device_lock`).
+        let _dev = device_lock();
         self.gpu.bind()?;
         let bindings = self.bind_inputs(inputs)?;
         if let Some(n) = self
@@ -337,6 +342,7 @@ impl CudaExecutable {
         warmup: usize,
         iters: usize,
     ) -> Result<f64, CudaError> {
+        let _dev = device_lock();
         self.run_writeback(inputs, writes, false)?;
         let stream = self.streams.stream;
         let plan = self.plan.as_ref().expect("plan after a run");
