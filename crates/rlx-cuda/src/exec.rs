@@ -288,6 +288,10 @@ impl CudaExecutable {
             unsafe { drv::memcpy_htod_async(plan.inputs[&id].ptr, &t.data, stream) }
                 .map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
         }
+        // Pageable uploads are staged through driver buffers; wait until they have landed
+        // before the replay reads them (an unverified suspect for the intermittently zero
+        // inputs seen on the H200 — see BENCHMARKS.md / the issue note).
+        drv::ctx::synchronize().map_err(|e| CudaError::driver("cuCtxSynchronize", e))?;
         for seg in &plan.segments {
             match seg {
                 Segment::Gpu { graph: Some(g), .. } => {
