@@ -769,6 +769,26 @@ fn capture(s: &StreamSet, steps: &[Step]) -> Result<GraphExec, CudaError> {
         let g = drv::stream::end_capture(s.stream);
         r?;
         let g = g.map_err(|e| CudaError::driver("cuStreamEndCapture", e))?;
+        // A capture that recorded nothing would replay as a no-op and leave stale outputs:
+        // refuse it loudly instead.
+        let mut nodes = 0usize;
+        let _ = sys::cuGraphGetNodes(g, std::ptr::null_mut(), &mut nodes);
+        if trace_on() {
+            eprintln!(
+                "[rlx-trace] captured {} steps into a CUDA graph of {nodes} nodes",
+                steps.len()
+            );
+        }
+        if nodes == 0 && !steps.is_empty() {
+            let _ = drv::graph::destroy(g);
+            return Err(CudaError::Driver {
+                call: "cuStreamEndCapture",
+                msg: format!(
+                    "the capture of {} steps recorded no graph nodes",
+                    steps.len()
+                ),
+            });
+        }
         let exec = drv::graph::instantiate(g, sys::CUgraphInstantiate_flags(0));
         let _ = drv::graph::destroy(g);
         Ok(GraphExec(
