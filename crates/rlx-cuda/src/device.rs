@@ -248,3 +248,19 @@ impl Drop for StreamSet {
         }
     }
 }
+
+/// For tests that need a GPU: true when `ordinal` is usable; otherwise prints why and returns
+/// false, or panics when `RLX_REQUIRE_CUDA=1` (the device runs set it, so a missing GPU
+/// fails there instead of skipping).
+pub fn gpu_or_skip(ordinal: usize) -> bool {
+    match check_available(ordinal) {
+        Ok(()) => true,
+        Err(e) => {
+            if std::env::var("RLX_REQUIRE_CUDA").is_ok_and(|v| v == "1") {
+                panic!("RLX_REQUIRE_CUDA=1 but no GPU: {e}");
+            }
+            eprintln!("skipping GPU test: {e}");
+            false
+        }
+    }
+}

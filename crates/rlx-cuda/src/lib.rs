@@ -11,7 +11,7 @@ pub mod nvrtc;
 mod plan;
 pub mod precision;
 
-pub use device::{check_available, Gpu};
+pub use device::{check_available, gpu_or_skip, Gpu};
 pub use error::CudaError;
 pub use precision::Precision;
 mod exec;

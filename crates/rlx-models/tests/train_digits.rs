@@ -15,11 +15,7 @@ fn digits_cnn_reaches_97_percent() {
 /// under `RLX_REQUIRE_CUDA=1`).
 #[test]
 fn digits_cnn_reaches_97_percent_on_cuda() {
-    if let Err(e) = rlx_cuda::check_available(0) {
-        if std::env::var("RLX_REQUIRE_CUDA").is_ok_and(|v| v == "1") {
-            panic!("RLX_REQUIRE_CUDA=1 but no GPU: {e}");
-        }
-        println!("skipped: {e}");
+    if !rlx_cuda::gpu_or_skip(0) {
         return;
     }
     digits_on(Device::Cuda(0));
@@ -72,11 +68,7 @@ fn fashion_mnist_cnn_reaches_88_percent() {
 
 #[test]
 fn fashion_mnist_cnn_reaches_88_percent_on_cuda() {
-    if let Err(e) = rlx_cuda::check_available(0) {
-        if std::env::var("RLX_REQUIRE_CUDA").is_ok_and(|v| v == "1") {
-            panic!("RLX_REQUIRE_CUDA=1 but no GPU: {e}");
-        }
-        println!("skipped: {e}");
+    if !rlx_cuda::gpu_or_skip(0) {
         return;
     }
     fashion_on(Device::Cuda(0));

@@ -5,19 +5,6 @@ use rlx_ir::{Activation, AttentionSpec, DType, Graph, HostTensor, Shape};
 use rlx_runtime::{CompileOptions, Device, Error, Precision, Session};
 use rlx_testutil::{rel_l2, Rng};
 
-fn gpu_or_skip() -> bool {
-    match rlx_cuda::check_available(0) {
-        Ok(()) => true,
-        Err(e) => {
-            if std::env::var("RLX_REQUIRE_CUDA").is_ok_and(|v| v == "1") {
-                panic!("RLX_REQUIRE_CUDA=1 but no GPU: {e}");
-            }
-            eprintln!("skipping GPU test: {e}");
-            false
-        }
-    }
-}
-
 fn mlp_attn() -> Graph {
     let f = DType::F32;
     let mut g = Graph::new("mlp_attn");
@@ -52,7 +39,7 @@ fn cuda_device_is_unavailable_with_a_reason_or_matches_the_cpu() {
         }
         assert_eq!(Device::best(), Device::Cpu);
     }
-    if !gpu_or_skip() {
+    if !rlx_cuda::gpu_or_skip(0) {
         return;
     }
     let mut rng = Rng::new("cuda_device_matches_the_cpu");

@@ -10,16 +10,7 @@ pub use rlx_testutil::{rel_l2, Rng};
 /// True when a GPU is usable; otherwise prints why and returns false (or panics under
 /// `RLX_REQUIRE_CUDA=1`).
 pub fn gpu() -> bool {
-    match rlx_cuda::check_available(0) {
-        Ok(()) => true,
-        Err(e) => {
-            if std::env::var("RLX_REQUIRE_CUDA").is_ok_and(|v| v == "1") {
-                panic!("RLX_REQUIRE_CUDA=1 but no GPU: {e}");
-            }
-            eprintln!("skipping GPU test: {e}");
-            false
-        }
-    }
+    rlx_cuda::gpu_or_skip(0)
 }
 
 /// One named value for an input or param: dims and f64 values (converted to the declared
