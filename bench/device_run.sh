@@ -53,7 +53,7 @@ sanitizer() {
 }
 bench() {
   echo "== rlx bench and the PyTorch anchor"
-  ./.device/bin/rlx bench --device cuda --json "$out/rlx.json" 2>&1 | tee "$out/bench.txt"
+  ./.device/bin/rlx bench --device cuda --profile --json "$out/rlx.json" 2>&1 | tee "$out/bench.txt"
   # ../shared does not travel to the device: stage copies the anchor into .device/.
   timeout "${TORCH_TIMEOUT:-400}" python3 .device/torch_anchor.py minilm mnist-cnn --compile --json "$out/torch.json" >"$out/torch.jsonl" 2>"$out/torch.err"
   # Killed by the timeout, the anchor still printed its figures so far, one JSON line each.

@@ -16,6 +16,8 @@ pub struct BenchOpts<'a> {
     pub iters: usize,
     pub quick: bool,
     pub json: Option<&'a Path>,
+    /// Print where each workload's GPU time goes, kernel by kernel.
+    pub profile: bool,
 }
 
 struct Row {
@@ -47,6 +49,35 @@ fn flops(work: f64, ms: f64) -> String {
     } else {
         format!("{:.1} GFLOP/s", per_s / 1e9)
     }
+}
+
+/// With `--profile`: the workload's kernels by device time (top 15), after its timing row.
+fn profile(
+    o: &BenchOpts,
+    cg: &CompiledGraph,
+    inputs: &[(&str, HostTensor)],
+    title: &str,
+) -> Result<(), CliError> {
+    if !o.profile {
+        return Ok(());
+    }
+    let Some(rows) = cg.profile_device(inputs, o.iters.max(3))? else {
+        return Ok(());
+    };
+    let total: f64 = rows.iter().map(|r| r.ms).sum();
+    println!("\nprofile: {title} (kernels launched one by one, {total:.4} ms in all)");
+    println!("| kernel | launches | ms | share |");
+    println!("|---|---:|---:|---:|");
+    for r in rows.iter().take(15) {
+        println!(
+            "| {} | {} | {:.4} | {:.1}% |",
+            r.what,
+            r.launches,
+            r.ms,
+            100.0 * r.ms / total.max(1e-12)
+        );
+    }
+    Ok(())
 }
 
 fn compile(device: Device, g: Graph, precision: Precision) -> Result<CompiledGraph, CliError> {
@@ -118,7 +149,14 @@ fn encoder(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
                 .map(|i| ((i * 7919) % cfg.vocab) as f64)
                 .collect();
             let ids = HostTensor::from_f64_as(&[b, 128], &ids, DType::I64);
-            let ms = cg.time_device(&[(rlx_models::encoder::IDS, ids)], o.warmup, o.iters)?;
+            let feed = [(rlx_models::encoder::IDS, ids)];
+            let ms = cg.time_device(&feed, o.warmup, o.iters)?;
+            profile(
+                o,
+                &cg,
+                &feed,
+                &format!("MiniLM-L6 {} batch {b} x 128", dt.name()),
+            )?;
             rows.push(Row {
                 key: format!(
                     "minilm_{}_b{b}_s128",
@@ -229,6 +267,11 @@ fn cnn(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
         inputs.push((name.into(), HostTensor::from_f64_as(&[], &[v], DType::F32)));
     }
     let ms = cg.time_device(&inputs, o.warmup, o.iters)?;
+    let refs: Vec<(&str, HostTensor)> = inputs
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.clone()))
+        .collect();
+    profile(o, &cg, &refs, "MNIST CNN train step, batch 128")?;
     rows.push(Row {
         key: "mnist_cnn_b128_train_step".into(),
         workload: "MNIST CNN train step (SGD), batch 128".into(),

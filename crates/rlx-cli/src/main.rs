@@ -61,6 +61,9 @@ enum Cmd {
         /// Also write the figures as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// After each GPU workload, print its kernels by device time.
+        #[arg(long)]
+        profile: bool,
     },
     /// Train the CNN on a dataset and report test accuracy.
     Train {
@@ -121,6 +124,7 @@ fn main() -> ExitCode {
             iters,
             quick,
             json,
+            profile,
         } => parse_device(device.as_deref()).and_then(|device| {
             bench::run(&bench::BenchOpts {
                 device,
@@ -129,6 +133,7 @@ fn main() -> ExitCode {
                 iters,
                 quick,
                 json: json.as_deref(),
+                profile,
             })
         }),
     };

@@ -185,9 +185,13 @@ impl DevBuf {
             call: "cuMemAlloc",
             msg: format!("{e:?} ({n} bytes)"),
         })?;
+        // cuMemsetD8 is queued on the legacy stream and returns before it has run; our
+        // streams are non-blocking, so nothing orders it before a later upload into this
+        // buffer. On a busy GPU it landed after the upload and zeroed the inputs. Wait for it.
         // SAFETY: ptr is a fresh allocation of n bytes.
         unsafe { drv::memset_d8_sync(ptr, 0, n) }
             .map_err(|e| CudaError::driver("cuMemsetD8", e))?;
+        drv::ctx::synchronize().map_err(|e| CudaError::driver("cuCtxSynchronize", e))?;
         Ok(DevBuf {
             ptr,
             bytes,

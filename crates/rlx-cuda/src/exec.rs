@@ -41,6 +41,9 @@ impl CudaOptions {
     }
 }
 
+mod profile;
+pub use profile::ProfileRow;
+
 fn trace_on() -> bool {
     std::env::var("RLX_TRACE").is_ok_and(|v| v == "1")
 }
@@ -205,6 +208,17 @@ impl CudaExecutable {
         })
     }
 
+    /// What the device holds for input `name` in the current plan (what the last run read):
+    /// lets tests check that a run's uploads landed and nothing overwrote them.
+    pub fn input_value(&self, name: &str) -> Result<HostTensor, CudaError> {
+        let id = self.input_id(name)?;
+        let plan = self.plan.as_ref().ok_or_else(|| CudaError::Node {
+            node: name.into(),
+            msg: "no plan yet: run first".into(),
+        })?;
+        self.download(&plan.tensors[id])
+    }
+
     fn download(&self, t: &DevTensor) -> Result<HostTensor, CudaError> {
         let _dev = device_lock();
         self.gpu.bind()?;
@@ -283,15 +297,12 @@ impl CudaExecutable {
         let plan = self.plan.as_ref().expect("plan");
         for (name, t) in inputs {
             let id = self.input_id(name)?;
+            // On the run's stream, so the replay below is ordered after it.
             // SAFETY: the input buffer was sized from these very dims in build_plan; the host
-            // slice outlives the synchronisation below.
+            // slice outlives the stream synchronisation at the end of the run.
             unsafe { drv::memcpy_htod_async(plan.inputs[&id].ptr, &t.data, stream) }
                 .map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
         }
-        // Pageable uploads are staged through driver buffers; wait until they have landed
-        // before the replay reads them (an unverified suspect for the intermittently zero
-        // inputs seen on the H200 — see BENCHMARKS.md / the issue note).
-        drv::ctx::synchronize().map_err(|e| CudaError::driver("cuCtxSynchronize", e))?;
         for seg in &plan.segments {
             match seg {
                 Segment::Gpu { graph: Some(g), .. } => {

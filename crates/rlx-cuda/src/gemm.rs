@@ -300,7 +300,18 @@ pub(crate) fn prepare(
         c: g.c,
         beta: if g.accumulate { 1.0 } else { 0.0 },
         f64_scale,
-        label: g.label.clone(),
+        label: format!(
+            "{} gemm {}x{}x{}{}",
+            g.label,
+            g.m,
+            g.n,
+            g.k,
+            if g.batch > 1 {
+                format!(" x{}", g.batch)
+            } else {
+                String::new()
+            }
+        ),
     })
 }
 

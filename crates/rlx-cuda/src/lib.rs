@@ -16,5 +16,5 @@ pub use error::CudaError;
 pub use precision::Precision;
 mod exec;
 mod verify;
-pub use exec::{CudaExecutable, CudaOptions};
+pub use exec::{CudaExecutable, CudaOptions, ProfileRow};
 pub use verify::verify_tolerance;

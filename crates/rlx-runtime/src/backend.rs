@@ -41,6 +41,18 @@ impl Backend {
         }
     }
 
+    /// Per-kernel device times on the GPU; `None` on the CPU (no kernels to break down).
+    pub fn profile(
+        &mut self,
+        inputs: &[(&str, HostTensor)],
+        iters: usize,
+    ) -> Result<Option<Vec<rlx_cuda::ProfileRow>>, Error> {
+        match self {
+            Backend::Cuda(e) => Ok(Some(e.profile(inputs, iters)?)),
+            Backend::Cpu(_) => Ok(None),
+        }
+    }
+
     /// Median milliseconds of one run with these inputs (and the bound updates): device
     /// time between CUDA events on the GPU, wall time on the CPU.
     pub fn time_runs(

@@ -4,5 +4,5 @@ mod error;
 mod session;
 
 pub use error::Error;
-pub use rlx_cuda::{CudaError, Precision};
+pub use rlx_cuda::{CudaError, Precision, ProfileRow};
 pub use session::{cpu_pipeline, cuda_pipeline, CompileOptions, CompiledGraph, Device, Session};

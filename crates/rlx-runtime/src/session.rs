@@ -483,6 +483,22 @@ impl CompiledGraph {
         self.lock().time_runs(&refs, &writes, warmup, iters)
     }
 
+    /// Where a GPU run's time goes: each kernel and cuBLASLt call of the plan launched on its
+    /// own and timed between CUDA events, summed per kernel, mean over `iters`, largest
+    /// first. `None` on the CPU.
+    pub fn profile_device<N: AsRef<str>>(
+        &self,
+        inputs: &[(N, HostTensor)],
+        iters: usize,
+    ) -> Result<Option<Vec<crate::ProfileRow>>, Error> {
+        self.check_inputs(inputs)?;
+        let refs: Vec<(&str, HostTensor)> = inputs
+            .iter()
+            .map(|(n, t)| (n.as_ref(), t.clone()))
+            .collect();
+        self.lock().profile(&refs, iters)
+    }
+
     /// Run `iters` times with the same inputs and return the median wall time of one run.
     pub fn time_runs(
         &self,

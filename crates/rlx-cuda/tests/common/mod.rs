@@ -78,7 +78,23 @@ pub fn run_gpu_exe(exe: &mut CudaExecutable, g: &Graph, feeds: &[Feed]) -> Vec<H
         exe.set_param(n, t).expect("cuda set_param");
     }
     let refs: Vec<(&str, HostTensor)> = ins.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
-    exe.run(&refs).expect("cuda run")
+    let out = exe.run(&refs).expect("cuda run");
+    // The run must have read exactly what was uploaded, and left it untouched.
+    for (n, t) in &ins {
+        let dev = exe.input_value(n).expect("input download");
+        assert!(
+            dev.data == t.data,
+            "input {n}: the device copy differs from the upload"
+        );
+    }
+    for (n, t) in &ps {
+        let dev = exe.param_value(n).expect("param download");
+        assert!(
+            dev.data == t.data,
+            "param {n}: the device copy differs from the upload"
+        );
+    }
+    out
 }
 
 /// Compare two outputs: floats by rel-L2, everything else exactly.
