@@ -73,7 +73,10 @@ pub(crate) struct GemmCall {
     la: sys::cublasLtMatrixLayout_t,
     lb: sys::cublasLtMatrixLayout_t,
     lc: sys::cublasLtMatrixLayout_t,
-    algo: sys::cublasLtMatmulAlgo_t,
+    pub(crate) algo: sys::cublasLtMatmulAlgo_t,
+    /// cuBLASLt's candidates, its own pick first; `gemm_tune` times them on the device.
+    pub(crate) candidates: Vec<sys::cublasLtMatmulAlgo_t>,
+    pub(crate) tune_key: String,
     a: u64,
     b: u64,
     c: u64,
@@ -137,6 +140,9 @@ fn layout(
     }
     Ok(l)
 }
+
+/// How many of cuBLASLt's heuristic candidates are kept for timing.
+const TUNE_CANDIDATES: usize = 8;
 
 /// Build the Lt call. Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ, so Lt's "A" is our B.
 pub(crate) fn prepare(
@@ -280,21 +286,67 @@ pub(crate) fn prepare(
                 lt::set_matmul_pref_attribute(pref, attr, &align as *const u32 as *const c_void, 4),
             )?;
         }
-        let h = lt::get_matmul_algo_heuristic(handle, desc, la, lb, lc, lc, pref);
+        let mut found =
+            [std::mem::zeroed::<sys::cublasLtMatmulHeuristicResult_t>(); TUNE_CANDIDATES];
+        let mut count = 0i32;
+        let st = sys::cublasLtMatmulAlgoGetHeuristic(
+            handle,
+            desc,
+            la,
+            lb,
+            lc,
+            lc,
+            pref,
+            TUNE_CANDIDATES as i32,
+            found.as_mut_ptr(),
+            &mut count,
+        );
         let _ = lt::destroy_matmul_pref(pref);
-        h.map_err(|e| {
-            Bail(format!(
-                "cuBLASLt found no algorithm for {}: {e:?}",
-                g.label
-            ))
-        })?
+        if st != sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS || count <= 0 {
+            crate::bail!("cuBLASLt found no algorithm for {}: {st:?}", g.label);
+        }
+        found[..count as usize]
+            .iter()
+            .filter(|h| h.state == sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS)
+            .map(|h| h.algo)
+            .collect::<Vec<_>>()
     };
+    if heur.is_empty() {
+        crate::bail!("cuBLASLt found no usable algorithm for {}", g.label);
+    }
+    // Everything but the pointers decides which algorithm is fastest: the tuning cache key.
+    let tune_key = format!(
+        "{:?} {precision:?} {} {} {} {} {} {} {} {} {} {} {} {} {:?} {} {}",
+        g.dtype,
+        g.m,
+        g.n,
+        g.k,
+        g.batch,
+        g.lda,
+        g.ldb,
+        g.ldc,
+        g.stride_a,
+        g.stride_b,
+        g.stride_c,
+        g.trans_a,
+        g.trans_b,
+        g.act,
+        g.bias.is_some(),
+        g.accumulate,
+    ) + &format!(
+        " align {} {} {}",
+        g.a.trailing_zeros().min(8),
+        g.b.trailing_zeros().min(8),
+        g.c.trailing_zeros().min(8)
+    );
     Ok(GemmCall {
         desc,
         la,
         lb,
         lc,
-        algo: heur.algo,
+        algo: heur[0],
+        candidates: heur,
+        tune_key,
         a: g.b,
         b: g.a,
         c: g.c,

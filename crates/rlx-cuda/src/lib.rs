@@ -5,6 +5,7 @@
 pub mod device;
 mod error;
 pub mod gemm;
+mod gemm_tune;
 pub mod kernels;
 pub mod lower;
 pub mod nvrtc;

@@ -39,6 +39,8 @@ pub(crate) enum Step {
 pub(crate) struct LowerEnv {
     pub gpu: Arc<Gpu>,
     pub lt: cudarc::cublaslt::sys::cublasLtHandle_t,
+    stream: cudarc::driver::sys::CUstream,
+    workspace: u64,
     pub steps: Vec<Step>,
     pub scratch: Vec<DevBuf>,
 }
@@ -48,6 +50,8 @@ impl LowerEnv {
         LowerEnv {
             gpu,
             lt: streams.lt,
+            stream: streams.stream,
+            workspace: streams.workspace.ptr,
             steps: Vec::new(),
             scratch: Vec::new(),
         }
@@ -67,6 +71,14 @@ impl LowerEnv {
     }
 
     pub fn prepare_gemm(&mut self, g: GemmDesc, precision: Precision) -> Result<GemmCall, Bail> {
-        crate::gemm::prepare(self.lt, LT_WORKSPACE, &g, precision)
+        let mut call = crate::gemm::prepare(self.lt, LT_WORKSPACE, &g, precision)?;
+        crate::gemm_tune::tune(
+            &mut call,
+            self.lt,
+            self.workspace,
+            LT_WORKSPACE,
+            self.stream,
+        )?;
+        Ok(call)
     }
 }
