@@ -70,30 +70,42 @@ __device__ __forceinline__ float att_logit(float dot, const AttnArgs& a) {
     return s;
 }
 
-// dst[r][c] (row stride dstride floats) = src row (row0 + r) col c, for r < nrows and
-// c < cols4 (cols rounded up to 4); rows >= nvalid and cols >= cols are zero.
+// dst[r][c] (row stride dstride floats) = src row r col c, for r < nrows and c < cols4
+// (cols rounded up to 4); rows >= nvalid and cols >= cols are zero. Each thread issues
+// four loads before it stores, so their latencies overlap.
 template <typename T>
 __device__ __forceinline__ void att_load_tile(float* dst, int dstride, const T* src, i64 sstride,
                                               int nrows, int nvalid, int cols, int cols4,
                                               bool vec) {
-    int n4 = cols4 >> 2;
-    int total = nrows * n4;
-    for (int idx = threadIdx.x; idx < total; idx += blockDim.x) {
-        int r = idx / n4, c4 = idx - r * n4;
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (r < nvalid) {
-            const T* p = src + (i64)r * sstride + c4 * 4;
-            if (vec) {
-                v = ld4(p);
-            } else {
-                int c = c4 * 4;
-                if (c < cols) v.x = ldf(p, 0);
-                if (c + 1 < cols) v.y = ldf(p, 1);
-                if (c + 2 < cols) v.z = ldf(p, 2);
-                if (c + 3 < cols) v.w = ldf(p, 3);
+    const int n4 = cols4 >> 2;
+    const int total = nrows * n4;
+    const int nt = blockDim.x;
+    for (int base = threadIdx.x; base < total; base += 4 * nt) {
+        float4 x[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int idx = base + u * nt;
+            const int r = idx / n4, c4 = idx - r * n4;
+            x[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (idx < total && r < nvalid) {
+                const T* p = src + (i64)r * sstride + c4 * 4;
+                if (vec) {
+                    x[u] = ld4(p);
+                } else {
+                    const int c = c4 * 4;
+                    if (c < cols) x[u].x = ldf(p, 0);
+                    if (c + 1 < cols) x[u].y = ldf(p, 1);
+                    if (c + 2 < cols) x[u].z = ldf(p, 2);
+                    if (c + 3 < cols) x[u].w = ldf(p, 3);
+                }
             }
         }
-        *reinterpret_cast<float4*>(dst + r * dstride + c4 * 4) = v;
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int idx = base + u * nt;
+            const int r = idx / n4, c4 = idx - r * n4;
+            if (idx < total) *reinterpret_cast<float4*>(dst + r * dstride + c4 * 4) = x[u];
+        }
     }
 }
 
@@ -314,8 +326,8 @@ __device__ __forceinline__ void attn_fwd_body(const T* __restrict__ q, const T* 
                                                      const u8* keep, T* out, AttnArgs a) {   \
         attn_fwd_body<T, R, C, DQ, KJ>(q, k, v, keep, out, a);                               \
     }
-#define ATT_FWD_ROWS(C, DQ, KJ, sfx, T) \
-    ATT_FWD(1, C, DQ, KJ, sfx, T) ATT_FWD(2, C, DQ, KJ, sfx, T) ATT_FWD(4, C, DQ, KJ, sfx, T)
+// Query tiles of 16 rows (small grids) or 64 rows (everything else).
+#define ATT_FWD_ROWS(C, DQ, KJ, sfx, T) ATT_FWD(1, C, DQ, KJ, sfx, T) ATT_FWD(4, C, DQ, KJ, sfx, T)
 #define ATT_FWD_ALL(sfx, T)                                                                   \
     ATT_FWD_ROWS(1, 32, 8, sfx, T)                                                            \
     ATT_FWD_ROWS(2, 64, 8, sfx, T)                                                            \
@@ -371,18 +383,26 @@ __device__ __forceinline__ void att_ldsm_t(unsigned* r, const void* p) {
                  : "r"(addr));
 }
 
-// rows x D tile of storage type into shared memory (row stride DS), 16-byte chunks; rows
-// >= nvalid are zero. Rows of src are 16-byte aligned (checked at lowering).
+// Asynchronous rows x D tile of storage type into shared memory (row stride DS) in 16-byte
+// cp.async chunks; rows >= nvalid are zero-filled (source size 0). Rows of src are 16-byte
+// aligned (checked at lowering).
 template <typename T, int D, int DS>
-__device__ __forceinline__ void att_mma_load(T* dst, const T* src, i64 sstride, int nrows,
-                                             int nvalid) {
+__device__ __forceinline__ void att_cp_tile(T* dst, const T* src, i64 sstride, int nrows,
+                                            int nvalid) {
     constexpr int C = D / 8;
     for (int idx = threadIdx.x; idx < nrows * C; idx += blockDim.x) {
         const int r = idx / C, c = idx - r * C;
-        uint4 x = make_uint4(0u, 0u, 0u, 0u);
-        if (r < nvalid) x = *reinterpret_cast<const uint4*>(src + (i64)r * sstride + c * 8);
-        *reinterpret_cast<uint4*>(dst + r * DS + c * 8) = x;
+        const bool ok = r < nvalid;
+        const T* g = src + (ok ? (i64)r * sstride : 0) + c * 8;
+        const unsigned sa = (unsigned)__cvta_generic_to_shared(dst + r * DS + c * 8);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(g),
+                     "r"(ok ? 16 : 0));
     }
+}
+__device__ __forceinline__ void att_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void att_cp_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
 template <typename T, int D, int NW>
@@ -392,10 +412,10 @@ __device__ __forceinline__ void attn_mma_body(const T* __restrict__ q, const T* 
                                               const AttnArgs& a) {
     constexpr int BQ = 16 * NW, BK = 64, DS = D + 8, NT = D / 8;
     extern __shared__ float4 att_smem4[];
+    // Q, then two K/V buffers (the next tile loads while this one is used), then masks.
     T* Qs = reinterpret_cast<T*>(att_smem4);
-    T* Ks = Qs + BQ * DS;
-    T* Vs = Ks + BK * DS;
-    float* Km = reinterpret_cast<float*>(Vs + BK * DS);
+    T* KV = Qs + BQ * DS;
+    float* Kms = reinterpret_cast<float*>(KV + 4 * BK * DS);
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
     const int bh = blockIdx.x;
@@ -406,8 +426,6 @@ __device__ __forceinline__ void attn_mma_body(const T* __restrict__ q, const T* 
     const T* vb = v + b * a.v_b + kvh * a.v_h;
     const u8* kp = keep ? keep + (i64)b * a.sk : nullptr;
 
-    att_mma_load<T, D, DS>(Qs, q + b * a.q_b + h * a.q_h + (i64)q0 * a.q_s, a.q_s, BQ, nq);
-
     const int row0 = q0 + warp * 16 + g, row1 = row0 + 8;
     int lo0 = 0, hi0 = 0, lo1 = 0, hi1 = 0;
     if (row0 < a.sq) att_range(a, row0, lo0, hi0);
@@ -415,27 +433,46 @@ __device__ __forceinline__ void attn_mma_body(const T* __restrict__ q, const T* 
     int blo, bhi, flo, fhi;
     att_range(a, q0, blo, fhi);
     att_range(a, q0 + nq - 1, flo, bhi);
-    __syncthreads();
+
+    // Issue the loads of key tile `kt` into buffer `buf`.
+    auto issue = [&](int kt, int buf) {
+        const int nk = min(BK, a.sk - kt);
+        T* Kb = KV + buf * 2 * BK * DS;
+        att_cp_tile<T, D, DS>(Kb, kb + (i64)kt * a.k_s, a.k_s, BK, nk);
+        att_cp_tile<T, D, DS>(Kb + BK * DS, vb + (i64)kt * a.v_s, a.v_s, BK, nk);
+        if (kp) {
+            for (int j = tid; j < BK; j += blockDim.x)
+                Kms[buf * BK + j] = (j < nk && kp[kt + j]) ? 1.f : 0.f;
+        }
+    };
+    att_cp_tile<T, D, DS>(Qs, q + b * a.q_b + h * a.q_h + (i64)q0 * a.q_s, a.q_s, BQ, nq);
+    if (blo < bhi) issue(blo, 0);
+    att_cp_commit();
 
     unsigned qf[D / 16][4];
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks)
-        att_ldsm(qf[ks], Qs + (warp * 16 + (lane & 15)) * DS + ks * 16 + (lane >> 4) * 8);
-
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
     float o[NT][4];
 #pragma unroll
     for (int n = 0; n < NT; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
 
-    for (int kt = blo; kt < bhi; kt += BK) {
-        const int nk = min(BK, a.sk - kt);
-        __syncthreads();
-        att_mma_load<T, D, DS>(Ks, kb + (i64)kt * a.k_s, a.k_s, BK, nk);
-        att_mma_load<T, D, DS>(Vs, vb + (i64)kt * a.v_s, a.v_s, BK, nk);
-        if (kp) {
-            for (int j = tid; j < BK; j += blockDim.x) Km[j] = (j < nk && kp[kt + j]) ? 1.f : 0.f;
+    int buf = 0;
+    for (int kt = blo; kt < bhi; kt += BK, buf ^= 1) {
+        if (kt + BK < bhi) {
+            issue(kt + BK, buf ^ 1);
+            att_cp_commit();
+            att_cp_wait<1>();
+        } else {
+            att_cp_wait<0>();
         }
         __syncthreads();
+        if (kt == blo) {
+#pragma unroll
+            for (int ks = 0; ks < D / 16; ++ks)
+                att_ldsm(qf[ks], Qs + (warp * 16 + (lane & 15)) * DS + ks * 16 + (lane >> 4) * 8);
+        }
+        const T* Ks = KV + buf * 2 * BK * DS;
+        const T* Vs = Ks + BK * DS;
+        const float* Km = Kms + buf * BK;
 
         float s[8][4];
 #pragma unroll
@@ -515,7 +552,10 @@ __device__ __forceinline__ void attn_mma_body(const T* __restrict__ q, const T* 
                 att_mma(o[2 * cp + 1], pa, bf[2], bf[3], q);
             }
         }
+        // The next iteration starts by refilling the buffer this one read.
+        __syncthreads();
     }
+    att_cp_wait<0>();
 
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
@@ -588,31 +628,41 @@ __device__ __forceinline__ void attn_split_body(const T* __restrict__ q, const T
     for (int e = tid; e < D4; e += blockDim.x) qs[e] = e < a.d ? ldf(qrow, e) : 0.f;
     __syncthreads();
 
-    // Scores: 8 lanes per key, each lane a strided share of the head dim. Every lane runs
-    // the same number of iterations (the shuffles need the whole warp).
+    // Scores: 8 lanes per key, each lane a strided share of the head dim; a group takes
+    // two keys at a time so more loads are in flight. Every lane runs the same number of
+    // iterations (the shuffles need the whole warp).
     const int g = tid >> 3, ln = tid & 7, ng = blockDim.x >> 3;
     const bool kvec = (a.vec & 2) != 0;
-    for (int jb = j0; jb < j1; jb += ng) {
-        const int j = jb + g;
-        float dot = 0.f;
-        if (j < j1) {
-            const T* kr = kb + (i64)j * a.k_s;
-            if (kvec) {
-                for (int e = ln * 4; e < D4; e += 32) {
-                    float4 kv = ld4(kr + e);
-                    dot = fmaf(qs[e], kv.x, dot);
-                    dot = fmaf(qs[e + 1], kv.y, dot);
-                    dot = fmaf(qs[e + 2], kv.z, dot);
-                    dot = fmaf(qs[e + 3], kv.w, dot);
-                }
-            } else {
-                for (int e = ln; e < a.d; e += 8) dot = fmaf(qs[e], ldf(kr, e), dot);
+    for (int jb = j0; jb < j1; jb += 2 * ng) {
+        const int ja = jb + g, jc = jb + ng + g;
+        float da = 0.f, dc = 0.f;
+        const T* ka = kb + (i64)min(ja, j1 - 1) * a.k_s;
+        const T* kc = kb + (i64)min(jc, j1 - 1) * a.k_s;
+        if (kvec) {
+            for (int e = ln * 4; e < D4; e += 32) {
+                const float4 xa = ld4(ka + e), xc = ld4(kc + e);
+                da = fmaf(qs[e], xa.x, da);
+                da = fmaf(qs[e + 1], xa.y, da);
+                da = fmaf(qs[e + 2], xa.z, da);
+                da = fmaf(qs[e + 3], xa.w, da);
+                dc = fmaf(qs[e], xc.x, dc);
+                dc = fmaf(qs[e + 1], xc.y, dc);
+                dc = fmaf(qs[e + 2], xc.z, dc);
+                dc = fmaf(qs[e + 3], xc.w, dc);
+            }
+        } else {
+            for (int e = ln; e < a.d; e += 8) {
+                da = fmaf(qs[e], ldf(ka, e), da);
+                dc = fmaf(qs[e], ldf(kc, e), dc);
             }
         }
-        dot += __shfl_xor_sync(0xffffffffu, dot, 1);
-        dot += __shfl_xor_sync(0xffffffffu, dot, 2);
-        dot += __shfl_xor_sync(0xffffffffu, dot, 4);
-        if (ln == 0 && j < j1) sc[j - j0] = (!kp || kp[j]) ? att_logit(dot, a) : -INFINITY;
+#pragma unroll
+        for (int o = 1; o < 8; o <<= 1) {
+            da += __shfl_xor_sync(0xffffffffu, da, o);
+            dc += __shfl_xor_sync(0xffffffffu, dc, o);
+        }
+        if (ln == 0 && ja < j1) sc[ja - j0] = (!kp || kp[ja]) ? att_logit(da, a) : -INFINITY;
+        if (ln == 0 && jc < j1) sc[jc - j0] = (!kp || kp[jc]) ? att_logit(dc, a) : -INFINITY;
     }
     __syncthreads();
 
@@ -640,6 +690,7 @@ __device__ __forceinline__ void attn_split_body(const T* __restrict__ q, const T
         float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
         if (grp < groups && mx != -INFINITY) {
             const int col = ch * 4;
+#pragma unroll 4
             for (int j = grp; j < n; j += groups) {
                 const float p = sc[j];
                 const T* vr = vb + (i64)(j0 + j) * a.v_s + col;

@@ -49,6 +49,9 @@ const THREADS: u32 = 128;
 const SPLIT_MAX_SQ: usize = 8;
 /// Blocks the flash path aims for before it shrinks query tiles (2 per SM on an H200).
 const TARGET_BLOCKS: usize = 264;
+/// Blocks the split path aims for: its blocks are short and memory-bound, so it wants many
+/// loads in flight.
+const SPLIT_TARGET_BLOCKS: usize = 1024;
 /// Shared memory a block may get without opting in.
 const SMEM_DEFAULT: usize = 48 * 1024;
 /// Opt-in limit of sm_80+/sm_90 (227 KiB).
@@ -216,11 +219,12 @@ fn lower_flash(
         (32, 1) | (64, 2) | (128, 4) => d,
         _ => 0,
     };
-    // Largest query tile that still gives enough blocks to fill the GPU.
-    let mut rows = max_rows;
-    while rows > 1 && bh * sq.div_ceil(16 * rows) < TARGET_BLOCKS {
-        rows /= 2;
-    }
+    // The big query tile when it still gives enough blocks to fill the GPU.
+    let rows = if bh * sq.div_ceil(16 * max_rows) >= TARGET_BLOCKS {
+        max_rows
+    } else {
+        1
+    };
     let smem = flash_smem(rows, kj, d, dv);
     if smem > SMEM_MAX {
         crate::bail!("head_dim {d} needs {smem} B of shared memory per block");
@@ -267,8 +271,9 @@ fn lower_mma(
     while warps > 1 && bh * sq.div_ceil(16 * warps) < TARGET_BLOCKS {
         warps /= 2;
     }
-    // Q, K and V tiles (rows padded by 8 elements) in the 2-byte storage type, key mask.
-    let smem = (16 * warps + 2 * 64) * (d + 8) * 2 + 64 * 4;
+    // Q tile and two K/V tile pairs (rows padded by 8 elements) in the 2-byte storage
+    // type, two key-mask tiles.
+    let smem = (16 * warps + 4 * 64) * (d + 8) * 2 + 2 * 64 * 4;
     let name = format!("attn_mma_d{d}_w{warps}_{sfx}");
     allow_smem(ctx, &name, smem)?;
     let tiles = sq.div_ceil(16 * warps);
@@ -307,7 +312,7 @@ fn lower_split(
     let (sk, d, dv) = (a.sk as usize, a.d as usize, a.dv as usize);
     // Enough chunks to fill the GPU, each at least 64 keys and at most 4096 (its scores
     // sit in shared memory).
-    let want = TARGET_BLOCKS.div_ceil(rows).max(1);
+    let want = SPLIT_TARGET_BLOCKS.div_ceil(rows).max(1);
     let chunk = sk.div_ceil(want).clamp(64, 4096).div_ceil(32) * 32;
     let nsplit = sk.div_ceil(chunk).max(1);
     if nsplit > 65535 {
