@@ -11,6 +11,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("elementwise", include_str!("../kernels/elementwise.cu")),
     ("linalg", include_str!("../kernels/linalg.cu")),
     ("norm", include_str!("../kernels/norm.cu")),
+    ("profile", include_str!("../kernels/profile.cu")),
     ("quant", include_str!("../kernels/quant.cu")),
     ("reduce", include_str!("../kernels/reduce.cu")),
     ("shape_ops", include_str!("../kernels/shape_ops.cu")),

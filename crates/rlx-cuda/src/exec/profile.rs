@@ -1,13 +1,17 @@
 //! Per-kernel device times: every GPU step of the plan launched on its own between two CUDA
 //! events, summed per kernel (or cuBLASLt call) across the graph's nodes. This is where a
-//! benchmark's time goes; the captured replay `time_replays` measures is the total.
+//! benchmark's time goes; the captured replay `time_replays` measures is the total. A spin
+//! kernel holds the stream while the host queues the steps, so host launch cost is not
+//! counted as kernel time.
 use super::{enqueue, CudaExecutable, Segment};
 use crate::device::device_lock;
+use crate::kernels::Src;
 use crate::plan::Step;
 use crate::CudaError;
 use cudarc::driver::{result as drv, sys};
 use rlx_ir::HostTensor;
 use std::collections::HashMap;
+use std::ffi::c_void;
 
 /// One kernel (or library call, copy, memset) of the plan, aggregated over the nodes that
 /// launch it: `what` is the op kind and kernel name, `launches` per run, `ms` per run.
@@ -54,7 +58,7 @@ impl CudaExecutable {
     /// Run once with `inputs`, then launch every GPU step of the plan on its own `iters`
     /// times, timing each between CUDA events. Rows are sorted by time, largest first; CPU
     /// fallback steps are timed on the host. Launch gaps are excluded, so the rows add up to
-    /// a little less than a captured replay.
+    /// about what a captured replay takes.
     pub fn profile(
         &mut self,
         inputs: &[(&str, HostTensor)],
@@ -80,10 +84,17 @@ impl CudaExecutable {
                     .map_err(|e| CudaError::driver("cuEventCreate", e))?,
             );
         }
+        let spin = self.gpu.function(&Src::Static("profile"), "rlx_spin")?;
         let mut total = vec![0f64; steps.len()];
         for _ in 0..iters {
-            // SAFETY: events and stream are live; the plan's buffers outlive the launches.
+            // About 20 ms at the H200's ~2 GHz: longer than the host takes to queue a plan.
+            let mut cycles: i64 = 40_000_000;
+            let mut args = [&mut cycles as *mut i64 as *mut c_void];
+            // SAFETY: events and stream are live; the plan's buffers outlive the launches;
+            // rlx_spin takes one long long.
             unsafe {
+                drv::launch_kernel(spin.0, (1, 1, 1), (1, 1, 1), 0, stream, &mut args)
+                    .map_err(|e| CudaError::driver("cuLaunchKernel (rlx_spin)", e))?;
                 drv::event::record(events.0[0], stream)
                     .map_err(|e| CudaError::driver("cuEventRecord", e))?;
             }

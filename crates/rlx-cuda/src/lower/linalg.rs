@@ -88,13 +88,26 @@ pub(crate) fn bias_act(
         return Ok(());
     }
     let f = format!("mm_bias_act_{}", sfx64(dtype)?);
+    let rows = total / n.max(1);
     let args = KArgs::new()
         .ptr(c)
         .ptr(bias.unwrap_or(0))
-        .i64(total as i64)
+        .i64(rows as i64)
         .i64(n as i64)
         .i32(act.map_or(-1, act_id));
-    ctx.launch_1d(SRC, &f, total, args)
+    // Columns across threads (a block spans at most 256), rows across blockIdx.y: enough
+    // blocks to fill the GPU, each thread then walking its column down a share of the rows.
+    let threads = n.next_multiple_of(32).min(256);
+    let col_blocks = n.div_ceil(threads);
+    let row_blocks = (2048 / col_blocks).clamp(1, rows.clamp(1, 65535));
+    ctx.launch(
+        SRC,
+        &f,
+        [col_blocks as u32, row_blocks as u32, 1],
+        [threads as u32, 1, 1],
+        0,
+        args,
+    )
 }
 
 pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
