@@ -76,6 +76,39 @@ __device__ void bias_act(T* c, const T* bias, i64 rows, i64 n, int act) {
     }
 }
 
+// The same over quads of columns (n a multiple of four, c and bias aligned to four
+// elements): one wide access per quad, so the per-element cost is the activation's math.
+template <typename T>
+__device__ void bias_act4(T* c, const T* bias, i64 rows, i64 n, int act) {
+    const i64 j = 4 * ((i64)blockIdx.x * blockDim.x + threadIdx.x);
+    if (j >= n) return;
+    const float4 b = bias ? ld4f(bias + j) : make_float4(0.f, 0.f, 0.f, 0.f);
+    for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
+        T* p = c + r * n + j;
+        float4 v = ld4f(p);
+        if (bias) {
+            v.x += b.x;
+            v.y += b.y;
+            v.z += b.z;
+            v.w += b.w;
+        }
+        if (act >= 0) {
+            v.x = act_apply<float>(act, v.x);
+            v.y = act_apply<float>(act, v.y);
+            v.z = act_apply<float>(act, v.z);
+            v.w = act_apply<float>(act, v.w);
+        }
+        st4f(p, v);
+    }
+}
+
+#define RLX_BIAS_ACT4(sfx, T)                                                               \
+    extern "C" __global__ void mm_bias_act4_##sfx(T* c, const T* bias, i64 rows, i64 n,      \
+                                                  int act) {                                \
+        bias_act4<T>(c, bias, rows, n, act);                                                \
+    }
+RLX_FLOAT_TYPES(RLX_BIAS_ACT4)
+
 #define RLX_BIAS_ACT(sfx, T)                                                                \
     extern "C" __global__ void mm_bias_act_##sfx(T* c, const T* bias, i64 rows, i64 n,       \
                                                  int act) {                                 \

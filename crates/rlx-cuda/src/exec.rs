@@ -22,6 +22,9 @@ pub struct CudaOptions {
     pub cuda_graph: bool,
     /// Run the CPU reference beside the GPU and report the first diverging node (`RLX_VERIFY=1`).
     pub verify: bool,
+    /// Where a lowering has several kernel variants, take variant `k` (or its last one)
+    /// instead of timing them: lets tests check every variant. `None`: the fastest.
+    pub force_variant: Option<usize>,
 }
 
 impl Default for CudaOptions {
@@ -30,6 +33,7 @@ impl Default for CudaOptions {
             precision: Precision::F32,
             cuda_graph: std::env::var("RLX_CUDA_GRAPH").map_or(true, |v| v != "0"),
             verify: std::env::var("RLX_VERIFY").is_ok_and(|v| v == "1"),
+            force_variant: None,
         }
     }
 }
@@ -560,7 +564,7 @@ impl CudaExecutable {
                 dtype: n.shape.dtype,
             });
         }
-        let mut env = LowerEnv::new(self.gpu.clone(), &self.streams);
+        let mut env = LowerEnv::new(self.gpu.clone(), &self.streams, self.opts.force_variant);
         let mut dispatch = Vec::new();
         let trace = trace_on();
         for (n, bound) in g.nodes.iter().zip(&nodes) {

@@ -5,12 +5,12 @@
 pub mod device;
 mod error;
 pub mod gemm;
-mod gemm_tune;
 pub mod kernels;
 pub mod lower;
 pub mod nvrtc;
 mod plan;
 pub mod precision;
+mod tune;
 
 pub use device::{check_available, gpu_or_skip, Gpu};
 pub use error::CudaError;

@@ -115,6 +115,11 @@ pub fn compile_uncached(name: &str, text: &str, arch: &str) -> Result<Vec<u8>, C
     for d in include_dirs() {
         opts.push(format!("--include-path={}", d.display()));
     }
+    // RLX_NVRTC_VERBOSE=1: ptxas reports registers, shared memory and spills per kernel.
+    let verbose = std::env::var("RLX_NVRTC_VERBOSE").is_ok_and(|v| v == "1");
+    if verbose {
+        opts.push("--ptxas-options=-v".to_string());
+    }
     // SAFETY: prog is a live program from create_program; it is destroyed once below.
     let out = unsafe {
         let compiled = result::compile_program(prog, &opts);
@@ -124,6 +129,9 @@ pub fn compile_uncached(name: &str, text: &str, arch: &str) -> Result<Vec<u8>, C
                 String::from_utf8_lossy(&bytes).into_owned()
             })
             .unwrap_or_default();
+        if verbose {
+            eprintln!("[rlx-nvrtc] {name}.cu for {arch}:\n{log}");
+        }
         let out = match compiled {
             Err(e) => Err(err(format!("{e:?}\n{log}"))),
             Ok(()) => {

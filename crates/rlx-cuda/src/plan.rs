@@ -38,20 +38,22 @@ pub(crate) enum Step {
 /// (for cuBLASLt's handle), and the steps recorded so far.
 pub(crate) struct LowerEnv {
     pub gpu: Arc<Gpu>,
-    pub lt: cudarc::cublaslt::sys::cublasLtHandle_t,
+    lt: cudarc::cublaslt::sys::cublasLtHandle_t,
     stream: cudarc::driver::sys::CUstream,
     workspace: u64,
+    force_variant: Option<usize>,
     pub steps: Vec<Step>,
     pub scratch: Vec<DevBuf>,
 }
 
 impl LowerEnv {
-    pub fn new(gpu: Arc<Gpu>, streams: &StreamSet) -> LowerEnv {
+    pub fn new(gpu: Arc<Gpu>, streams: &StreamSet, force_variant: Option<usize>) -> LowerEnv {
         LowerEnv {
             gpu,
             lt: streams.lt,
             stream: streams.stream,
             workspace: streams.workspace.ptr,
+            force_variant,
             steps: Vec::new(),
             scratch: Vec::new(),
         }
@@ -72,13 +74,22 @@ impl LowerEnv {
 
     pub fn prepare_gemm(&mut self, g: GemmDesc, precision: Precision) -> Result<GemmCall, Bail> {
         let mut call = crate::gemm::prepare(self.lt, LT_WORKSPACE, &g, precision)?;
-        crate::gemm_tune::tune(
+        crate::tune::gemm(
             &mut call,
             self.lt,
+            self.stream,
             self.workspace,
             LT_WORKSPACE,
-            self.stream,
         )?;
         Ok(call)
+    }
+
+    /// The fastest of `cands` for `key` (timed once per process, see `tune`).
+    pub fn fastest(&mut self, key: &str, mut cands: Vec<Launch>) -> Result<Launch, Bail> {
+        let i = match self.force_variant {
+            Some(k) => k.min(cands.len().saturating_sub(1)),
+            None => crate::tune::kernel(key, &cands, self.stream)?,
+        };
+        Ok(cands.swap_remove(i))
     }
 }

@@ -5,6 +5,7 @@
 //! f64 oracle sees the same inputs.
 mod common;
 use common::*;
+use rlx_cuda::CudaOptions;
 use rlx_ir::{AttentionLayout, AttentionSpec, DType, Graph, MaskKind, Shape};
 
 const LAYOUTS: [AttentionLayout; 3] = [
@@ -368,6 +369,43 @@ fn attention_v_head_dim_differs() {
 
 /// The encoder benchmark's shape (MiniLM: 12 heads of 32, 128 tokens) with and without a
 /// padding keep-mask, at batch 1 and 32.
+/// The lowering times its query-tile variants and keeps the fastest, so which one a shape
+/// gets depends on the GPU: force each in turn (16/32/64 query rows for the SIMT kernel,
+/// 1/2/4 warps for the tensor-core one) over head sizes, masks and ragged tiles.
+#[test]
+fn attention_every_tile_variant() {
+    if !common::gpu() {
+        return;
+    }
+    let mut rng = Rng::new("attention_every_tile_variant");
+    let cases = [
+        case(AttentionLayout::Packed, 2, 45, 45, 3, 32).mask(MaskKind::Causal),
+        case(AttentionLayout::Bhsd, 1, 70, 83, 2, 64).mask(MaskKind::Custom),
+        case(AttentionLayout::Bshd, 2, 33, 33, 2, 128).mask(MaskKind::SlidingWindow(9)),
+        case(AttentionLayout::Packed, 1, 37, 37, 2, 80),
+        case(AttentionLayout::Bhsd, 2, 29, 29, 2, 7),
+    ];
+    for c in &cases {
+        let feeds = c.feeds(&mut rng);
+        for variant in 0..3 {
+            let opts = CudaOptions {
+                force_variant: Some(variant),
+                ..CudaOptions::strict()
+            };
+            for dt in FLOATS {
+                parity_with(
+                    &format!("variant {variant} {c:?}"),
+                    &|d| c.graph(d),
+                    &feeds,
+                    dt,
+                    opts.clone(),
+                    &[],
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn attention_encoder_shapes() {
     if !common::gpu() {

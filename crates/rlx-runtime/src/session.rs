@@ -161,6 +161,7 @@ impl Session {
                     precision: opts.precision,
                     cuda_graph: opts.cuda_graph,
                     verify: opts.verify,
+                    force_variant: None,
                 };
                 Backend::Cuda(Box::new(CudaExecutable::new(optimized, n, cuda)?))
             }

@@ -6,7 +6,7 @@
 //! head sizes); when there are few query rows (decode) `attn_split_*` spreads each row's
 //! keys over blocks and `attn_combine_*` merges the chunks. The layouts differ only in
 //! element strides, which are computed here, so one kernel serves Packed, Bshd and Bhsd.
-use super::{Bail, DevTensor, KArgs, Lowered, NodeCtx};
+use super::{Bail, DevTensor, KArgs, KernelLaunch, Lowered, NodeCtx};
 use crate::kernels::Src;
 use rlx_ir::{AttentionLayout, AttentionSpec, DType, MaskKind, Op};
 
@@ -47,8 +47,6 @@ fn strides(layout: AttentionLayout, heads: usize, seq: usize, size: usize) -> [i
 const THREADS: u32 = 128;
 /// Query rows up to which the split-over-keys (decode) path is used.
 const SPLIT_MAX_SQ: usize = 8;
-/// Blocks the flash path aims for before it shrinks query tiles (2 per SM on an H200).
-const TARGET_BLOCKS: usize = 264;
 /// Blocks the split path aims for: its blocks are short and memory-bound, so it wants many
 /// loads in flight.
 const SPLIT_TARGET_BLOCKS: usize = 1024;
@@ -219,37 +217,41 @@ fn lower_flash(
         (32, 1) | (64, 2) | (128, 4) => d,
         _ => 0,
     };
-    // The big query tile when it still gives enough blocks to fill the GPU.
-    let rows = if bh * sq.div_ceil(16 * max_rows) >= TARGET_BLOCKS {
-        max_rows
-    } else {
-        1
-    };
-    let smem = flash_smem(rows, kj, d, dv);
-    if smem > SMEM_MAX {
-        crate::bail!("head_dim {d} needs {smem} B of shared memory per block");
+    // Query tiles of 16, 32 or 64 rows trade K/V reuse against blocks in flight and
+    // registers (168 a thread at 64 rows, which allows 3 blocks an SM): which wins depends
+    // on the shape, so every tile that fits is timed once and the fastest kept.
+    let mut cands = Vec::new();
+    for rows in [1usize, 2, 4] {
+        let smem = flash_smem(rows, kj, d, dv);
+        let tiles = sq.div_ceil(16 * rows);
+        if rows > max_rows || smem > SMEM_MAX || tiles > 65535 {
+            continue;
+        }
+        let name = format!("attn_fwd_r{rows}_c{cv}_d{dq}_k{kj}_{sfx}");
+        allow_smem(ctx, &name, smem)?;
+        cands.push(KernelLaunch {
+            src: Src::Static("attention"),
+            func: name,
+            grid: [fits_i32(bh)? as u32, tiles as u32, 1],
+            block: [THREADS, 1, 1],
+            smem: smem as u32,
+            args: KArgs::new()
+                .ptr(q.ptr)
+                .ptr(k.ptr)
+                .ptr(v.ptr)
+                .ptr(keep)
+                .ptr(out.ptr)
+                .pod(*a),
+        });
     }
-    let name = format!("attn_fwd_r{rows}_c{cv}_d{dq}_k{kj}_{sfx}");
-    allow_smem(ctx, &name, smem)?;
-    let tiles = sq.div_ceil(16 * rows);
-    if tiles > 65535 {
-        crate::bail!("{sq} queries need {tiles} query tiles (grid limit 65535)");
+    if cands.is_empty() {
+        crate::bail!(
+            "head_dim {d} / {sq} queries fit no query tile ({} B of shared memory at 16 rows)",
+            flash_smem(1, kj, d, dv)
+        );
     }
-    let args = KArgs::new()
-        .ptr(q.ptr)
-        .ptr(k.ptr)
-        .ptr(v.ptr)
-        .ptr(keep)
-        .ptr(out.ptr)
-        .pod(*a);
-    ctx.launch(
-        Src::Static("attention"),
-        &name,
-        [fits_i32(bh)? as u32, tiles as u32, 1],
-        [THREADS, 1, 1],
-        smem as u32,
-        args,
-    )
+    let key = format!("attn_fwd {sfx} bh={bh} keep={} {a:?}", keep != 0);
+    ctx.launch_fastest(&key, cands)
 }
 
 /// The tensor-core forward (f16/bf16, head_dim == v_head_dim in {32, 64, 128}): 16 query
@@ -267,34 +269,38 @@ fn lower_mma(
     bh: usize,
 ) -> Lowered {
     let (sq, d) = (a.sq as usize, a.d as usize);
-    let mut warps = 4;
-    while warps > 1 && bh * sq.div_ceil(16 * warps) < TARGET_BLOCKS {
-        warps /= 2;
+    // 1, 2 or 4 warps of 16 query rows a block: timed once per shape, fastest kept.
+    let mut cands = Vec::new();
+    for warps in [1usize, 2, 4] {
+        // Q tile and two K/V tile pairs (rows padded by 8 elements) in the 2-byte storage
+        // type, two key-mask tiles.
+        let smem = (16 * warps + 4 * 64) * (d + 8) * 2 + 2 * 64 * 4;
+        let tiles = sq.div_ceil(16 * warps);
+        if smem > SMEM_MAX || tiles > 65535 {
+            continue;
+        }
+        let name = format!("attn_mma_d{d}_w{warps}_{sfx}");
+        allow_smem(ctx, &name, smem)?;
+        cands.push(KernelLaunch {
+            src: Src::Static("attention"),
+            func: name,
+            grid: [fits_i32(bh)? as u32, tiles as u32, 1],
+            block: [32 * warps as u32, 1, 1],
+            smem: smem as u32,
+            args: KArgs::new()
+                .ptr(q.ptr)
+                .ptr(k.ptr)
+                .ptr(v.ptr)
+                .ptr(keep)
+                .ptr(out.ptr)
+                .pod(*a),
+        });
     }
-    // Q tile and two K/V tile pairs (rows padded by 8 elements) in the 2-byte storage
-    // type, two key-mask tiles.
-    let smem = (16 * warps + 4 * 64) * (d + 8) * 2 + 2 * 64 * 4;
-    let name = format!("attn_mma_d{d}_w{warps}_{sfx}");
-    allow_smem(ctx, &name, smem)?;
-    let tiles = sq.div_ceil(16 * warps);
-    if tiles > 65535 {
-        crate::bail!("{sq} queries need {tiles} query tiles (grid limit 65535)");
+    if cands.is_empty() {
+        crate::bail!("{sq} queries need more query tiles than the grid allows");
     }
-    let args = KArgs::new()
-        .ptr(q.ptr)
-        .ptr(k.ptr)
-        .ptr(v.ptr)
-        .ptr(keep)
-        .ptr(out.ptr)
-        .pod(*a);
-    ctx.launch(
-        Src::Static("attention"),
-        &name,
-        [fits_i32(bh)? as u32, tiles as u32, 1],
-        [32 * warps as u32, 1, 1],
-        smem as u32,
-        args,
-    )
+    let key = format!("attn_mma {sfx} bh={bh} keep={} {a:?}", keep != 0);
+    ctx.launch_fastest(&key, cands)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -87,8 +87,19 @@ pub(crate) fn bias_act(
     if bias.is_none() && act.is_none() {
         return Ok(());
     }
-    let f = format!("mm_bias_act_{}", sfx64(dtype)?);
     let rows = total / n.max(1);
+    // Quads of columns when the row and both pointers allow four-element accesses.
+    let quad = dtype != DType::F64
+        && n.is_multiple_of(4)
+        && [Some(c), bias]
+            .iter()
+            .flatten()
+            .all(|p| p.is_multiple_of(4 * dtype.size_bytes() as u64));
+    let (f, lanes) = if quad {
+        (format!("mm_bias_act4_{}", sfx64(dtype)?), n / 4)
+    } else {
+        (format!("mm_bias_act_{}", sfx64(dtype)?), n)
+    };
     let args = KArgs::new()
         .ptr(c)
         .ptr(bias.unwrap_or(0))
@@ -97,8 +108,8 @@ pub(crate) fn bias_act(
         .i32(act.map_or(-1, act_id));
     // Columns across threads (a block spans at most 256), rows across blockIdx.y: enough
     // blocks to fill the GPU, each thread then walking its column down a share of the rows.
-    let threads = n.next_multiple_of(32).min(256);
-    let col_blocks = n.div_ceil(threads);
+    let threads = lanes.next_multiple_of(32).min(256);
+    let col_blocks = lanes.div_ceil(threads);
     let row_blocks = (2048 / col_blocks).clamp(1, rows.clamp(1, 65535));
     ctx.launch(
         SRC,

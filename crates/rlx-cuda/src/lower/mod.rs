@@ -164,6 +164,16 @@ impl KArgs {
     }
 }
 
+/// One candidate kernel launch (see `NodeCtx::launch_fastest`).
+pub struct KernelLaunch {
+    pub src: Src,
+    pub func: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub smem: u32,
+    pub args: KArgs,
+}
+
 /// Everything one node's lowering sees.
 pub struct NodeCtx<'a> {
     pub node: &'a Node,
@@ -199,6 +209,27 @@ impl<'a> NodeCtx<'a> {
         }
     }
 
+    /// A launch of kernel `func` of `src`, labelled with this node.
+    fn make_launch(&mut self, k: KernelLaunch) -> Result<crate::plan::Launch, Bail> {
+        let f = self.env.function(&k.src, &k.func)?;
+        if k.grid.contains(&0) || k.block.contains(&0) {
+            bail!(
+                "empty launch of {}: grid {:?} block {:?}",
+                k.func,
+                k.grid,
+                k.block
+            );
+        }
+        Ok(crate::plan::Launch {
+            func: f,
+            grid: k.grid,
+            block: k.block,
+            smem: k.smem,
+            args: k.args,
+            label: format!("{}#{} {}", self.node.op.kind(), self.node.id.0, k.func),
+        })
+    }
+
     /// Record one kernel launch; `func` is an `extern "C"` kernel in `src`.
     pub fn launch(
         &mut self,
@@ -209,18 +240,27 @@ impl<'a> NodeCtx<'a> {
         smem: u32,
         args: KArgs,
     ) -> Lowered {
-        let f = self.env.function(&src, func)?;
-        if grid.contains(&0) || block.contains(&0) {
-            bail!("empty launch of {func}: grid {grid:?} block {block:?}");
-        }
-        self.env.steps.push(Step::Kernel(crate::plan::Launch {
-            func: f,
+        let l = self.make_launch(KernelLaunch {
+            src,
+            func: func.to_string(),
             grid,
             block,
             smem,
             args,
-            label: format!("{}#{} {func}", self.node.op.kind(), self.node.id.0),
-        }));
+        })?;
+        self.env.steps.push(Step::Kernel(l));
+        Ok(())
+    }
+
+    /// Record the fastest of several launches that compute the same result (timed once
+    /// per process for `key`, which must name everything but the pointers; see `tune`).
+    pub fn launch_fastest(&mut self, key: &str, cands: Vec<KernelLaunch>) -> Lowered {
+        let launches = cands
+            .into_iter()
+            .map(|k| self.make_launch(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        let l = self.env.fastest(key, launches)?;
+        self.env.steps.push(Step::Kernel(l));
         Ok(())
     }
 

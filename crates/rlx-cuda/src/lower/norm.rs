@@ -76,7 +76,16 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
         ptr(be, len)?,
     );
 
-    let (name, grid, block) = cached_rows("norm", sfx, rows, len);
+    let (name, grid, block) = match vec_rows(
+        sfx,
+        x.dtype.size_bytes(),
+        rows,
+        len,
+        &[x.ptr, rp, bp, gp, bep, ctx.out.ptr],
+    ) {
+        Some(v) => v,
+        None => cached_rows("norm", sfx, rows, len),
+    };
     let args = KArgs::new()
         .ptr(x.ptr)
         .ptr(rp)
@@ -89,4 +98,24 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
         .f32(eps)
         .i32(rms as i32);
     ctx.launch(Src::Static("norm"), &name, grid, block, 0, args)
+}
+
+/// The vectorised warp-per-row kernel (`norm_v<V>`) when the row is a multiple of four
+/// elements of at most 1024 and every pointer (0 = absent) is aligned to four elements.
+fn vec_rows(
+    sfx: &str,
+    elem: usize,
+    rows: usize,
+    len: usize,
+    ptrs: &[u64],
+) -> Option<(String, [u32; 3], [u32; 3])> {
+    if !len.is_multiple_of(4)
+        || len > 1024
+        || ptrs.iter().any(|p| !p.is_multiple_of(4 * elem as u64))
+    {
+        return None;
+    }
+    let v = (len / 4).div_ceil(32).next_power_of_two();
+    let grid = rows.div_ceil(8).clamp(1, super::reduce::MAX_GRID) as u32;
+    Some((format!("norm_v{v}_{sfx}"), [grid, 1, 1], [32, 8, 1]))
 }

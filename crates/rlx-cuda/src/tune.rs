@@ -1,0 +1,165 @@
+//! Plan-time tuning: where several correct ways to run a node exist, time them once on the
+//! device, on the plan's own buffers, and keep the fastest. The buffers hold scratch at this
+//! point (lowering runs before any input is uploaded, and every run recomputes what the
+//! candidates write). Choices are cached per process by a key that names everything but the
+//! pointers, so the six layers of an encoder tune once. `RLX_TUNE=0` keeps the first candidate.
+//!
+//! - cuBLASLt's heuristic picks one algorithm from a model of the GPU; for the skinny,
+//!   under-one-wave shapes of small-batch inference its first guess is often not the fastest,
+//!   so its candidates are timed.
+//! - Kernel families with several tile shapes (attention's query tile) time the launches
+//!   that fit.
+use crate::device::Func;
+use crate::gemm::GemmCall;
+use crate::lower::Bail;
+use crate::plan::Launch;
+use cudarc::cublaslt::sys as ltsys;
+use cudarc::driver::{result as drv, sys};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Mutex, OnceLock};
+
+const WARMUP: usize = 2;
+const REPS: usize = 5;
+
+pub(crate) fn enabled() -> bool {
+    !std::env::var("RLX_TUNE").is_ok_and(|v| v == "0")
+}
+
+type Cache<V> = OnceLock<Mutex<HashMap<String, V>>>;
+
+fn cached<V: Copy>(c: &'static Cache<V>, key: &str) -> Option<V> {
+    c.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(key)
+        .copied()
+}
+
+fn remember<V>(c: &'static Cache<V>, key: &str, v: V) {
+    c.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key.to_string(), v);
+}
+
+/// Median device time of `enqueue` (after warm-up runs) between two CUDA events; `None` if
+/// an enqueue or the synchronisation failed.
+fn time(stream: sys::CUstream, mut enqueue: impl FnMut() -> bool) -> Result<Option<f32>, Bail> {
+    let ev = || {
+        drv::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+            .map_err(|e| Bail(format!("tuning: cuEventCreate: {e:?}")))
+    };
+    let (start, end) = (ev()?, ev()?);
+    let mut times = Vec::with_capacity(REPS);
+    let mut ok = true;
+    for i in 0..WARMUP + REPS {
+        // SAFETY: events and stream are live; what is enqueued works on the plan's buffers.
+        unsafe {
+            let _ = drv::event::record(start, stream);
+            ok &= enqueue();
+            let _ = drv::event::record(end, stream);
+            ok &= drv::event::synchronize(end).is_ok();
+            if !ok {
+                break;
+            }
+            if i >= WARMUP {
+                times.push(drv::event::elapsed(start, end).unwrap_or(f32::INFINITY));
+            }
+        }
+    }
+    // SAFETY: created above, destroyed once.
+    unsafe {
+        let _ = drv::event::destroy(start);
+        let _ = drv::event::destroy(end);
+    }
+    if !ok {
+        return Ok(None);
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    Ok(Some(times[times.len() / 2]))
+}
+
+/// Keep the fastest of cuBLASLt's candidate algorithms for `call`.
+pub(crate) fn gemm(
+    call: &mut GemmCall,
+    lt: ltsys::cublasLtHandle_t,
+    stream: sys::CUstream,
+    workspace: u64,
+    workspace_bytes: usize,
+) -> Result<(), Bail> {
+    static CACHE: Cache<ltsys::cublasLtMatmulAlgo_t> = OnceLock::new();
+    if call.candidates.len() <= 1 || !enabled() {
+        return Ok(());
+    }
+    if let Some(a) = cached(&CACHE, &call.tune_key) {
+        call.algo = a;
+        return Ok(());
+    }
+    let mut best: Option<(f32, ltsys::cublasLtMatmulAlgo_t)> = None;
+    for algo in call.candidates.clone() {
+        call.algo = algo;
+        let t = time(stream, || {
+            call.enqueue(lt, workspace, workspace_bytes, stream as _)
+                .is_ok()
+        })?;
+        if let Some(t) = t {
+            if best.is_none_or(|(b, _)| t < b) {
+                best = Some((t, algo));
+            }
+        }
+    }
+    let Some((_, algo)) = best else {
+        crate::bail!("gemm tuning: no candidate ran for {}", call.label);
+    };
+    call.algo = algo;
+    remember(&CACHE, &call.tune_key, algo);
+    Ok(())
+}
+
+fn launch(l: &Launch, stream: sys::CUstream) -> bool {
+    let mut ptrs: Vec<*mut c_void> = l
+        .args
+        .vals
+        .iter()
+        .map(|v| v.as_ptr() as *mut c_void)
+        .collect();
+    let Func(f) = l.func;
+    // SAFETY: the candidate's arguments match its kernel (the lowering arm's contract) and
+    // point at the plan's buffers.
+    unsafe {
+        drv::launch_kernel(
+            f,
+            (l.grid[0], l.grid[1], l.grid[2]),
+            (l.block[0], l.block[1], l.block[2]),
+            l.smem,
+            stream,
+            &mut ptrs,
+        )
+        .is_ok()
+    }
+}
+
+/// Index of the fastest of `cands` (each a complete launch computing the same result).
+pub(crate) fn kernel(key: &str, cands: &[Launch], stream: sys::CUstream) -> Result<usize, Bail> {
+    static CACHE: Cache<usize> = OnceLock::new();
+    if cands.len() <= 1 || !enabled() {
+        return Ok(0);
+    }
+    if let Some(i) = cached(&CACHE, key).filter(|&i| i < cands.len()) {
+        return Ok(i);
+    }
+    let mut best: Option<(f32, usize)> = None;
+    for (i, l) in cands.iter().enumerate() {
+        if let Some(t) = time(stream, || launch(l, stream))? {
+            if best.is_none_or(|(b, _)| t < b) {
+                best = Some((t, i));
+            }
+        }
+    }
+    let Some((_, i)) = best else {
+        crate::bail!("tuning: no candidate of {key} ran");
+    };
+    remember(&CACHE, key, i);
+    Ok(i)
+}
