@@ -65,7 +65,9 @@ fn profile(
         return Ok(());
     };
     let total: f64 = rows.iter().map(|r| r.ms).sum();
-    println!("\nprofile: {title} (kernels launched one by one, {total:.4} ms in all)");
+    println!(
+        "\nprofile: {title} (each step launched alone, {total:.4} ms in all; launch start-up included)"
+    );
     println!("| kernel | launches | ms | share |");
     println!("|---|---:|---:|---:|");
     for r in rows.iter().take(15) {

@@ -330,6 +330,30 @@ __device__ void maxpool2d_bwd(const T* x, const T* dy, T* dx, int planes, int h,
     }
 }
 
+// Windows that tile the plane (kernel == stride, no padding): one thread per window finds
+// its first maximum once and writes the whole window of dx (dy at the maximum, 0 elsewhere).
+// Per input element the gather above pays eight integer divisions and a window rescan;
+// this pays them once per window. Inputs no window covers are zeroed before the launch.
+template <typename T>
+__device__ void maxpool2d_bwd_tiled(const T* x, const T* dy, T* dx, int planes, int h, int w,
+                                    int ho, int wo, int kh, int kw) {
+    GRID_STRIDE(i, planes * ho * wo) {
+        int ox = i % wo, t = i / wo;
+        int oy = t % ho, pl = t / ho;
+        const T* xp = x + pl * h * w;
+        T* dxp = dx + pl * h * w;
+        const int bi = window_argmax(xp, h, w, oy, ox, kh, kw, kh, kw, 0, 0);
+        const float g = ldf(dy, i);
+        const int y0 = oy * kh, x0 = ox * kw;
+        const int ye = min(y0 + kh, h), xe = min(x0 + kw, w);
+        for (int iy = y0; iy < ye; ++iy)
+            for (int ix = x0; ix < xe; ++ix) {
+                const int o = iy * w + ix;
+                stf(dxp, o, o == bi ? g : 0.f);
+            }
+    }
+}
+
 // Overlapping windows: each window's first maximum (plane offset, -1 if none) once ...
 template <typename T>
 __device__ void pool_argmax(const T* x, int* idx, int planes, int h, int w, int ho, int wo,
@@ -414,6 +438,11 @@ __device__ void resize_nearest2x(const T* x, T* y, int planes, int h, int w) {
                                             int ho, int wo, int kh, int kw, int sh, int sw,    \
                                             int ph, int pw, int is_max) {                      \
         pool2d<T>(x, y, planes, h, w, ho, wo, kh, kw, sh, sw, ph, pw, is_max);                 \
+    }                                                                                          \
+    extern "C" __global__ void maxpool2d_bwd_tiled_##sfx(const T* x, const T* dy, T* dx,      \
+                                                         int planes, int h, int w, int ho,     \
+                                                         int wo, int kh, int kw) {             \
+        maxpool2d_bwd_tiled<T>(x, dy, dx, planes, h, w, ho, wo, kh, kw);                       \
     }                                                                                          \
     extern "C" __global__ void maxpool2d_bwd_##sfx(const T* x, const T* dy, T* dx, int planes, \
                                                    int h, int w, int ho, int wo, int kh,       \

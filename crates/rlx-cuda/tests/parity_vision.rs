@@ -496,32 +496,43 @@ fn max_pool_nan() {
     }
     let mut rng = Rng::new("max_pool_nan");
     let x = [1, 2, 6, 6];
-    let spec = pool_spec(PoolKind::Max, [3, 3], [1, 1], [1, 1]);
     let (_, _, mut v) = grid_values(&mut rng, "x", &x);
     v[7] = f64::NAN;
     v[50] = f64::NAN;
     let xs = feed("x", &x, v);
-    let dy = normal(&mut rng, "dy", &[1, 2, 6, 6]);
-    for dtype in FLOATS {
-        let g = pool_graph(dtype, &x, spec);
-        let mut exe = compile_gpu(&g, rlx_cuda::CudaOptions::strict());
-        let got = run_gpu_exe(&mut exe, &g, std::slice::from_ref(&xs));
-        let want = run_cpu(&g, std::slice::from_ref(&xs));
-        for (a, b) in got.iter().zip(&want) {
-            let (a, b) = (a.to_f64_vec(), b.to_f64_vec());
-            for (i, (p, q)) in a.iter().zip(&b).enumerate() {
-                assert!(
-                    (p.is_nan() && q.is_nan()) || p == q,
-                    "max pool NaN [{dtype}] element {i}: {p} vs {q}"
-                );
+    // Overlapping windows (gather) and windows that tile the plane (one thread per window).
+    for (spec, yd) in [
+        (
+            pool_spec(PoolKind::Max, [3, 3], [1, 1], [1, 1]),
+            [1, 2, 6, 6],
+        ),
+        (
+            pool_spec(PoolKind::Max, [2, 2], [2, 2], [0, 0]),
+            [1, 2, 3, 3],
+        ),
+    ] {
+        let dy = normal(&mut rng, "dy", &yd);
+        for dtype in FLOATS {
+            let g = pool_graph(dtype, &x, spec);
+            let mut exe = compile_gpu(&g, rlx_cuda::CudaOptions::strict());
+            let got = run_gpu_exe(&mut exe, &g, std::slice::from_ref(&xs));
+            let want = run_cpu(&g, std::slice::from_ref(&xs));
+            for (a, b) in got.iter().zip(&want) {
+                let (a, b) = (a.to_f64_vec(), b.to_f64_vec());
+                for (i, (p, q)) in a.iter().zip(&b).enumerate() {
+                    assert!(
+                        (p.is_nan() && q.is_nan()) || p == q,
+                        "max pool NaN [{dtype}] element {i}: {p} vs {q}"
+                    );
+                }
             }
+            parity(
+                "max pool backward NaN",
+                &|d| pool_backward_graph(d, &x, spec),
+                &[xs.clone(), dy.clone()],
+                dtype,
+            );
         }
-        parity(
-            "max pool backward NaN",
-            &|d| pool_backward_graph(d, &x, spec),
-            &[xs.clone(), dy.clone()],
-            dtype,
-        );
     }
 }
 

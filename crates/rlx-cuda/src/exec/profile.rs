@@ -57,8 +57,10 @@ impl Drop for Events {
 impl CudaExecutable {
     /// Run once with `inputs`, then launch every GPU step of the plan on its own `iters`
     /// times, timing each between CUDA events. Rows are sorted by time, largest first; CPU
-    /// fallback steps are timed on the host. Launch gaps are excluded, so the rows add up to
-    /// about what a captured replay takes.
+    /// fallback steps are timed on the host. A spin kernel holds the stream while the host
+    /// queues the steps, so host launch cost is excluded; each row still includes its
+    /// launches' own GPU-side start-up (a few µs each), which a captured replay partly
+    /// overlaps, so the rows add up to somewhat more than `time_replays`.
     pub fn profile(
         &mut self,
         inputs: &[(&str, HostTensor)],

@@ -110,6 +110,31 @@ fn max_pool_backward(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
         return Ok(());
     }
     let dx = ctx.out.ptr;
+    let (k, st, pad) = (spec.kernel_size, spec.stride, spec.padding);
+    if k == st && pad == [0, 0] {
+        // Windows tile the plane: a thread per window writes all of it; rows and columns
+        // past the last window get zeros first.
+        if ho * k[0] < h || wo * k[1] < w {
+            ctx.zero(dx, ctx.out.bytes())?;
+        }
+        let args = KArgs::new()
+            .ptr(x.ptr)
+            .ptr(dy.ptr)
+            .ptr(dx)
+            .i32(planes as i32)
+            .i32(h as i32)
+            .i32(w as i32)
+            .i32(ho as i32)
+            .i32(wo as i32)
+            .i32(k[0] as i32)
+            .i32(k[1] as i32);
+        return ctx.launch_1d(
+            SRC,
+            &format!("maxpool2d_bwd_tiled_{sfx}"),
+            planes * ho * wo,
+            args,
+        );
+    }
     let overlap = (0..2).any(|i| spec.kernel_size[i] > spec.stride[i]);
     if !overlap {
         // Each input sits in at most one window: rescanning it is as cheap as a stored index.
