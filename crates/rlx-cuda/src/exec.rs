@@ -11,7 +11,6 @@ use rlx_ir::ops::infer_shape;
 use rlx_ir::{Dim, Graph, HostTensor, Node, NodeId, Op, Shape};
 use rlx_opt::{plan_memory, PlanOptions};
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::sync::Arc;
 
 /// Per-compile options of the CUDA backend.
@@ -721,30 +720,7 @@ fn upload(s: &StreamSet, dst: u64, data: &[u8]) -> Result<(), CudaError> {
 fn enqueue(s: &StreamSet, steps: &[Step]) -> Result<(), CudaError> {
     for st in steps {
         match st {
-            Step::Kernel(l) => {
-                let mut ptrs: Vec<*mut c_void> = l
-                    .args
-                    .vals
-                    .iter()
-                    .map(|v| v.as_ptr() as *mut c_void)
-                    .collect();
-                // SAFETY: the argument list matches the kernel signature (each lowering arm's
-                // contract) and every pointer in it is a live device buffer of the plan.
-                unsafe {
-                    drv::launch_kernel(
-                        l.func.0,
-                        (l.grid[0], l.grid[1], l.grid[2]),
-                        (l.block[0], l.block[1], l.block[2]),
-                        l.smem,
-                        s.stream,
-                        &mut ptrs,
-                    )
-                }
-                .map_err(|e| CudaError::Driver {
-                    call: "cuLaunchKernel",
-                    msg: format!("{}: {e:?}", l.label),
-                })?;
-            }
+            Step::Kernel(l) => l.enqueue(s.stream)?,
             Step::Gemm(g) => g
                 .enqueue(s.lt, s.workspace.ptr, LT_WORKSPACE, s.stream as _)
                 .map_err(|e| CudaError::Blas {

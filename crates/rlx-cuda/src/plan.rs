@@ -16,6 +16,34 @@ pub(crate) struct Launch {
     pub label: String,
 }
 
+impl Launch {
+    /// Enqueue this launch on `stream`.
+    pub fn enqueue(&self, stream: cudarc::driver::sys::CUstream) -> Result<(), crate::CudaError> {
+        let mut ptrs: Vec<*mut std::ffi::c_void> = self
+            .args
+            .vals
+            .iter()
+            .map(|v| v.as_ptr() as *mut std::ffi::c_void)
+            .collect();
+        // SAFETY: the argument list matches the kernel signature (each lowering arm's
+        // contract) and every pointer in it is a live device buffer of the plan.
+        unsafe {
+            cudarc::driver::result::launch_kernel(
+                self.func.0,
+                (self.grid[0], self.grid[1], self.grid[2]),
+                (self.block[0], self.block[1], self.block[2]),
+                self.smem,
+                stream,
+                &mut ptrs,
+            )
+        }
+        .map_err(|e| crate::CudaError::Driver {
+            call: "cuLaunchKernel",
+            msg: format!("{}: {e:?}", self.label),
+        })
+    }
+}
+
 /// A node the GPU path could not lower: run on the CPU thunks with copies at its boundary.
 pub(crate) struct CpuStep {
     pub node: NodeId,

@@ -9,14 +9,12 @@
 //!   so its candidates are timed.
 //! - Kernel families with several tile shapes (attention's query tile) time the launches
 //!   that fit.
-use crate::device::Func;
 use crate::gemm::GemmCall;
 use crate::lower::Bail;
 use crate::plan::Launch;
 use cudarc::cublaslt::sys as ltsys;
 use cudarc::driver::{result as drv, sys};
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::sync::{Mutex, OnceLock};
 
 const WARMUP: usize = 2;
@@ -117,29 +115,6 @@ pub(crate) fn gemm(
     Ok(())
 }
 
-fn launch(l: &Launch, stream: sys::CUstream) -> bool {
-    let mut ptrs: Vec<*mut c_void> = l
-        .args
-        .vals
-        .iter()
-        .map(|v| v.as_ptr() as *mut c_void)
-        .collect();
-    let Func(f) = l.func;
-    // SAFETY: the candidate's arguments match its kernel (the lowering arm's contract) and
-    // point at the plan's buffers.
-    unsafe {
-        drv::launch_kernel(
-            f,
-            (l.grid[0], l.grid[1], l.grid[2]),
-            (l.block[0], l.block[1], l.block[2]),
-            l.smem,
-            stream,
-            &mut ptrs,
-        )
-        .is_ok()
-    }
-}
-
 /// Index of the fastest of `cands` (each a complete launch computing the same result).
 pub(crate) fn kernel(key: &str, cands: &[Launch], stream: sys::CUstream) -> Result<usize, Bail> {
     static CACHE: Cache<usize> = OnceLock::new();
@@ -151,7 +126,7 @@ pub(crate) fn kernel(key: &str, cands: &[Launch], stream: sys::CUstream) -> Resu
     }
     let mut best: Option<(f32, usize)> = None;
     for (i, l) in cands.iter().enumerate() {
-        if let Some(t) = time(stream, || launch(l, stream))? {
+        if let Some(t) = time(stream, || l.enqueue(stream).is_ok())? {
             if best.is_none_or(|(b, _)| t < b) {
                 best = Some((t, i));
             }

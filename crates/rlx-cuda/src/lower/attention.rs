@@ -228,21 +228,9 @@ fn lower_flash(
             continue;
         }
         let name = format!("attn_fwd_r{rows}_c{cv}_d{dq}_k{kj}_{sfx}");
-        allow_smem(ctx, &name, smem)?;
-        cands.push(KernelLaunch {
-            src: Src::Static("attention"),
-            func: name,
-            grid: [fits_i32(bh)? as u32, tiles as u32, 1],
-            block: [THREADS, 1, 1],
-            smem: smem as u32,
-            args: KArgs::new()
-                .ptr(q.ptr)
-                .ptr(k.ptr)
-                .ptr(v.ptr)
-                .ptr(keep)
-                .ptr(out.ptr)
-                .pod(*a),
-        });
+        let grid = [fits_i32(bh)? as u32, tiles as u32, 1];
+        let io = (q, k, v, keep, out, a);
+        cands.push(candidate(ctx, name, grid, THREADS, smem, io)?);
     }
     if cands.is_empty() {
         crate::bail!(
@@ -252,6 +240,41 @@ fn lower_flash(
     }
     let key = format!("attn_fwd {sfx} bh={bh} keep={} {a:?}", keep != 0);
     ctx.launch_fastest(&key, cands)
+}
+
+type AttnIo<'a> = (
+    &'a DevTensor,
+    &'a DevTensor,
+    &'a DevTensor,
+    u64,
+    &'a DevTensor,
+    &'a AttnArgs,
+);
+
+/// One forward-kernel variant over (q, k, v, keep mask, out, args), allowed its shared memory.
+fn candidate(
+    ctx: &mut NodeCtx,
+    func: String,
+    grid: [u32; 3],
+    threads: u32,
+    smem: usize,
+    (q, k, v, keep, out, a): AttnIo,
+) -> Result<KernelLaunch, Bail> {
+    allow_smem(ctx, &func, smem)?;
+    Ok(KernelLaunch {
+        src: Src::Static("attention"),
+        func,
+        grid,
+        block: [threads, 1, 1],
+        smem: smem as u32,
+        args: KArgs::new()
+            .ptr(q.ptr)
+            .ptr(k.ptr)
+            .ptr(v.ptr)
+            .ptr(keep)
+            .ptr(out.ptr)
+            .pod(*a),
+    })
 }
 
 /// The tensor-core forward (f16/bf16, head_dim == v_head_dim in {32, 64, 128}): 16 query
@@ -280,21 +303,9 @@ fn lower_mma(
             continue;
         }
         let name = format!("attn_mma_d{d}_w{warps}_{sfx}");
-        allow_smem(ctx, &name, smem)?;
-        cands.push(KernelLaunch {
-            src: Src::Static("attention"),
-            func: name,
-            grid: [fits_i32(bh)? as u32, tiles as u32, 1],
-            block: [32 * warps as u32, 1, 1],
-            smem: smem as u32,
-            args: KArgs::new()
-                .ptr(q.ptr)
-                .ptr(k.ptr)
-                .ptr(v.ptr)
-                .ptr(keep)
-                .ptr(out.ptr)
-                .pod(*a),
-        });
+        let grid = [fits_i32(bh)? as u32, tiles as u32, 1];
+        let io = (q, k, v, keep, out, a);
+        cands.push(candidate(ctx, name, grid, 32 * warps as u32, smem, io)?);
     }
     if cands.is_empty() {
         crate::bail!("{sq} queries need more query tiles than the grid allows");
