@@ -370,8 +370,8 @@ fn attention_v_head_dim_differs() {
 /// The encoder benchmark's shape (MiniLM: 12 heads of 32, 128 tokens) with and without a
 /// padding keep-mask, at batch 1 and 32.
 /// The lowering times its query-tile variants and keeps the fastest, so which one a shape
-/// gets depends on the GPU: force each in turn (16/32/64 query rows for the SIMT kernel,
-/// 1/2/4 warps for the tensor-core one) over head sizes, masks and ragged tiles.
+/// gets depends on the GPU: force each in turn (64/32/16 query rows for the SIMT kernel,
+/// 4/2/1 warps for the tensor-core one) over head sizes, masks and ragged tiles.
 #[test]
 fn attention_every_tile_variant() {
     if !common::gpu() {

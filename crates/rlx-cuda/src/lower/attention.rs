@@ -221,7 +221,7 @@ fn lower_flash(
     // registers (168 a thread at 64 rows, which allows 3 blocks an SM): which wins depends
     // on the shape, so every tile that fits is timed once and the fastest kept.
     let mut cands = Vec::new();
-    for rows in [1usize, 2, 4] {
+    for rows in [4usize, 2, 1] {
         let smem = flash_smem(rows, kj, d, dv);
         let tiles = sq.div_ceil(16 * rows);
         if rows > max_rows || smem > SMEM_MAX || tiles > 65535 {
@@ -292,9 +292,9 @@ fn lower_mma(
     bh: usize,
 ) -> Lowered {
     let (sq, d) = (a.sq as usize, a.d as usize);
-    // 1, 2 or 4 warps of 16 query rows a block: timed once per shape, fastest kept.
+    // 4, 2 or 1 warps of 16 query rows a block: timed once per shape, fastest kept.
     let mut cands = Vec::new();
-    for warps in [1usize, 2, 4] {
+    for warps in [4usize, 2, 1] {
         // Q tile and two K/V tile pairs (rows padded by 8 elements) in the 2-byte storage
         // type, two key-mask tiles.
         let smem = (16 * warps + 4 * 64) * (d + 8) * 2 + 2 * 64 * 4;
