@@ -306,6 +306,14 @@ __device__ __forceinline__ int window_argmax(const T* xp, int h, int w, int oy, 
     return bi;
 }
 
+// The windows [o0, o1] along one axis that cover input position i: those o with
+// o*s - p <= i < o*s - p + k, clipped to the n outputs.
+__device__ __forceinline__ void covering(int i, int k, int s, int p, int n, int& o0, int& o1) {
+    const int l = i + p - k + 1;
+    o0 = l <= 0 ? 0 : (l + s - 1) / s;
+    o1 = min((i + p) / s, n - 1);
+}
+
 // dx of max pooling as a gather: each input position sums dy over the windows (in row-major
 // window order, as the CPU adds them) whose first maximum it is.
 template <typename T>
@@ -316,10 +324,9 @@ __device__ void maxpool2d_bwd(const T* x, const T* dy, T* dx, int planes, int h,
         int iy = t % h, pl = t / h;
         const T* xp = x + pl * h * w;
         const T* dyp = dy + pl * ho * wo;
-        // Windows oy with oy*sh - ph <= iy < oy*sh - ph + kh.
-        int ly = iy + ph - kh + 1, lx = ix + pw - kw + 1;
-        int oy0 = ly <= 0 ? 0 : (ly + sh - 1) / sh, oy1 = min((iy + ph) / sh, ho - 1);
-        int ox0 = lx <= 0 ? 0 : (lx + sw - 1) / sw, ox1 = min((ix + pw) / sw, wo - 1);
+        int oy0, oy1, ox0, ox1;
+        covering(iy, kh, sh, ph, ho, oy0, oy1);
+        covering(ix, kw, sw, pw, wo, ox0, ox1);
         int me = iy * w + ix;
         float acc = 0.f;
         for (int oy = oy0; oy <= oy1; ++oy)
@@ -375,9 +382,9 @@ __device__ void maxpool2d_bwd_idx(const int* idx, const T* dy, T* dx, int planes
         int iy = t % h, pl = t / h;
         const int* ip = idx + pl * ho * wo;
         const T* dyp = dy + pl * ho * wo;
-        int ly = iy + ph - kh + 1, lx = ix + pw - kw + 1;
-        int oy0 = ly <= 0 ? 0 : (ly + sh - 1) / sh, oy1 = min((iy + ph) / sh, ho - 1);
-        int ox0 = lx <= 0 ? 0 : (lx + sw - 1) / sw, ox1 = min((ix + pw) / sw, wo - 1);
+        int oy0, oy1, ox0, ox1;
+        covering(iy, kh, sh, ph, ho, oy0, oy1);
+        covering(ix, kw, sw, pw, wo, ox0, ox1);
         int me = iy * w + ix;
         float acc = 0.f;
         for (int oy = oy0; oy <= oy1; ++oy)

@@ -146,12 +146,20 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
         && d == dv
         && matches!(d, 32 | 64 | 128)
         && [&q, &k, &v, &out].iter().all(|t| t.ptr.is_multiple_of(16));
+    let io = Io {
+        sfx,
+        q: &q,
+        k: &k,
+        v: &v,
+        keep,
+        out: &out,
+    };
     if sq <= SPLIT_MAX_SQ {
-        lower_split(ctx, sfx, &q, &k, &v, keep, &out, &mut a, b * h * sq)
+        lower_split(ctx, &io, &mut a, b * h * sq)
     } else if tensor_cores {
-        lower_mma(ctx, sfx, &q, &k, &v, keep, &out, &a, b * h)
+        lower_mma(ctx, &io, &a, b * h)
     } else {
-        lower_flash(ctx, sfx, &q, &k, &v, keep, &out, &a, b * h)
+        lower_flash(ctx, &io, &a, b * h)
     }
 }
 
@@ -191,18 +199,8 @@ fn flash_smem(rows: usize, kj: usize, d: usize, dv: usize) -> usize {
     4 * (bq * ds + bk * ds + bk * dv4 + bq * (bk + 8) + bk)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn lower_flash(
-    ctx: &mut NodeCtx,
-    sfx: &str,
-    q: &DevTensor,
-    k: &DevTensor,
-    v: &DevTensor,
-    keep: u64,
-    out: &DevTensor,
-    a: &AttnArgs,
-    bh: usize,
-) -> Lowered {
+fn lower_flash(ctx: &mut NodeCtx, io: &Io, a: &AttnArgs, bh: usize) -> Lowered {
+    let sfx = io.sfx;
     let (sq, d, dv) = (a.sq as usize, a.d as usize, a.dv as usize);
     // Output chunks of 4 columns per lane (8 lanes share a row), rounded to an instance.
     let cv = match dv.div_ceil(4).div_ceil(8) {
@@ -229,8 +227,7 @@ fn lower_flash(
         }
         let name = format!("attn_fwd_r{rows}_c{cv}_d{dq}_k{kj}_{sfx}");
         let grid = [fits_i32(bh)? as u32, tiles as u32, 1];
-        let io = (q, k, v, keep, out, a);
-        cands.push(candidate(ctx, name, grid, THREADS, smem, io)?);
+        cands.push(candidate(ctx, name, grid, THREADS, smem, io, a)?);
     }
     if cands.is_empty() {
         crate::bail!(
@@ -238,27 +235,42 @@ fn lower_flash(
             flash_smem(1, kj, d, dv)
         );
     }
-    let key = format!("attn_fwd {sfx} bh={bh} keep={} {a:?}", keep != 0);
+    let key = format!("attn_fwd {sfx} bh={bh} keep={} {a:?}", io.keep != 0);
     ctx.launch_fastest(&key, cands)
 }
 
-type AttnIo<'a> = (
-    &'a DevTensor,
-    &'a DevTensor,
-    &'a DevTensor,
-    u64,
-    &'a DevTensor,
-    &'a AttnArgs,
-);
+/// What every attention kernel reads and writes, and the storage suffix of its name.
+struct Io<'a> {
+    sfx: &'a str,
+    q: &'a DevTensor,
+    k: &'a DevTensor,
+    v: &'a DevTensor,
+    /// The u8 keep mask, or 0.
+    keep: u64,
+    out: &'a DevTensor,
+}
 
-/// One forward-kernel variant over (q, k, v, keep mask, out, args), allowed its shared memory.
+impl Io<'_> {
+    /// The kernels' leading arguments: q, k, v, keep, out.
+    fn ptrs(&self) -> KArgs {
+        KArgs::new()
+            .ptr(self.q.ptr)
+            .ptr(self.k.ptr)
+            .ptr(self.v.ptr)
+            .ptr(self.keep)
+            .ptr(self.out.ptr)
+    }
+}
+
+/// One forward-kernel variant, allowed its shared memory.
 fn candidate(
     ctx: &mut NodeCtx,
     func: String,
     grid: [u32; 3],
     threads: u32,
     smem: usize,
-    (q, k, v, keep, out, a): AttnIo,
+    io: &Io,
+    a: &AttnArgs,
 ) -> Result<KernelLaunch, Bail> {
     allow_smem(ctx, &func, smem)?;
     Ok(KernelLaunch {
@@ -267,30 +279,14 @@ fn candidate(
         grid,
         block: [threads, 1, 1],
         smem: smem as u32,
-        args: KArgs::new()
-            .ptr(q.ptr)
-            .ptr(k.ptr)
-            .ptr(v.ptr)
-            .ptr(keep)
-            .ptr(out.ptr)
-            .pod(*a),
+        args: io.ptrs().pod(*a),
     })
 }
 
 /// The tensor-core forward (f16/bf16, head_dim == v_head_dim in {32, 64, 128}): 16 query
 /// rows a warp, up to 4 warps a block.
-#[allow(clippy::too_many_arguments)]
-fn lower_mma(
-    ctx: &mut NodeCtx,
-    sfx: &str,
-    q: &DevTensor,
-    k: &DevTensor,
-    v: &DevTensor,
-    keep: u64,
-    out: &DevTensor,
-    a: &AttnArgs,
-    bh: usize,
-) -> Lowered {
+fn lower_mma(ctx: &mut NodeCtx, io: &Io, a: &AttnArgs, bh: usize) -> Lowered {
+    let sfx = io.sfx;
     let (sq, d) = (a.sq as usize, a.d as usize);
     // 4, 2 or 1 warps of 16 query rows a block: timed once per shape, fastest kept.
     let mut cands = Vec::new();
@@ -304,28 +300,17 @@ fn lower_mma(
         }
         let name = format!("attn_mma_d{d}_w{warps}_{sfx}");
         let grid = [fits_i32(bh)? as u32, tiles as u32, 1];
-        let io = (q, k, v, keep, out, a);
-        cands.push(candidate(ctx, name, grid, 32 * warps as u32, smem, io)?);
+        cands.push(candidate(ctx, name, grid, 32 * warps as u32, smem, io, a)?);
     }
     if cands.is_empty() {
         crate::bail!("{sq} queries need more query tiles than the grid allows");
     }
-    let key = format!("attn_mma {sfx} bh={bh} keep={} {a:?}", keep != 0);
+    let key = format!("attn_mma {sfx} bh={bh} keep={} {a:?}", io.keep != 0);
     ctx.launch_fastest(&key, cands)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn lower_split(
-    ctx: &mut NodeCtx,
-    sfx: &str,
-    q: &DevTensor,
-    k: &DevTensor,
-    v: &DevTensor,
-    keep: u64,
-    out: &DevTensor,
-    a: &mut AttnArgs,
-    rows: usize,
-) -> Lowered {
+fn lower_split(ctx: &mut NodeCtx, io: &Io, a: &mut AttnArgs, rows: usize) -> Lowered {
+    let sfx = io.sfx;
     let (sk, d, dv) = (a.sk as usize, a.d as usize, a.dv as usize);
     // Enough chunks to fill the GPU, each at least 64 keys and at most 4096 (its scores
     // sit in shared memory).
@@ -345,14 +330,7 @@ fn lower_split(
     } else {
         0
     };
-    let args = KArgs::new()
-        .ptr(q.ptr)
-        .ptr(k.ptr)
-        .ptr(v.ptr)
-        .ptr(keep)
-        .ptr(out.ptr)
-        .ptr(part)
-        .pod(*a);
+    let args = io.ptrs().ptr(part).pod(*a);
     ctx.launch(
         Src::Static("attention"),
         &name,
@@ -362,7 +340,7 @@ fn lower_split(
         args,
     )?;
     if nsplit > 1 {
-        let args = KArgs::new().ptr(part).ptr(out.ptr).pod(*a);
+        let args = KArgs::new().ptr(part).ptr(io.out.ptr).pod(*a);
         let block = (dv.div_ceil(32) * 32).min(256) as u32;
         ctx.launch(
             Src::Static("attention"),

@@ -35,21 +35,35 @@ pub(super) fn softmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
             .i64(len as i64);
         return ctx.launch(SRC, &name, grid, block, 0, args);
     }
+    launch_cols(
+        ctx,
+        &format!("softmax_cols_{sfx}"),
+        x.ptr,
+        y,
+        outer,
+        len,
+        inner,
+    )
+}
+
+/// A `*_cols` kernel: the op along a strided axis of `len`, `outer * inner` columns.
+fn launch_cols(
+    ctx: &mut NodeCtx,
+    name: &str,
+    x: u64,
+    y: u64,
+    outer: usize,
+    len: usize,
+    inner: usize,
+) -> Lowered {
     let ncol = outer * inner;
     let args = KArgs::new()
-        .ptr(x.ptr)
+        .ptr(x)
         .ptr(y)
         .i64(ncol as i64)
         .i64(len as i64)
         .i64(inner as i64);
-    ctx.launch(
-        SRC,
-        &format!("softmax_cols_{sfx}"),
-        [col_grid(ncol), 1, 1],
-        [32, 8, 1],
-        0,
-        args,
-    )
+    ctx.launch(SRC, name, [col_grid(ncol), 1, 1], [32, 8, 1], 0, args)
 }
 
 pub(super) fn argmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
@@ -87,20 +101,14 @@ pub(super) fn argmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
             args,
         );
     }
-    let ncol = outer * inner;
-    let args = KArgs::new()
-        .ptr(x.ptr)
-        .ptr(y)
-        .i64(ncol as i64)
-        .i64(len as i64)
-        .i64(inner as i64);
-    ctx.launch(
-        SRC,
+    launch_cols(
+        ctx,
         &format!("argmax_cols_{sfx}"),
-        [col_grid(ncol), 1, 1],
-        [32, 8, 1],
-        0,
-        args,
+        x.ptr,
+        y,
+        outer,
+        len,
+        inner,
     )
 }
 
