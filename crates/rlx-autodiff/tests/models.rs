@@ -189,13 +189,22 @@ fn cnn(rng: &mut Rng) -> Model {
             ),
             ("w1", rng.tensor(&[2, 1, 3, 3])),
             ("b1", HostTensor::from_f64(&[2], &rng.uniforms(2, 0.2, 0.6))),
-            ("w2", rng.tensor(&[3, 2, 3, 3])),
+            ("w2", scaled(rng, &[3, 2, 3, 3], 18f64.sqrt().recip())),
             ("b2", rng.tensor(&[3])),
-            ("wl", rng.tensor(&[12, c])),
+            ("wl", scaled(rng, &[12, c], 12f64.sqrt().recip())),
             ("bl", rng.tensor(&[c])),
         ],
         wrt: vec![w1, b1, w2, b2, wl, bl, x],
     }
+}
+
+/// Normal draws times `f`: weights at the scale a real init gives (about 1/√fan-in), so
+/// tanh, softmax and attention stay off saturation, where 1 − tanh², p − 1 and p(1 − p)
+/// cancel and f32 keeps few correct digits of a near-zero gradient.
+fn scaled(rng: &mut Rng, dims: &[usize], f: f64) -> HostTensor {
+    let n = dims.iter().product();
+    let v: Vec<f64> = rng.normals(n).iter().map(|x| x * f).collect();
+    HostTensor::from_f64(dims, &v)
 }
 
 #[test]
@@ -256,11 +265,6 @@ fn block(rng: &mut Rng) -> Model {
     let th = rng.uniforms(s * d / 2, -2.0, 2.0);
     let cv: Vec<f64> = th.iter().map(|t| t.cos()).collect();
     let sv: Vec<f64> = th.iter().map(|t| t.sin()).collect();
-    let scaled = |rng: &mut Rng, dims: &[usize], f: f64| {
-        let n: usize = dims.iter().product();
-        let v: Vec<f64> = rng.normals(n).iter().map(|v| v * f).collect();
-        HostTensor::from_f64(dims, &v)
-    };
     Model {
         g,
         feed: vec![
@@ -268,8 +272,8 @@ fn block(rng: &mut Rng) -> Model {
             ("cos", HostTensor::from_f64(&[s, 1, d / 2], &cv)),
             ("sin", HostTensor::from_f64(&[s, 1, d / 2], &sv)),
             ("g1", rng.tensor(&[e])),
-            ("wq", scaled(rng, &[e, h * d], 0.5)),
-            ("wk", scaled(rng, &[e, hkv * d], 0.5)),
+            ("wq", scaled(rng, &[e, h * d], 0.3)),
+            ("wk", scaled(rng, &[e, hkv * d], 0.3)),
             ("wv", scaled(rng, &[e, hkv * d], 0.5)),
             ("wo", scaled(rng, &[h * d, e], 0.5)),
             ("g2", rng.tensor(&[e])),
