@@ -127,7 +127,7 @@ fn widened(g: &Graph) -> Option<Graph> {
     let chain = |c: &[ChainStep]| -> Vec<ChainStep> {
         c.iter()
             .map(|s| match s {
-                ChainStep::Cast(d, a) => ChainStep::Cast(w(*d), a.clone()),
+                ChainStep::Cast(d, a) => ChainStep::Cast(w(*d), *a),
                 s => s.clone(),
             })
             .collect()
@@ -156,7 +156,7 @@ fn widened(g: &Graph) -> Option<Graph> {
             },
             Op::ElementwiseRegion { chain: c, prologue } => Op::ElementwiseRegion {
                 chain: chain(c),
-                prologue: prologue.clone(),
+                prologue: *prologue,
             },
             Op::BatchElementwiseRegion {
                 chain: c,
@@ -165,7 +165,7 @@ fn widened(g: &Graph) -> Option<Graph> {
             } => Op::BatchElementwiseRegion {
                 chain: chain(c),
                 num_batch_inputs: *num_batch_inputs,
-                prologue: prologue.clone(),
+                prologue: *prologue,
             },
             op => op.clone(),
         };
