@@ -291,8 +291,14 @@ fn log_mel_fd(
             .map(|(a, b)| a * b)
             .sum()
     };
-    // Which outputs are clamped, and which frame holds each item's max: the loss's kinks.
-    let live = |s: &[f64]| (log_mel_ref(s, fb, dims).1, argmax_rows(s, fb, dims));
+    // Which outputs are clamped, and (when some sit at max − 8) which frame holds each
+    // item's max: the loss's kinks.
+    let live = |s: &[f64]| {
+        let (_, live, ms) = log_mel_ref(s, fb, dims);
+        let max_matters = live.iter().zip(&ms).any(|(&l, &m)| !l && m >= 1e-10);
+        let top = max_matters.then(|| argmax_rows(s, fb, dims));
+        (live, top)
+    };
     let base = live(spec);
     let mut v = spec.to_vec();
     (0..spec.len())
