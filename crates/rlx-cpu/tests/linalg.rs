@@ -266,7 +266,9 @@ fn unpack(scheme: QuantScheme, bytes: &[u8], rows: usize, cols: usize) -> Vec<f6
                     if scheme == QuantScheme::Q4_0 {
                         d * (q - 8.0)
                     } else {
-                        d * q + f16_val(&b[2..4])
+                        // Weights are f32 values, as in ggml: d·q is exact there, and the
+                        // sum with m rounds once (visible when |m| is tiny).
+                        (d * q + f16_val(&b[2..4])) as f32 as f64
                     }
                 }
             };
