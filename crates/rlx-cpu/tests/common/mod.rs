@@ -29,6 +29,24 @@ pub fn assert_close(what: &str, got: &HostTensor, want: &[f64], dtype: DType) {
     );
 }
 
+/// `assert_close` for sums of products (matmul, dot): the error is measured against `abs`,
+/// the oracle of the same sums over |terms|. Rounding error is a fraction of Σ|a·b|, so a
+/// sum that cancels to near zero keeps f32's digits of its terms, not of its result.
+pub fn assert_close_sums(what: &str, got: &HostTensor, want: &[f64], abs: &[f64], dtype: DType) {
+    let g = got.to_f64_vec();
+    assert_eq!(g.len(), want.len(), "{what}: length");
+    let norm = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x * x).sum::<f64>().sqrt();
+    // NaN anywhere makes e NaN, which fails the check.
+    let e = norm(&mut g.iter().zip(want).map(|(a, b)| a - b)) / norm(&mut abs.iter().copied());
+    let t = tol(dtype);
+    assert!(
+        e <= t,
+        "{what}: error {e:.3e} of Σ|terms| > {t:.0e} ({dtype}); first values got {:?} want {:?}",
+        &g[..g.len().min(6)],
+        &want[..want.len().min(6)]
+    );
+}
+
 /// Round f64 values through a storage dtype (so oracles see what the graph sees).
 pub fn through(dtype: DType, v: &[f64]) -> Vec<f64> {
     HostTensor::from_f64_as(&[v.len()], v, dtype).to_f64_vec()
