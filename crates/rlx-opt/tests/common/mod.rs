@@ -5,6 +5,7 @@
 use rlx_ir::{Activation, BinaryOp, CompareOp, DType, Graph, HostTensor, Node, NodeId, Op, Shape};
 use rlx_opt::ConstEvaluator;
 pub mod gen;
+pub mod widen;
 use std::collections::HashMap;
 
 pub use rlx_testutil::Rng;
