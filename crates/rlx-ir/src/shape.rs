@@ -135,6 +135,27 @@ pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize, String> {
     }
 }
 
+/// NumPy broadcasting of two concrete dim lists (batch dims once symbols are bound).
+pub fn broadcast_static(a: &[usize], b: &[usize]) -> Result<Vec<usize>, String> {
+    let r = a.len().max(b.len());
+    let at = |s: &[usize], i: usize| {
+        if i + s.len() >= r {
+            s[i + s.len() - r]
+        } else {
+            1
+        }
+    };
+    (0..r)
+        .map(|i| match (at(a, i), at(b, i)) {
+            (x, y) if x == y || y == 1 => Ok(x),
+            (1, y) => Ok(y),
+            (x, y) => Err(format!(
+                "dims {a:?} and {b:?} do not broadcast ({x} vs {y})"
+            )),
+        })
+        .collect()
+}
+
 /// NumPy broadcasting of two dim lists. A symbol meets 1 → symbol; equal symbols agree;
 /// a symbol against a static size > 1 takes the static size (checked again once bound).
 pub fn broadcast_dims(a: &[Dim], b: &[Dim]) -> Result<Vec<Dim>, String> {

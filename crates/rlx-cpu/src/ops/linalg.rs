@@ -75,23 +75,7 @@ fn gemm_one<T: Float>(
 
 /// Concrete NumPy broadcast of two batch-dim lists.
 fn broadcast_batch(a: &[usize], b: &[usize]) -> Result<Vec<usize>, CpuError> {
-    let r = a.len().max(b.len());
-    let at = |s: &[usize], i: usize| {
-        if i + s.len() >= r {
-            s[i + s.len() - r]
-        } else {
-            1
-        }
-    };
-    (0..r)
-        .map(|i| match (at(a, i), at(b, i)) {
-            (x, y) if x == y || y == 1 => Ok(x),
-            (1, y) => Ok(y),
-            (x, y) => Err(op_err(format!(
-                "batch dims {a:?} and {b:?} do not broadcast ({x} vs {y})"
-            ))),
-        })
-        .collect()
+    rlx_ir::broadcast_static(a, b).map_err(|e| op_err(format!("batch {e}")))
 }
 
 /// Batched `a @ b` with NumPy semantics into `out` (row-major, `batch × m × n`).

@@ -131,23 +131,7 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
 
 /// NumPy broadcast of two batch-dim lists.
 fn broadcast(a: &[usize], b: &[usize]) -> Result<Vec<usize>, Bail> {
-    let r = a.len().max(b.len());
-    let at = |s: &[usize], i: usize| {
-        if i + s.len() >= r {
-            s[i + s.len() - r]
-        } else {
-            1
-        }
-    };
-    (0..r)
-        .map(|i| match (at(a, i), at(b, i)) {
-            (x, y) if x == y || y == 1 => Ok(x),
-            (1, y) => Ok(y),
-            (x, y) => Err(Bail(format!(
-                "batch dims {a:?} and {b:?} do not broadcast ({x} vs {y})"
-            ))),
-        })
-        .collect()
+    rlx_ir::broadcast_static(a, b).map_err(|e| Bail(format!("batch {e}")))
 }
 
 /// Element strides of each output batch dim for an operand with batch dims `own` (right-
