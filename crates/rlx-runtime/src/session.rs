@@ -312,12 +312,21 @@ impl CompiledGraph {
         &self,
         inputs: &[(N, HostTensor)],
     ) -> Result<Vec<HostTensor>, Error> {
+        self.run_named(inputs, true)
+    }
+
+    /// Check `inputs`, then run; `all_outputs` false leaves out the outputs bound to params.
+    fn run_named<N: AsRef<str>>(
+        &self,
+        inputs: &[(N, HostTensor)],
+        all_outputs: bool,
+    ) -> Result<Vec<HostTensor>, Error> {
         self.check_inputs(inputs)?;
         let refs: Vec<(&str, HostTensor)> = inputs
             .iter()
             .map(|(n, t)| (n.as_ref(), t.clone()))
             .collect();
-        self.run_checked(&refs, true)
+        self.run_checked(&refs, all_outputs)
     }
 
     fn check_inputs<N: AsRef<str>>(&self, inputs: &[(N, HostTensor)]) -> Result<(), Error> {
@@ -409,12 +418,7 @@ impl CompiledGraph {
         &self,
         inputs: &[(N, HostTensor)],
     ) -> Result<Vec<HostTensor>, Error> {
-        self.check_inputs(inputs)?;
-        let refs: Vec<(&str, HostTensor)> = inputs
-            .iter()
-            .map(|(n, t)| (n.as_ref(), t.clone()))
-            .collect();
-        self.run_checked(&refs, false)
+        self.run_named(inputs, false)
     }
 
     /// The current value of a param (after bound updates, the updated one).
