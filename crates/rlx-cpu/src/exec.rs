@@ -116,22 +116,27 @@ impl CpuExecutable {
         }
     }
 
-    /// Set a weight by name; its shape and dtype must match the graph's param.
-    pub fn set_param(&mut self, name: &str, value: &HostTensor) -> Result<(), CpuError> {
-        let node = self
-            .graph
+    /// The graph's param node called `name`.
+    fn param_node(&self, name: &str) -> Result<&rlx_ir::Node, CpuError> {
+        self.graph
             .nodes
             .iter()
             .find(|n| matches!(&n.op, Op::Param { name: p } if p == name))
             .ok_or_else(|| CpuError::Param {
                 name: name.into(),
                 msg: "the graph has no such param".into(),
-            })?;
+            })
+    }
+
+    /// Set a weight by name; its shape and dtype must match the graph's param.
+    pub fn set_param(&mut self, name: &str, value: &HostTensor) -> Result<(), CpuError> {
+        let node = self.param_node(name)?;
         check_tensor(&node.shape, value, &HashMap::new()).map_err(|msg| CpuError::Param {
             name: name.into(),
             msg,
         })?;
-        self.leaves[node.id.0] = Some(to_storage(value));
+        let id = node.id.0;
+        self.leaves[id] = Some(to_storage(value));
         Ok(())
     }
 

@@ -94,15 +94,7 @@ impl CpuExecutable {
 
     /// The current value of a param (after write-backs, the updated one).
     pub fn param_value(&self, name: &str) -> Result<HostTensor, CpuError> {
-        let node = self
-            .graph
-            .nodes
-            .iter()
-            .find(|n| matches!(&n.op, Op::Param { name: p } if p == name))
-            .ok_or_else(|| CpuError::Param {
-                name: name.into(),
-                msg: "the graph has no such param".into(),
-            })?;
+        let node = self.param_node(name)?;
         let dims = node.shape.static_dims().ok_or_else(|| CpuError::Param {
             name: name.into(),
             msg: format!("dynamic shape {}", node.shape),
