@@ -355,6 +355,46 @@ fn idx_malformed_files_give_offsets() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// The deterministic counterpart of `fuzz/fuzz_targets/idx_from_bytes.rs`: mutated plain
+/// and gzip IDX bytes (flipped, cut, grown, a header claiming 2^32 − 1 rows) return an error
+/// or an array that round-trips; never a panic, never an allocation the bytes don't hold.
+#[test]
+fn idx_mutations_return_errors_not_panics() {
+    let mut rng = Rng::seeded(seed("idx_mutations_return_errors_not_panics"));
+    let good = idx_bytes(0x0D, &[3, 5], &bytes(&mut rng, 60, 256));
+    let good_gz = gz(&good);
+    let (mut decoded, mut failed) = (0, 0);
+    for i in 0..4000 {
+        let mut b = if i % 2 == 0 {
+            good.clone()
+        } else {
+            good_gz.clone()
+        };
+        for _ in 0..1 + rng.next_u64() % 3 {
+            let at = (rng.next_u64() as usize) % (b.len() + 1);
+            match rng.next_u64() % 4 {
+                0 if at < b.len() => b[at] = rng.next_u64() as u8,
+                1 => b.truncate(at),
+                2 => b.insert(at, rng.next_u64() as u8),
+                3 if i % 2 == 0 && b.len() >= 8 => b[4..8].copy_from_slice(&u32::MAX.to_be_bytes()),
+                _ => {}
+            }
+        }
+        match parse_idx(&b, "mutated.idx") {
+            Ok(a) => {
+                decoded += 1;
+                let again = parse_idx(&a.to_bytes().expect("encodes"), "again.idx");
+                assert_eq!(again.expect("re-encoded array decodes"), a);
+            }
+            Err(_) => failed += 1,
+        }
+    }
+    assert!(
+        decoded > 0 && failed > 0,
+        "{decoded} decoded, {failed} failed"
+    );
+}
+
 #[test]
 fn idx_pair_mismatches_are_errors() {
     let mut rng = Rng::seeded(seed("idx_pair_mismatches_are_errors"));
