@@ -19,11 +19,15 @@ pub use rlx_testutil::rel_l2;
 /// Assert `got` matches the f64 oracle within the tolerance of `dtype`.
 pub fn assert_close(what: &str, got: &HostTensor, want: &[f64], dtype: DType) {
     let g = got.to_f64_vec();
-    let e = rel_l2(&g, want);
+    check(what, rel_l2(&g, want), "rel-L2", &g, want, dtype);
+}
+
+/// Fail, naming the case and its first values, when `e` exceeds the dtype's tolerance.
+fn check(what: &str, e: f64, measure: &str, g: &[f64], want: &[f64], dtype: DType) {
     let t = tol(dtype);
     assert!(
         e <= t,
-        "{what}: rel-L2 {e:.3e} > {t:.0e} ({dtype}); first values got {:?} want {:?}",
+        "{what}: {measure} {e:.3e} > {t:.0e} ({dtype}); first values got {:?} want {:?}",
         &g[..g.len().min(6)],
         &want[..want.len().min(6)]
     );
@@ -38,13 +42,7 @@ pub fn assert_close_sums(what: &str, got: &HostTensor, want: &[f64], abs: &[f64]
     let norm = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x * x).sum::<f64>().sqrt();
     // NaN anywhere makes e NaN, which fails the check.
     let e = norm(&mut g.iter().zip(want).map(|(a, b)| a - b)) / norm(&mut abs.iter().copied());
-    let t = tol(dtype);
-    assert!(
-        e <= t,
-        "{what}: error {e:.3e} of Σ|terms| > {t:.0e} ({dtype}); first values got {:?} want {:?}",
-        &g[..g.len().min(6)],
-        &want[..want.len().min(6)]
-    );
+    check(what, e, "error of Σ|terms|", &g, want, dtype);
 }
 
 /// Round f64 values through a storage dtype (so oracles see what the graph sees).
