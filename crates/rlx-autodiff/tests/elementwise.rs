@@ -131,7 +131,7 @@ fn max_min_ties_split_evenly() {
         for i in (0..9).step_by(2) {
             bv[i] = av[i];
         }
-        let w = gradcheck(
+        let w = gradcheck_central(
             &format!("ties {op:?}"),
             &g,
             &[
