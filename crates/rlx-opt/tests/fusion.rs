@@ -172,6 +172,32 @@ fn matmul_bias_act_fuses() {
     }
 }
 
+/// A row bias that is a reshape of a vector feeds the fused op as that vector, so a second
+/// run of the pipeline has nothing to fold (a random graph found the reshape-of-reshape).
+#[test]
+fn matmul_bias_from_reshaped_vector_is_idempotent() {
+    let mut rng = Rng::new("matmul_bias_from_reshaped_vector_is_idempotent");
+    let mut g = Graph::new("mm_reshaped_bias");
+    let a = g.input("a", sh(&[2, 5, 7], DType::F32)).unwrap();
+    let w = g.param("w", sh(&[7, 9], DType::F32)).unwrap();
+    let v = g.param("b", sh(&[9], DType::F32)).unwrap();
+    let row = g.reshape(v, &[1, 9]).unwrap();
+    let m = g.matmul(a, w).unwrap();
+    let y = g.add(m, row).unwrap();
+    g.set_outputs(vec![y]);
+    let full = Pipeline::full(None).verify(true);
+    let (h, _) = full.run(&g).unwrap();
+    same_on_cpu(&g, &h, &mut rng, "reshaped bias");
+    let fused = h.nodes.iter().find(|n| n.op.kind() == "FusedMatMulBiasAct");
+    assert_eq!(
+        fused.expect("fused").inputs[2],
+        v,
+        "the vector itself is the bias"
+    );
+    assert_eq!(count(&h, "Reshape"), 0);
+    assert_eq!(full.run(&h).unwrap().0, h, "a second run changes nothing");
+}
+
 #[test]
 fn matmul_bias_shared_or_unfit_is_not_fused() {
     let mut rng = Rng::new("matmul_bias_shared_or_unfit_is_not_fused");
