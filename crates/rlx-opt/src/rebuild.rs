@@ -163,6 +163,25 @@ impl<'a> Rebuilder<'a> {
             })
     }
 
+    /// `x` (a new-graph node) as a rank-1 vector for a fused op's bias: itself when rank 1,
+    /// the vector behind it when it is a reshape of one, else a new `Reshape[-1]`. Stacking a
+    /// reshape on a reshape would leave the next pipeline run something to fold.
+    pub fn as_vector(&mut self, x: NodeId) -> Result<NodeId, OptError> {
+        let node = self.new_node(x)?;
+        if node.shape.rank() == 1 {
+            return Ok(x);
+        }
+        let behind = match node.op {
+            Op::Reshape { .. } => Some(node.inputs[0]),
+            _ => None,
+        }
+        .filter(|&v| self.new_node(v).is_ok_and(|v| v.shape.rank() == 1));
+        match behind {
+            Some(v) => Ok(v),
+            None => self.add(Op::Reshape { shape: vec![-1] }, &[x]),
+        }
+    }
+
     /// Drop `old`: nothing in the new graph stands for it.
     pub fn drop_node(&mut self, old: NodeId) {
         if let Some(m) = self.map.get_mut(old.0) {

@@ -172,27 +172,43 @@ fn matmul_bias_act_fuses() {
     }
 }
 
-/// A row bias that is a reshape of a vector feeds the fused op as that vector, so a second
-/// run of the pipeline has nothing to fold (a random graph found the reshape-of-reshape).
+/// A row bias that is a reshape of a vector feeds a fused op (matmul + bias, residual +
+/// norm) as that vector, so a second run of the pipeline has nothing to fold (a random
+/// graph found the reshape-of-reshape).
 #[test]
-fn matmul_bias_from_reshaped_vector_is_idempotent() {
-    let mut rng = Rng::new("matmul_bias_from_reshaped_vector_is_idempotent");
-    let mut g = Graph::new("mm_reshaped_bias");
+fn bias_from_reshaped_vector_is_idempotent() {
+    let mut rng = Rng::new("bias_from_reshaped_vector_is_idempotent");
+    let mut g = Graph::new("reshaped_biases");
     let a = g.input("a", sh(&[2, 5, 7], DType::F32)).unwrap();
+    let r = g.input("r", sh(&[2, 5, 9], DType::F32)).unwrap();
     let w = g.param("w", sh(&[7, 9], DType::F32)).unwrap();
     let v = g.param("b", sh(&[9], DType::F32)).unwrap();
+    let u = g.param("c", sh(&[9], DType::F32)).unwrap();
+    let gamma = g.param("gamma", sh(&[9], DType::F32)).unwrap();
     let row = g.reshape(v, &[1, 9]).unwrap();
     let m = g.matmul(a, w).unwrap();
     let y = g.add(m, row).unwrap();
-    g.set_outputs(vec![y]);
+    let row2 = g.reshape(u, &[1, 1, 9]).unwrap();
+    let s = g.add(y, r).unwrap();
+    let s = g.add(s, row2).unwrap();
+    let z = g.rms_norm(s, gamma, None, -1, 1e-6).unwrap();
+    g.set_outputs(vec![y, z]);
     let full = Pipeline::full(None).verify(true);
     let (h, _) = full.run(&g).unwrap();
-    same_on_cpu(&g, &h, &mut rng, "reshaped bias");
-    let fused = h.nodes.iter().find(|n| n.op.kind() == "FusedMatMulBiasAct");
+    same_on_cpu(&g, &h, &mut rng, "reshaped biases");
+    let input_of = |kind: &str, k: usize| {
+        let n = h.nodes.iter().find(|n| n.op.kind() == kind);
+        n.unwrap_or_else(|| panic!("no {kind}")).inputs[k]
+    };
     assert_eq!(
-        fused.expect("fused").inputs[2],
+        input_of("FusedMatMulBiasAct", 2),
         v,
-        "the vector itself is the bias"
+        "the vector is the bias"
+    );
+    assert_eq!(
+        input_of("FusedResidualRmsNorm", 2),
+        u,
+        "the vector is the bias"
     );
     assert_eq!(count(&h, "Reshape"), 0);
     assert_eq!(full.run(&h).unwrap().0, h, "a second run changes nothing");

@@ -73,21 +73,8 @@ fn find(g: &Graph, uses: &Uses, n: &Node, _claimed: &[bool]) -> Option<Match<Fou
 
 fn emit(rb: &mut Rebuilder, n: &Node, f: &Found) -> Result<bool, OptError> {
     let (a, w) = (rb.map(f.a)?, rb.map(f.w)?);
-    let mut bias = rb.map(f.bias)?;
-    let node = rb.new_node(bias)?;
-    if node.shape.rank() != 1 {
-        // A bias that is already a reshape of a vector takes the vector: a reshape stacked
-        // on a reshape would leave work for the next run, and the pipeline is idempotent.
-        let vector = match node.op {
-            Op::Reshape { .. } => Some(node.inputs[0]),
-            _ => None,
-        }
-        .filter(|&v| rb.new_node(v).is_ok_and(|v| v.shape.rank() == 1));
-        bias = match vector {
-            Some(v) => v,
-            None => rb.add(Op::Reshape { shape: vec![-1] }, &[bias])?,
-        };
-    }
+    let bias = rb.map(f.bias)?;
+    let bias = rb.as_vector(bias)?;
     let op = Op::FusedMatMulBiasAct {
         activation: f.activation,
     };

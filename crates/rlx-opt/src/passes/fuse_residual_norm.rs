@@ -136,11 +136,8 @@ impl FuseResidualNorm {
 fn emit(rb: &mut Rebuilder, n: &Node, f: &Found) -> Result<bool, OptError> {
     let mut ins = vec![rb.map(f.x)?, rb.map(f.residual)?];
     if let Some(b) = f.bias {
-        let mut b = rb.map(b)?;
-        if rb.new_node(b)?.shape.rank() != 1 {
-            b = rb.add(Op::Reshape { shape: vec![-1] }, &[b])?;
-        }
-        ins.push(b);
+        let b = rb.map(b)?;
+        ins.push(rb.as_vector(b)?);
     }
     for &p in &f.rest {
         ins.push(rb.map(p)?);
