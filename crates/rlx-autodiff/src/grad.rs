@@ -46,7 +46,7 @@ fn first_output(graph: &Graph) -> Result<NodeId, AdError> {
     if !node.shape.dtype.is_float() {
         return Err(AdError::Unsupported {
             node: out,
-            op: node.op.kind(),
+            op: node.op.kind().name(),
             msg: format!(
                 "output 0 is {}; only float outputs can be differentiated",
                 node.shape
@@ -132,14 +132,14 @@ pub(crate) fn backward(
                 .flatten()
                 .ok_or_else(|| AdError::Unsupported {
                     node: node.id,
-                    op: node.op.kind(),
+                    op: node.op.kind().name(),
                     msg: format!("the rule gave no gradient for input {k} ({inp})"),
                 })?;
             let (want, got) = (&g.nodes[inp.0].shape, g.shape(d)?);
             if want != got {
                 return Err(AdError::Unsupported {
                     node: node.id,
-                    op: node.op.kind(),
+                    op: node.op.kind().name(),
                     msg: format!("the rule's gradient for input {k} is {got}, the input is {want}"),
                 });
             }

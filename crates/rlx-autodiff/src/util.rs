@@ -61,7 +61,7 @@ pub fn static_dims(g: &Graph, x: NodeId, node: &Node) -> Result<Vec<usize>, AdEr
         .static_dims()
         .ok_or_else(|| AdError::Unsupported {
             node: node.id,
-            op: node.op.kind(),
+            op: node.op.kind().name(),
             msg: format!(
                 "needs static dims, {x} is {}",
                 g.shape(x).map(|s| s.to_string()).unwrap_or_default()
@@ -102,7 +102,7 @@ pub fn unbroadcast(g: &mut Graph, grad: NodeId, to_shape: &Shape) -> Result<Node
 pub fn unsupported(node: &Node, msg: impl Into<String>) -> AdError {
     AdError::Unsupported {
         node: node.id,
-        op: node.op.kind(),
+        op: node.op.kind().name(),
         msg: msg.into(),
     }
 }

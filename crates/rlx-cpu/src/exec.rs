@@ -276,7 +276,7 @@ impl CpuExecutable {
                     if p == pool && o < off + len && off < o + l {
                         return Err(CpuError::Op {
                             node: label(node),
-                            op: node.op.kind(),
+                            op: node.op.kind().name(),
                             msg: format!("memory plan overlaps output with input {inp}"),
                         });
                     }
@@ -298,7 +298,7 @@ impl CpuExecutable {
             // SAFETY: see above.
             let out = unsafe { arenas.out(pool, off, len) }.ok_or_else(|| CpuError::Op {
                 node: label(node),
-                op: node.op.kind(),
+                op: node.op.kind().name(),
                 msg: "memory plan slot lies outside the arena".into(),
             })?;
             let out_view = OutView {
@@ -310,7 +310,7 @@ impl CpuExecutable {
             crate::ops::eval(node, &ins, out_view).map_err(|e| match e {
                 CpuError::Op { msg, .. } => CpuError::Op {
                     node: label(node),
-                    op: node.op.kind(),
+                    op: node.op.kind().name(),
                     msg,
                 },
                 other => other,

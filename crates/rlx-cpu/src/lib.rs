@@ -18,4 +18,6 @@ pub use plan::PlanMode;
 
 /// Fused ops this backend runs natively (so the compiler keeps them): all of them — regions
 /// are interpreted per block, the others have dedicated thunks.
-pub const NATIVE_FUSED_OPS: &[&str] = &rlx_opt::passes::FUSED_KINDS;
+pub fn native_fused_ops() -> rlx_ir::OpKindSet {
+    rlx_ir::OpKindSet::filter(rlx_ir::OpKind::is_fused)
+}

@@ -60,14 +60,14 @@ pub(crate) fn make_plan(
             let ins: Vec<&Shape> = n.inputs.iter().map(|i| &shapes[i.0]).collect();
             infer_shape(op, &ins).map_err(|msg| CpuError::Op {
                 node: label(n),
-                op: n.op.kind(),
+                op: n.op.kind().name(),
                 msg,
             })?
         };
         if !s.is_static() {
             return Err(CpuError::Op {
                 node: label(n),
-                op: n.op.kind(),
+                op: n.op.kind().name(),
                 msg: format!("shape {s} still has an unbound dynamic dim"),
             });
         }
@@ -147,7 +147,7 @@ pub(crate) fn make_plan(
                 } else {
                     return Err(CpuError::Op {
                         node: label(node),
-                        op: node.op.kind(),
+                        op: node.op.kind().name(),
                         msg: "memory plan gave no location".into(),
                     });
                 };

@@ -75,7 +75,7 @@ struct Plan {
     tensors: Vec<DevTensor>,
     inputs: HashMap<usize, DevBuf>,
     segments: Vec<Segment>,
-    dispatch: Vec<(NodeId, &'static str, Option<String>)>,
+    dispatch: Vec<(NodeId, rlx_ir::OpKind, Option<String>)>,
     arena_bytes: usize,
     _arena: DevBuf,
     _scratch: Vec<DevBuf>,
@@ -243,7 +243,7 @@ impl CudaExecutable {
 
     /// Per compute node of the current plan: id, op kind, and `Some(reason)` when it runs on
     /// the CPU. Empty before the first run.
-    pub fn dispatch(&self) -> Vec<(NodeId, &'static str, Option<String>)> {
+    pub fn dispatch(&self) -> Vec<(NodeId, rlx_ir::OpKind, Option<String>)> {
         self.plan
             .as_ref()
             .map(|p| p.dispatch.clone())

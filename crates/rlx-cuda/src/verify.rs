@@ -61,7 +61,7 @@ pub(crate) fn check_node(
     if g.len() != w.len() || err > tol {
         return Err(CudaError::Diverged {
             node: n.label(),
-            kind: n.op.kind(),
+            kind: n.op.kind().name(),
             err,
             tol,
         });

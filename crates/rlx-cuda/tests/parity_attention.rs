@@ -399,7 +399,7 @@ fn attention_every_tile_variant() {
                     &feeds,
                     dt,
                     opts.clone(),
-                    &[],
+                    OpKindSet::empty(),
                 );
             }
         }

@@ -184,7 +184,11 @@ fn binary_broadcast_patterns() {
                     g.binary(op, x[0], x[1]).unwrap()
                 })
             };
-            let allow: &[&str] = if a.len() > 8 { &["Binary"] } else { &[] };
+            let allow = if a.len() > 8 {
+                OpKindSet::of(&[OpKind::Binary])
+            } else {
+                OpKindSet::empty()
+            };
             for dt in [DType::F32, DType::BF16] {
                 let name = format!("{op:?} {a:?} {b:?}");
                 parity_with(&name, &build, &feeds, dt, CudaOptions::strict(), allow);

@@ -86,7 +86,7 @@ fn transformer_block_matches_cpu() {
             &feeds,
             dt,
             CudaOptions::strict(),
-            &[],
+            OpKindSet::empty(),
         );
     }
 }
@@ -160,7 +160,7 @@ fn cpu_fallback_segments_split_the_plan() {
             &feeds,
             DType::F32,
             o,
-            &["LayerNorm"],
+            OpKindSet::of(&[OpKind::LayerNorm]),
         );
         assert_eq!(got.len(), 1);
     }
@@ -276,7 +276,7 @@ fn random_graphs_match_cpu() {
             &feeds,
             dt,
             CudaOptions::strict(),
-            &[],
+            OpKindSet::empty(),
         );
     }
 }

@@ -144,7 +144,7 @@ fn matmul_through_transpose_and_narrow() {
             &feeds,
             dt,
             CudaOptions::strict(),
-            &["Transpose"],
+            OpKindSet::of(&[OpKind::Transpose]),
         );
         let feeds = vec![
             normal(&mut rng, "a", &[8, 33]),
@@ -156,7 +156,7 @@ fn matmul_through_transpose_and_narrow() {
             &feeds,
             dt,
             CudaOptions::strict(),
-            &["Narrow"],
+            OpKindSet::of(&[OpKind::Narrow]),
         );
     }
 }

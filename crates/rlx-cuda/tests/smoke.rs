@@ -42,10 +42,10 @@ fn every_kind_of_node_survives_the_fallback_path() {
         normal(&mut rng, "x", &[5, 12]),
         normal(&mut rng, "w", &[12, 7]),
     ];
-    let all: Vec<&str> = Op::KINDS.to_vec();
+    let all = OpKindSet::all();
     for graph_on in [true, false] {
         let mut o = CudaOptions::strict();
         o.cuda_graph = graph_on;
-        parity_with("smoke", &build, &feeds, DType::F32, o, &all);
+        parity_with("smoke", &build, &feeds, DType::F32, o, all);
     }
 }

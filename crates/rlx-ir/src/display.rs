@@ -1,7 +1,7 @@
 //! The text dump of a graph (`{graph}`) and its one-line summary.
 use crate::{
     AttentionLayout, ChainOperand, ChainStep, DType, DimsFmt, Graph, HostTensor, MaskKind, Node,
-    Op, RegionPrologue, Shape, TransformStep,
+    Op, OpKind, RegionPrologue, Shape, TransformStep,
 };
 use std::fmt::{self, Write};
 
@@ -299,14 +299,13 @@ impl fmt::Display for Graph {
 impl Graph {
     /// One line: name, node counts per op kind, inputs, params and their element count.
     pub fn summary(&self) -> String {
-        let mut counts: Vec<(&str, usize)> = Op::KINDS.iter().map(|&k| (k, 0)).collect();
+        let mut counts = [0usize; OpKind::COUNT];
         for n in &self.nodes {
-            if let Some(c) = counts.iter_mut().find(|(k, _)| *k == n.op.kind()) {
-                c.1 += 1;
-            }
+            counts[n.op.kind() as usize] += 1;
         }
-        let kinds: Vec<String> = counts
+        let kinds: Vec<String> = OpKind::ALL
             .iter()
+            .zip(counts)
             .filter(|(_, c)| *c > 0)
             .map(|(k, c)| format!("{k}×{c}"))
             .collect();

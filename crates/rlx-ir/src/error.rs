@@ -7,7 +7,7 @@ pub enum IrError {
     /// A builder call whose inputs do not fit the op.
     #[error("cannot add {op} as node {node} (inputs {inputs}): {msg}")]
     Build {
-        op: &'static str,
+        op: crate::OpKind,
         node: NodeId,
         inputs: String,
         msg: String,
@@ -16,7 +16,7 @@ pub enum IrError {
     #[error("node {node} ({op}{name}): {msg}")]
     Verify {
         node: NodeId,
-        op: &'static str,
+        op: crate::OpKind,
         name: String,
         msg: String,
     },

@@ -299,8 +299,21 @@ pub enum TransformStep {
     Expand(Vec<Dim>),
 }
 
-/// Every op of the IR. See DESIGN.md's op table.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Every op of the IR. See DESIGN.md's op table, and `op_kind.rs` for the checklist of
+/// adding one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, strum::EnumDiscriminants)]
+#[strum_discriminants(
+    name(OpKind),
+    doc = "The kind of an [`Op`], without its parameters. Generated from `Op`'s variants.",
+    derive(
+        Hash,
+        PartialOrd,
+        Ord,
+        strum::VariantArray,
+        strum::EnumCount,
+        strum::IntoStaticStr
+    )
+)]
 pub enum Op {
     // ---- leaves
     Input {
@@ -476,113 +489,4 @@ pub enum Op {
     LogMel,
     /// spec, filterbank, dy → dspec
     LogMelBackward,
-}
-
-impl Op {
-    /// Short name of the op kind (for dumps, errors and dispatch reports).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Op::Input { .. } => "Input",
-            Op::Param { .. } => "Param",
-            Op::Constant { .. } => "Constant",
-            Op::Activation(_) => "Activation",
-            Op::Binary(_) => "Binary",
-            Op::Compare(_) => "Compare",
-            Op::Where => "Where",
-            Op::Cast { .. } => "Cast",
-            Op::StopGradient => "StopGradient",
-            Op::MatMul => "MatMul",
-            Op::FusedMatMulBiasAct { .. } => "FusedMatMulBiasAct",
-            Op::DequantMatMul { .. } => "DequantMatMul",
-            Op::LayerNorm { .. } => "LayerNorm",
-            Op::RmsNorm { .. } => "RmsNorm",
-            Op::FusedResidualLN { .. } => "FusedResidualLN",
-            Op::FusedResidualRmsNorm { .. } => "FusedResidualRmsNorm",
-            Op::Reduce { .. } => "Reduce",
-            Op::Softmax { .. } => "Softmax",
-            Op::ArgMax { .. } => "ArgMax",
-            Op::SoftmaxCrossEntropy => "SoftmaxCrossEntropy",
-            Op::SoftmaxCrossEntropyWithLogits => "SoftmaxCrossEntropyWithLogits",
-            Op::SoftmaxCrossEntropyBackward => "SoftmaxCrossEntropyBackward",
-            Op::Reshape { .. } => "Reshape",
-            Op::Expand { .. } => "Expand",
-            Op::Transpose { .. } => "Transpose",
-            Op::Narrow { .. } => "Narrow",
-            Op::Concat { .. } => "Concat",
-            Op::Gather { .. } => "Gather",
-            Op::Pad { .. } => "Pad",
-            Op::Slice { .. } => "Slice",
-            Op::Attention(_) => "Attention",
-            Op::Rope { .. } => "Rope",
-            Op::FusedSwiGLU { .. } => "FusedSwiGLU",
-            Op::Conv(_) => "Conv",
-            Op::Pool(_) => "Pool",
-            Op::ResizeNearest2x => "ResizeNearest2x",
-            Op::Conv2dBackwardInput { .. } => "Conv2dBackwardInput",
-            Op::Conv2dBackwardWeight(_) => "Conv2dBackwardWeight",
-            Op::MaxPool2dBackward(_) => "MaxPool2dBackward",
-            Op::ElementwiseRegion { .. } => "ElementwiseRegion",
-            Op::BatchElementwiseRegion { .. } => "BatchElementwiseRegion",
-            Op::TransformRegion { .. } => "TransformRegion",
-            Op::Fft { .. } => "Fft",
-            Op::LogMel => "LogMel",
-            Op::LogMelBackward => "LogMelBackward",
-        }
-    }
-
-    /// Every op kind name, in declaration order (the coverage list tests check against).
-    pub const KINDS: [&'static str; 45] = [
-        "Input",
-        "Param",
-        "Constant",
-        "Activation",
-        "Binary",
-        "Compare",
-        "Where",
-        "Cast",
-        "StopGradient",
-        "MatMul",
-        "FusedMatMulBiasAct",
-        "DequantMatMul",
-        "LayerNorm",
-        "RmsNorm",
-        "FusedResidualLN",
-        "FusedResidualRmsNorm",
-        "Reduce",
-        "Softmax",
-        "ArgMax",
-        "SoftmaxCrossEntropy",
-        "SoftmaxCrossEntropyWithLogits",
-        "SoftmaxCrossEntropyBackward",
-        "Reshape",
-        "Expand",
-        "Transpose",
-        "Narrow",
-        "Concat",
-        "Gather",
-        "Pad",
-        "Slice",
-        "Attention",
-        "Rope",
-        "FusedSwiGLU",
-        "Conv",
-        "Pool",
-        "ResizeNearest2x",
-        "Conv2dBackwardInput",
-        "Conv2dBackwardWeight",
-        "MaxPool2dBackward",
-        "ElementwiseRegion",
-        "BatchElementwiseRegion",
-        "TransformRegion",
-        "Fft",
-        "LogMel",
-        "LogMelBackward",
-    ];
-
-    pub fn is_leaf(&self) -> bool {
-        matches!(
-            self,
-            Op::Input { .. } | Op::Param { .. } | Op::Constant { .. }
-        )
-    }
 }

@@ -1,6 +1,6 @@
 //! The pass trait and the pipeline that runs passes in order with verification and reports.
 use crate::OptError;
-use rlx_ir::Graph;
+use rlx_ir::{Graph, OpKind};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -11,7 +11,7 @@ pub trait Pass {
 }
 
 /// Node count per op kind (`Op::kind`), sorted by kind name.
-pub fn kind_counts(g: &Graph) -> BTreeMap<&'static str, usize> {
+pub fn kind_counts(g: &Graph) -> BTreeMap<OpKind, usize> {
     let mut m = BTreeMap::new();
     for n in &g.nodes {
         *m.entry(n.op.kind()).or_insert(0) += 1;
@@ -25,21 +25,21 @@ pub struct PassReport {
     pub name: &'static str,
     pub nodes_before: usize,
     pub nodes_after: usize,
-    pub kinds_before: BTreeMap<&'static str, usize>,
-    pub kinds_after: BTreeMap<&'static str, usize>,
+    pub kinds_before: BTreeMap<OpKind, usize>,
+    pub kinds_after: BTreeMap<OpKind, usize>,
 }
 
 impl PassReport {
     /// Op kinds whose count changed: (kind, before, after).
-    pub fn changed_kinds(&self) -> Vec<(&'static str, usize, usize)> {
-        let mut keys: Vec<&'static str> = self.kinds_before.keys().copied().collect();
+    pub fn changed_kinds(&self) -> Vec<(OpKind, usize, usize)> {
+        let mut keys: Vec<OpKind> = self.kinds_before.keys().copied().collect();
         keys.extend(self.kinds_after.keys().copied());
         keys.sort_unstable();
         keys.dedup();
         keys.into_iter()
             .filter_map(|k| {
-                let b = self.kinds_before.get(k).copied().unwrap_or(0);
-                let a = self.kinds_after.get(k).copied().unwrap_or(0);
+                let b = self.kinds_before.get(&k).copied().unwrap_or(0);
+                let a = self.kinds_after.get(&k).copied().unwrap_or(0);
                 (a != b).then_some((k, b, a))
             })
             .collect()

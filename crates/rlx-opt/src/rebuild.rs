@@ -36,7 +36,7 @@ impl<'a> Rebuilder<'a> {
         OptError::Node {
             pass: self.pass,
             node: node.id,
-            op: node.op.kind(),
+            op: node.op.kind().name(),
             msg: msg.into(),
         }
     }
@@ -52,7 +52,11 @@ impl<'a> Rebuilder<'a> {
         self.get(old).ok_or_else(|| OptError::Node {
             pass: self.pass,
             node: old,
-            op: self.old.nodes.get(old.0).map_or("?", |n| n.op.kind()),
+            op: self
+                .old
+                .nodes
+                .get(old.0)
+                .map_or("?", |n| n.op.kind().name()),
             msg: "used before it was rebuilt (or after it was dropped)".into(),
         })
     }
@@ -197,7 +201,7 @@ impl<'a> Rebuilder<'a> {
             let id = self.map.get(o.0).copied().flatten().ok_or(OptError::Node {
                 pass: self.pass,
                 node: o,
-                op: self.old.nodes.get(o.0).map_or("?", |n| n.op.kind()),
+                op: self.old.nodes.get(o.0).map_or("?", |n| n.op.kind().name()),
                 msg: "a graph output has no rebuilt node".into(),
             })?;
             outputs.push(id);

@@ -121,7 +121,7 @@ impl Backend {
 
     /// Per compute node: kind and `Some(reason)` when it runs on the CPU (CUDA only; the
     /// CPU backend runs everything natively).
-    pub fn dispatch(&self) -> Vec<(NodeId, &'static str, Option<String>)> {
+    pub fn dispatch(&self) -> Vec<(NodeId, rlx_ir::OpKind, Option<String>)> {
         match self {
             Backend::Cpu(e) => e
                 .graph()

@@ -107,7 +107,7 @@ pub fn cuda_pipeline(precision: Precision) -> Pipeline {
 /// then expansion of any fused op the CPU does not run natively (today it runs them all).
 pub fn cpu_pipeline() -> Pipeline {
     Pipeline::full(Some(ConstFold::new(CpuConstEvaluator)))
-        .expand_for(Expand::keeping(rlx_cpu::NATIVE_FUSED_OPS))
+        .expand_for(Expand::keeping(rlx_cpu::native_fused_ops()))
 }
 
 /// Compiles graphs for one device.
@@ -185,7 +185,7 @@ impl Session {
 fn dispatch_report(exe: &Backend, device: Device) -> String {
     let mut counts: BTreeMap<&str, (usize, usize, Option<String>)> = BTreeMap::new();
     for (_, kind, reason) in exe.dispatch() {
-        let e = counts.entry(kind).or_default();
+        let e = counts.entry(kind.name()).or_default();
         match reason {
             None => e.0 += 1,
             Some(r) => {
@@ -465,7 +465,7 @@ impl CompiledGraph {
     /// Per compute node of the optimised graph: op kind and `Some(reason)` when it runs on
     /// the CPU instead of the compiled device (CUDA graphs with dynamic dims are lowered at
     /// their first run).
-    pub fn dispatch(&self) -> Vec<(rlx_ir::NodeId, &'static str, Option<String>)> {
+    pub fn dispatch(&self) -> Vec<(rlx_ir::NodeId, rlx_ir::OpKind, Option<String>)> {
         self.lock().dispatch()
     }
 

@@ -32,7 +32,7 @@ pub(crate) fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Gra
         }
         _ => Err(AdError::NoRule {
             node: node.id,
-            op: node.op.kind(),
+            op: node.op.kind().name(),
         }),
     }
 }
@@ -76,13 +76,13 @@ fn matmul_grads(
         let y2 = rlx_ir::ops::infer_shape(&Op::MatMul, &[&sa, &sb]).map_err(|msg| {
             AdError::Unsupported {
                 node: node.id,
-                op: node.op.kind(),
+                op: node.op.kind().name(),
                 msg,
             }
         })?;
         let dims = y2.static_dims().ok_or_else(|| AdError::Unsupported {
             node: node.id,
-            op: node.op.kind(),
+            op: node.op.kind().name(),
             msg: format!("rank-1 operand with symbolic dims {y2}"),
         })?;
         reshape(g, dy, dims.iter().map(|&d| d as i64).collect())?

@@ -97,7 +97,7 @@ pub fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
         Op::Fft { .. } | Op::LogMel => audio::vjp(g, node, dy, needs),
         _ => Err(AdError::NoRule {
             node: node.id,
-            op: node.op.kind(),
+            op: node.op.kind().name(),
         }),
     }
 }

@@ -48,7 +48,7 @@ pub(crate) fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Gra
         }
         _ => Err(AdError::NoRule {
             node: node.id,
-            op: node.op.kind(),
+            op: node.op.kind().name(),
         }),
     }
 }

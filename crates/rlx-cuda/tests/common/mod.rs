@@ -5,6 +5,8 @@
 use rlx_cpu::CpuExecutable;
 use rlx_cuda::{CudaExecutable, CudaOptions, Precision};
 use rlx_ir::{DType, Graph, HostTensor, Op};
+#[allow(unused_imports)]
+pub use rlx_ir::{OpKind, OpKindSet};
 pub use rlx_testutil::{rel_l2, Rng};
 
 /// True when a GPU is usable; otherwise prints why and returns false (or panics under
@@ -122,7 +124,7 @@ pub fn parity_with(
     feeds: &[Feed],
     dtype: DType,
     opts: CudaOptions,
-    allow_fallback: &[&str],
+    allow_fallback: OpKindSet,
 ) -> Vec<HostTensor> {
     let g = build(dtype);
     let mut exe = compile_gpu(&g, opts.clone());
@@ -130,7 +132,7 @@ pub fn parity_with(
     for (id, kind, reason) in exe.dispatch() {
         if let Some(r) = reason {
             assert!(
-                allow_fallback.contains(&kind),
+                allow_fallback.contains(kind),
                 "{name} [{dtype}]: node {id} ({kind}) fell back to the CPU: {r}"
             );
         }
@@ -176,7 +178,14 @@ pub fn parity(
     feeds: &[Feed],
     dtype: DType,
 ) -> Vec<HostTensor> {
-    parity_with(name, build, feeds, dtype, CudaOptions::strict(), &[])
+    parity_with(
+        name,
+        build,
+        feeds,
+        dtype,
+        CudaOptions::strict(),
+        OpKindSet::empty(),
+    )
 }
 
 /// The float dtypes every kernel family is checked in.

@@ -359,58 +359,6 @@ pub fn every_op() -> Graph {
     g
 }
 
-/// Op name, by an exhaustive match: adding an `Op` variant breaks this until the corpus
-/// (and this list) learn it.
-pub fn variant_name(op: &Op) -> &'static str {
-    match op {
-        Op::Input { .. } => "Input",
-        Op::Param { .. } => "Param",
-        Op::Constant { .. } => "Constant",
-        Op::Activation(_) => "Activation",
-        Op::Binary(_) => "Binary",
-        Op::Compare(_) => "Compare",
-        Op::Where => "Where",
-        Op::Cast { .. } => "Cast",
-        Op::StopGradient => "StopGradient",
-        Op::MatMul => "MatMul",
-        Op::FusedMatMulBiasAct { .. } => "FusedMatMulBiasAct",
-        Op::DequantMatMul { .. } => "DequantMatMul",
-        Op::LayerNorm { .. } => "LayerNorm",
-        Op::RmsNorm { .. } => "RmsNorm",
-        Op::FusedResidualLN { .. } => "FusedResidualLN",
-        Op::FusedResidualRmsNorm { .. } => "FusedResidualRmsNorm",
-        Op::Reduce { .. } => "Reduce",
-        Op::Softmax { .. } => "Softmax",
-        Op::ArgMax { .. } => "ArgMax",
-        Op::SoftmaxCrossEntropy => "SoftmaxCrossEntropy",
-        Op::SoftmaxCrossEntropyWithLogits => "SoftmaxCrossEntropyWithLogits",
-        Op::SoftmaxCrossEntropyBackward => "SoftmaxCrossEntropyBackward",
-        Op::Reshape { .. } => "Reshape",
-        Op::Expand { .. } => "Expand",
-        Op::Transpose { .. } => "Transpose",
-        Op::Narrow { .. } => "Narrow",
-        Op::Concat { .. } => "Concat",
-        Op::Gather { .. } => "Gather",
-        Op::Pad { .. } => "Pad",
-        Op::Slice { .. } => "Slice",
-        Op::Attention(_) => "Attention",
-        Op::Rope { .. } => "Rope",
-        Op::FusedSwiGLU { .. } => "FusedSwiGLU",
-        Op::Conv(_) => "Conv",
-        Op::Pool(_) => "Pool",
-        Op::ResizeNearest2x => "ResizeNearest2x",
-        Op::Conv2dBackwardInput { .. } => "Conv2dBackwardInput",
-        Op::Conv2dBackwardWeight(_) => "Conv2dBackwardWeight",
-        Op::MaxPool2dBackward(_) => "MaxPool2dBackward",
-        Op::ElementwiseRegion { .. } => "ElementwiseRegion",
-        Op::BatchElementwiseRegion { .. } => "BatchElementwiseRegion",
-        Op::TransformRegion { .. } => "TransformRegion",
-        Op::Fft { .. } => "Fft",
-        Op::LogMel => "LogMel",
-        Op::LogMelBackward => "LogMelBackward",
-    }
-}
-
 /// Names of the parameter-enum values a graph uses (exhaustive matches, as above), e.g.
 /// `"mask:Causal"`, `"step:Where"`, `"transform:Narrow"`.
 pub fn param_values(g: &Graph) -> BTreeSet<String> {

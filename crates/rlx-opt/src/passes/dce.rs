@@ -33,7 +33,7 @@ pub(crate) fn reachable(g: &Graph) -> Result<Vec<bool>, OptError> {
                 return Err(OptError::Node {
                     pass: "dce",
                     node: id,
-                    op: g.nodes[id.0].op.kind(),
+                    op: g.nodes[id.0].op.kind().name(),
                     msg: format!("input {i} does not exist"),
                 });
             }

@@ -8,21 +8,10 @@
 //! to the rounding the fused kernel skips between steps).
 use crate::{OptError, Pass, Rebuilder};
 use rlx_ir::{
-    BinaryOp, ChainOperand, ChainStep, DType, Dim, Graph, Node, NodeId, Op, RegionPrologue,
-    TransformStep,
+    BinaryOp, ChainOperand, ChainStep, DType, Dim, Graph, Node, NodeId, Op, OpKindSet,
+    RegionPrologue, TransformStep,
 };
 use std::sync::Arc;
-
-/// The op kinds this pass can expand.
-pub const FUSED_KINDS: [&str; 7] = [
-    "FusedMatMulBiasAct",
-    "FusedResidualLN",
-    "FusedResidualRmsNorm",
-    "FusedSwiGLU",
-    "ElementwiseRegion",
-    "BatchElementwiseRegion",
-    "TransformRegion",
-];
 
 type Supported = Arc<dyn Fn(&Op) -> bool + Send + Sync>;
 
@@ -39,10 +28,9 @@ impl Expand {
         }
     }
 
-    /// Keep the fused ops whose `Op::kind` is listed, expand the others.
-    pub fn keeping(kinds: &[&str]) -> Expand {
-        let kinds: Vec<String> = kinds.iter().map(|s| s.to_string()).collect();
-        Expand::new(move |op| kinds.iter().any(|k| k == op.kind()))
+    /// Keep the fused ops whose kind is in `kinds`, expand the others.
+    pub fn keeping(kinds: OpKindSet) -> Expand {
+        Expand::new(move |op| kinds.contains(op.kind()))
     }
 
     /// Expand every fused op (a backend that runs primitives only).
@@ -243,7 +231,7 @@ impl Pass for Expand {
     fn run(&self, g: &Graph) -> Result<Graph, OptError> {
         let mut rb = Rebuilder::new(self.name(), g);
         for n in &g.nodes {
-            if FUSED_KINDS.contains(&n.op.kind()) && !(self.supported)(&n.op) {
+            if n.op.kind().is_fused() && !(self.supported)(&n.op) {
                 let y = expand(&mut rb, n)?;
                 rb.replace(n.id, y)?;
             } else {

@@ -109,8 +109,5 @@ pub(crate) fn fuse<T>(
 
 /// Whether an op is one of the elementwise ops a region chain can hold.
 pub(crate) fn is_chainable(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::Activation(_) | Op::Binary(_) | Op::Compare(_) | Op::Where | Op::Cast { .. }
-    )
+    op.kind().is_chainable()
 }

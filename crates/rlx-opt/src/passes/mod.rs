@@ -15,7 +15,7 @@ pub use autocast::Autocast;
 pub use const_fold::{ConstEvaluator, ConstFold, DEFAULT_FOLD_LIMIT};
 pub use cse::Cse;
 pub use dce::Dce;
-pub use expand::{Expand, FUSED_KINDS};
+pub use expand::Expand;
 pub use fuse_elementwise::FuseElementwise;
 pub use fuse_matmul_bias_act::FuseMatMulBiasAct;
 pub use fuse_residual_norm::FuseResidualNorm;

@@ -2,7 +2,9 @@
 //! interpreter for the ops the tests use (independent of every backend), and a random
 //! graph generator.
 #![allow(dead_code)]
-use rlx_ir::{Activation, BinaryOp, CompareOp, DType, Graph, HostTensor, Node, NodeId, Op, Shape};
+use rlx_ir::{
+    Activation, BinaryOp, CompareOp, DType, Graph, HostTensor, Node, NodeId, Op, OpKind, Shape,
+};
 use rlx_opt::ConstEvaluator;
 pub mod gen;
 pub mod widen;
@@ -384,7 +386,7 @@ pub fn assert_same(a: &[Val], b: &[Val], tol: f64, what: &str) {
 }
 
 /// Count of nodes of one op kind.
-pub fn count(g: &Graph, kind: &str) -> usize {
+pub fn count(g: &Graph, kind: OpKind) -> usize {
     g.nodes.iter().filter(|n| n.op.kind() == kind).count()
 }
 
@@ -393,6 +395,6 @@ pub fn node(g: &Graph, id: NodeId) -> &Node {
 }
 
 /// Node count per op kind.
-pub fn kinds(g: &Graph) -> std::collections::BTreeMap<&'static str, usize> {
+pub fn kinds(g: &Graph) -> std::collections::BTreeMap<OpKind, usize> {
     rlx_opt::kind_counts(g)
 }
