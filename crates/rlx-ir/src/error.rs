@@ -20,6 +20,14 @@ pub enum IrError {
         name: String,
         msg: String,
     },
+    /// Two inputs (or two params) share a name, so a run could never tell them apart.
+    #[error("{kind} name \"{name}\" is used by both {first} and {second}")]
+    DuplicateName {
+        kind: crate::OpKind,
+        name: String,
+        first: NodeId,
+        second: NodeId,
+    },
     #[error("graph output {0} does not exist")]
     BadOutput(NodeId),
     #[error("node id {0} does not exist")]

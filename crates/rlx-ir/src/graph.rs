@@ -122,29 +122,60 @@ impl Graph {
         Ok(())
     }
 
-    /// A per-run input.
+    /// A per-run input; its name must be new among the graph's inputs.
     pub fn input(&mut self, name: impl Into<String>, shape: Shape) -> Result<NodeId, IrError> {
         let name = name.into();
-        let id = self.push_node(Op::Input { name: name.clone() }, vec![], shape);
+        self.leaf(Op::Input { name: name.clone() }, name, shape)
+    }
+
+    /// A weight, set once per compiled graph; its name must be new among the graph's params.
+    pub fn param(&mut self, name: impl Into<String>, shape: Shape) -> Result<NodeId, IrError> {
+        let name = name.into();
+        self.leaf(Op::Param { name: name.clone() }, name, shape)
+    }
+
+    /// A named Input or Param leaf, after the checks `verify` makes on it.
+    fn leaf(&mut self, op: Op, name: String, shape: Shape) -> Result<NodeId, IrError> {
+        let id = NodeId(self.nodes.len());
+        let kind = op.kind();
+        if let Some(first) = self.leaf_named(kind, &name) {
+            return Err(IrError::DuplicateName {
+                kind,
+                name,
+                first,
+                second: id,
+            });
+        }
+        shape.check_size().map_err(|msg| IrError::Build {
+            op: kind,
+            node: id,
+            inputs: String::new(),
+            msg,
+        })?;
+        self.push_node(op, vec![], shape);
         self.nodes[id.0].name = Some(name);
         Ok(id)
     }
 
-    /// A weight, set once per compiled graph.
-    pub fn param(&mut self, name: impl Into<String>, shape: Shape) -> Result<NodeId, IrError> {
-        let name = name.into();
-        let id = self.push_node(Op::Param { name: name.clone() }, vec![], shape);
-        self.nodes[id.0].name = Some(name);
-        Ok(id)
+    /// The first Input or Param (as `kind` says) called `name`.
+    fn leaf_named(&self, kind: crate::OpKind, name: &str) -> Option<NodeId> {
+        self.nodes.iter().find_map(|n| match &n.op {
+            Op::Input { name: m } | Op::Param { name: m } if n.op.kind() == kind && m == name => {
+                Some(n.id)
+            }
+            _ => None,
+        })
     }
 
     /// A constant baked into the graph.
     pub fn constant(&mut self, value: HostTensor) -> Result<NodeId, IrError> {
         let shape = Shape::new(&value.shape, value.dtype);
-        let want = value.numel() * value.dtype.size_bytes();
-        if value.data.len() != want {
+        shape.check_size().map_err(IrError::Tensor)?;
+        let want = shape.byte_size();
+        if want != Some(value.data.len()) {
             return Err(IrError::Tensor(format!(
-                "constant {shape} needs {want} bytes, got {}",
+                "constant {shape} needs {} bytes, got {}",
+                want.map_or("more than usize::MAX".into(), |w| w.to_string()),
                 value.data.len()
             )));
         }
@@ -153,10 +184,11 @@ impl Graph {
 
     /// An f32 constant.
     pub fn constant_f32(&mut self, dims: &[usize], data: &[f32]) -> Result<NodeId, IrError> {
-        if dims.iter().product::<usize>() != data.len() {
+        let want = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        if want != Some(data.len()) {
             return Err(IrError::Tensor(format!(
                 "constant of shape {dims:?} needs {} values, got {}",
-                dims.iter().product::<usize>(),
+                want.map_or("more than usize::MAX".into(), |w| w.to_string()),
                 data.len()
             )));
         }

@@ -88,9 +88,37 @@ impl Shape {
         self.dims.iter().map(Dim::as_static).collect()
     }
 
-    /// Element count, or None while a dim is symbolic.
+    /// Element count, or None while a dim is symbolic or when the count overflows `usize`
+    /// (which a verified graph never holds: see [`Shape::check_size`]).
     pub fn numel(&self) -> Option<usize> {
-        self.static_dims().map(|d| d.iter().product())
+        self.dims
+            .iter()
+            .try_fold(1usize, |n, d| n.checked_mul(d.as_static()?))
+    }
+
+    /// Size in bytes, or None while a dim is symbolic or when the size overflows `usize`.
+    pub fn byte_size(&self) -> Option<usize> {
+        self.numel()?.checked_mul(self.dtype.size_bytes())
+    }
+
+    /// The size limit every node of a verified graph keeps: its static dims, with a zero
+    /// dim counted as 1, span at most `isize::MAX` bytes. Counting zeros as 1 keeps the row
+    /// strides of an empty tensor (`[0, 2^40, 2^40]`) representable too, and a dim bound to
+    /// a symbol later can only make the tensor larger or empty, so checking the static part
+    /// now is never too strict for a tensor that could exist.
+    pub fn check_size(&self) -> Result<(), String> {
+        let span = self
+            .dims
+            .iter()
+            .filter_map(Dim::as_static)
+            .try_fold(self.dtype.size_bytes(), |n, d| n.checked_mul(d.max(1)));
+        match span {
+            Some(b) if b <= isize::MAX as usize => Ok(()),
+            Some(b) => Err(format!(
+                "{self} spans {b} bytes, more than the isize::MAX a tensor can hold"
+            )),
+            None => Err(format!("the byte size of {self} overflows usize")),
+        }
     }
 
     pub fn with_dtype(&self, dtype: DType) -> Shape {
@@ -216,11 +244,12 @@ impl fmt::Display for Shape {
     }
 }
 
-/// Row-major strides of concrete dims.
+/// Row-major strides of concrete dims. Dims that pass [`Shape::check_size`] never
+/// overflow; saturation keeps anything else from panicking in a debug build.
 pub fn strides(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1; dims.len()];
+    let mut s = vec![1usize; dims.len()];
     for i in (0..dims.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * dims[i + 1];
+        s[i] = s[i + 1].saturating_mul(dims[i + 1]);
     }
     s
 }

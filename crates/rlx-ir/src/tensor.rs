@@ -42,10 +42,13 @@ macro_rules! from_typed {
 impl HostTensor {
     /// Checked constructor from raw little-endian bytes.
     pub fn new(shape: &[usize], dtype: DType, data: Vec<u8>) -> Result<HostTensor, IrError> {
-        let want = shape.iter().product::<usize>() * dtype.size_bytes();
-        if want != data.len() {
+        let want = shape
+            .iter()
+            .try_fold(dtype.size_bytes(), |n, &d| n.checked_mul(d));
+        if want != Some(data.len()) {
             return Err(IrError::Tensor(format!(
-                "shape {shape:?} of {dtype} needs {want} bytes, got {}",
+                "shape {shape:?} of {dtype} needs {} bytes, got {}",
+                want.map_or("more than usize::MAX".into(), |w| w.to_string()),
                 data.len()
             )));
         }
@@ -112,8 +115,15 @@ impl HostTensor {
         )
     }
 
+    /// Element count. A tensor whose `data` fits its shape cannot overflow here;
+    /// [`HostTensor::checked_numel`] is for shapes not yet checked against the data.
     pub fn numel(&self) -> usize {
         self.shape.iter().product()
+    }
+
+    /// Element count, or None when it overflows `usize`.
+    pub fn checked_numel(&self) -> Option<usize> {
+        self.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
     }
 
     fn chunks<const N: usize>(&self) -> impl Iterator<Item = [u8; N]> + '_ {

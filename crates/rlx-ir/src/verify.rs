@@ -1,6 +1,7 @@
 //! The verifier: every node well-formed, in topological order, with the shape its op's
-//! rule gives; outputs exist.
-use crate::{ops::infer_shape, Graph, IrError, Node, Op};
+//! rule gives and a size that can exist; input and param names unique; outputs exist.
+use crate::{ops::infer_shape, Graph, IrError, Node, NodeId, Op, OpKind};
+use std::collections::HashMap;
 
 fn fail(node: &Node, msg: String) -> IrError {
     IrError::Verify {
@@ -18,6 +19,7 @@ fn fail(node: &Node, msg: String) -> IrError {
 impl Graph {
     /// Check arity, shapes, dtypes, topological order and outputs. Errors name the node.
     pub fn verify(&self) -> Result<(), IrError> {
+        let mut names: HashMap<(OpKind, &str), NodeId> = HashMap::new();
         for (i, node) in self.nodes.iter().enumerate() {
             if node.id.0 != i {
                 return Err(fail(
@@ -35,11 +37,22 @@ impl Graph {
                     ));
                 }
             }
+            // Before the op's own checks, so that no rule meets a shape whose size wraps.
+            node.shape.check_size().map_err(|m| fail(node, m))?;
             match &node.op {
-                Op::Input { .. } | Op::Param { .. } => {
+                Op::Input { name } | Op::Param { name } => {
                     if !node.inputs.is_empty() {
                         return Err(fail(node, "a leaf takes no inputs".into()));
                     }
+                    if let Some(&first) = names.get(&(node.op.kind(), name.as_str())) {
+                        return Err(IrError::DuplicateName {
+                            kind: node.op.kind(),
+                            name: name.clone(),
+                            first,
+                            second: node.id,
+                        });
+                    }
+                    names.insert((node.op.kind(), name.as_str()), node.id);
                 }
                 Op::Constant { data } => {
                     if !node.inputs.is_empty() {

@@ -1,18 +1,6 @@
 //! Shape rules and builders: Fft, LogMel, LogMelBackward.
-use super::{arity, require_float};
-use crate::{Dim, DimsFmt, FftNorm, Graph, IrError, NodeId, Op, Shape};
-
-fn same_dtype(op: &Op, inputs: &[&Shape]) -> Result<(), String> {
-    let d = inputs[0].dtype;
-    if let Some(s) = inputs.iter().find(|s| s.dtype != d) {
-        return Err(format!(
-            "{} inputs differ in dtype: {d} vs {}",
-            op.kind(),
-            s.dtype
-        ));
-    }
-    Ok(())
-}
+use super::{arity, require_float, same_dtype};
+use crate::{Dim, DimsFmt, FftNorm, Graph, IrError, NodeId, Op, OpKind, Shape};
 
 /// LogMel's output shape for spec `[.., frames, n_freq]` and filterbank `[n_freq, n_mels]`.
 fn log_mel_out(spec: &Shape, fb: &Shape) -> Result<Shape, String> {
@@ -42,52 +30,52 @@ fn log_mel_out(spec: &Shape, fb: &Shape) -> Result<Shape, String> {
     Ok(Shape::with_dims(dims, spec.dtype))
 }
 
-pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
-    match op {
-        Op::Fft { .. } => {
-            arity(op, inputs, 1, 1)?;
-            require_float(op, inputs, &[0])?;
-            let x = inputs[0];
-            let r = x.rank();
-            if r < 2 || x.dims[r - 1] != Dim::Static(2) {
-                return Err(format!(
-                    "Fft input must be [.., n, 2] (re, im), got {}",
-                    DimsFmt(&x.dims)
-                ));
-            }
-            if x.dims[r - 2] == Dim::Static(0) {
-                return Err("Fft needs at least one point (n = 0)".into());
-            }
-            Ok(x.clone())
-        }
-        Op::LogMel => {
-            arity(op, inputs, 2, 2)?;
-            require_float(op, inputs, &[0, 1])?;
-            same_dtype(op, inputs)?;
-            log_mel_out(inputs[0], inputs[1])
-        }
-        Op::LogMelBackward => {
-            arity(op, inputs, 3, 3)?;
-            require_float(op, inputs, &[0, 1, 2])?;
-            same_dtype(op, inputs)?;
-            let y = log_mel_out(inputs[0], inputs[1])?;
-            let dy = inputs[2];
-            let fits = dy.rank() == y.rank()
-                && dy.dims.iter().zip(&y.dims).all(|(a, b)| match (a, b) {
-                    (Dim::Static(p), Dim::Static(q)) => p == q,
-                    _ => true,
-                });
-            if !fits {
-                return Err(format!(
-                    "dy {} does not match the LogMel output {}",
-                    DimsFmt(&dy.dims),
-                    DimsFmt(&y.dims)
-                ));
-            }
-            Ok(inputs[0].clone())
-        }
-        _ => Err(format!("{} is not an audio op", op.kind())),
+/// `[.., n, 2]` (re, im) → the same shape.
+pub(crate) fn fft(inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::Fft, inputs, 1, 1)?;
+    require_float(OpKind::Fft, inputs, &[0])?;
+    let x = inputs[0];
+    let r = x.rank();
+    if r < 2 || x.dims[r - 1] != Dim::Static(2) {
+        return Err(format!(
+            "Fft input must be [.., n, 2] (re, im), got {}",
+            DimsFmt(&x.dims)
+        ));
     }
+    if x.dims[r - 2] == Dim::Static(0) {
+        return Err("Fft needs at least one point (n = 0)".into());
+    }
+    Ok(x.clone())
+}
+
+pub(crate) fn log_mel(inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::LogMel, inputs, 2, 2)?;
+    require_float(OpKind::LogMel, inputs, &[0, 1])?;
+    same_dtype(OpKind::LogMel, inputs)?;
+    log_mel_out(inputs[0], inputs[1])
+}
+
+/// spectrum, filterbank, dy → d spectrum.
+pub(crate) fn log_mel_backward(inputs: &[&Shape]) -> Result<Shape, String> {
+    let kind = OpKind::LogMelBackward;
+    arity(kind, inputs, 3, 3)?;
+    require_float(kind, inputs, &[0, 1, 2])?;
+    same_dtype(kind, inputs)?;
+    let y = log_mel_out(inputs[0], inputs[1])?;
+    let dy = inputs[2];
+    let fits = dy.rank() == y.rank()
+        && dy.dims.iter().zip(&y.dims).all(|(a, b)| match (a, b) {
+            (Dim::Static(p), Dim::Static(q)) => p == q,
+            _ => true,
+        });
+    if !fits {
+        return Err(format!(
+            "dy {} does not match the LogMel output {}",
+            DimsFmt(&dy.dims),
+            DimsFmt(&y.dims)
+        ));
+    }
+    Ok(inputs[0].clone())
 }
 
 impl Graph {

@@ -1,49 +1,53 @@
 //! Shape rules and builders: Activation, Binary, Compare, Where, Cast, StopGradient.
 use super::{arity, require_float};
 use crate::{
-    broadcast_dims, Activation, BinaryOp, CompareOp, DType, Graph, IrError, NodeId, Op, Shape,
+    broadcast_dims, Activation, BinaryOp, CompareOp, DType, Graph, IrError, NodeId, Op, OpKind,
+    Shape,
 };
 
-pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
-    match op {
-        Op::Activation(_) => {
-            arity(op, inputs, 1, 1)?;
-            require_float(op, inputs, &[0])?;
-            Ok(inputs[0].clone())
-        }
-        Op::StopGradient => {
-            arity(op, inputs, 1, 1)?;
-            Ok(inputs[0].clone())
-        }
-        Op::Cast { to } => {
-            arity(op, inputs, 1, 1)?;
-            Ok(inputs[0].with_dtype(*to))
-        }
-        Op::Binary(_) | Op::Compare(_) => {
-            arity(op, inputs, 2, 2)?;
-            let (a, b) = (inputs[0], inputs[1]);
-            if a.dtype != b.dtype {
-                return Err(format!("dtypes differ: {} vs {}", a.dtype, b.dtype));
-            }
-            let dims = broadcast_dims(&a.dims, &b.dims)?;
-            let dtype = if matches!(op, Op::Compare(_)) {
-                DType::Bool
-            } else {
-                a.dtype
-            };
-            Ok(Shape::with_dims(dims, dtype))
-        }
-        Op::Where => {
-            arity(op, inputs, 3, 3)?;
-            let (c, a, b) = (inputs[0], inputs[1], inputs[2]);
-            if a.dtype != b.dtype {
-                return Err(format!("branch dtypes differ: {} vs {}", a.dtype, b.dtype));
-            }
-            let dims = broadcast_dims(&broadcast_dims(&c.dims, &a.dims)?, &b.dims)?;
-            Ok(Shape::with_dims(dims, a.dtype))
-        }
-        _ => Err(format!("{} is not an elementwise op", op.kind())),
+pub(crate) fn activation(inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::Activation, inputs, 1, 1)?;
+    require_float(OpKind::Activation, inputs, &[0])?;
+    Ok(inputs[0].clone())
+}
+
+pub(crate) fn stop_gradient(inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::StopGradient, inputs, 1, 1)?;
+    Ok(inputs[0].clone())
+}
+
+pub(crate) fn cast(to: DType, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::Cast, inputs, 1, 1)?;
+    Ok(inputs[0].with_dtype(to))
+}
+
+/// Two operands of one dtype, broadcast; the result has dtype `out` (or theirs).
+fn broadcast_pair(kind: OpKind, inputs: &[&Shape], out: Option<DType>) -> Result<Shape, String> {
+    arity(kind, inputs, 2, 2)?;
+    let (a, b) = (inputs[0], inputs[1]);
+    if a.dtype != b.dtype {
+        return Err(format!("dtypes differ: {} vs {}", a.dtype, b.dtype));
     }
+    let dims = broadcast_dims(&a.dims, &b.dims)?;
+    Ok(Shape::with_dims(dims, out.unwrap_or(a.dtype)))
+}
+
+pub(crate) fn binary(inputs: &[&Shape]) -> Result<Shape, String> {
+    broadcast_pair(OpKind::Binary, inputs, None)
+}
+
+pub(crate) fn compare(inputs: &[&Shape]) -> Result<Shape, String> {
+    broadcast_pair(OpKind::Compare, inputs, Some(DType::Bool))
+}
+
+pub(crate) fn where_(inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::Where, inputs, 3, 3)?;
+    let (c, a, b) = (inputs[0], inputs[1], inputs[2]);
+    if a.dtype != b.dtype {
+        return Err(format!("branch dtypes differ: {} vs {}", a.dtype, b.dtype));
+    }
+    let dims = broadcast_dims(&broadcast_dims(&c.dims, &a.dims)?, &b.dims)?;
+    Ok(Shape::with_dims(dims, a.dtype))
 }
 
 impl Graph {

@@ -1,7 +1,8 @@
 //! Shape rules and builders: MatMul, FusedMatMulBiasAct, DequantMatMul.
-use super::{arity, require_float};
+use super::{arity, mul, require_float};
 use crate::{
-    broadcast_dims, Activation, DType, Dim, DimsFmt, Graph, IrError, NodeId, Op, QuantScheme, Shape,
+    broadcast_dims, Activation, DType, Dim, DimsFmt, Graph, IrError, NodeId, Op, OpKind,
+    QuantScheme, Shape,
 };
 
 /// Two dims that may still name the same size: equal, or one of them is symbolic (the CPU
@@ -44,78 +45,82 @@ fn matmul_shape(a: &Shape, b: &Shape) -> Result<Shape, String> {
     Ok(Shape::with_dims(dims, a.dtype))
 }
 
-pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
-    match op {
-        Op::MatMul => {
-            arity(op, inputs, 2, 2)?;
-            require_float(op, inputs, &[0, 1])?;
-            matmul_shape(inputs[0], inputs[1])
-        }
-        Op::FusedMatMulBiasAct { activation: _ } => {
-            arity(op, inputs, 3, 3)?;
-            require_float(op, inputs, &[0, 1, 2])?;
-            let (w, bias) = (inputs[1], inputs[2]);
-            if w.rank() < 2 {
-                return Err(format!(
-                    "weight must have rank >= 2, got {}",
-                    DimsFmt(&w.dims)
-                ));
-            }
-            let out = matmul_shape(inputs[0], w)?;
-            if bias.dtype != out.dtype {
-                return Err(format!(
-                    "bias dtype {} differs from {}",
-                    bias.dtype, out.dtype
-                ));
-            }
-            let n = &out.dims[out.rank() - 1];
-            if bias.rank() != 1 || !dims_agree(&bias.dims[0], n) {
-                return Err(format!(
-                    "bias must be [{n}] (the output's last dim), got {}",
-                    DimsFmt(&bias.dims)
-                ));
-            }
-            Ok(out)
-        }
-        Op::DequantMatMul { scheme } => {
-            arity(op, inputs, 2, 2)?;
-            require_float(op, inputs, &[0])?;
-            let (x, w) = (inputs[0], inputs[1]);
-            if w.dtype != DType::U8 {
-                return Err(format!("packed weight must be u8, got {}", w.dtype));
-            }
-            if x.rank() == 0 {
-                return Err("x must have rank >= 1".into());
-            }
-            if w.rank() != 2 {
-                return Err(format!(
-                    "packed weight must be [N, K/32 * {}], got {}",
-                    scheme.block_bytes(),
-                    DimsFmt(&w.dims)
-                ));
-            }
-            let k = &x.dims[x.rank() - 1];
-            if let Dim::Static(k) = k {
-                if !k.is_multiple_of(QuantScheme::BLOCK) {
-                    return Err(format!(
-                        "K = {k} is not a multiple of the block size {}",
-                        QuantScheme::BLOCK
-                    ));
-                }
-                let want = Dim::Static(k / QuantScheme::BLOCK * scheme.block_bytes());
-                if !dims_agree(&w.dims[1], &want) {
-                    return Err(format!(
-                        "packed weight rows must hold {want} bytes for K = {k} ({scheme:?}), got {}",
-                        w.dims[1]
-                    ));
-                }
-            }
-            let mut dims = x.dims[..x.rank() - 1].to_vec();
-            dims.push(w.dims[0].clone());
-            Ok(Shape::with_dims(dims, x.dtype))
-        }
-        _ => Err(format!("{} is not a matmul op", op.kind())),
+pub(crate) fn matmul(inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::MatMul, inputs, 2, 2)?;
+    require_float(OpKind::MatMul, inputs, &[0, 1])?;
+    matmul_shape(inputs[0], inputs[1])
+}
+
+pub(crate) fn fused_matmul_bias_act(inputs: &[&Shape]) -> Result<Shape, String> {
+    let kind = OpKind::FusedMatMulBiasAct;
+    arity(kind, inputs, 3, 3)?;
+    require_float(kind, inputs, &[0, 1, 2])?;
+    let (w, bias) = (inputs[1], inputs[2]);
+    if w.rank() < 2 {
+        return Err(format!(
+            "weight must have rank >= 2, got {}",
+            DimsFmt(&w.dims)
+        ));
     }
+    let out = matmul_shape(inputs[0], w)?;
+    if bias.dtype != out.dtype {
+        return Err(format!(
+            "bias dtype {} differs from {}",
+            bias.dtype, out.dtype
+        ));
+    }
+    let n = &out.dims[out.rank() - 1];
+    if bias.rank() != 1 || !dims_agree(&bias.dims[0], n) {
+        return Err(format!(
+            "bias must be [{n}] (the output's last dim), got {}",
+            DimsFmt(&bias.dims)
+        ));
+    }
+    Ok(out)
+}
+
+pub(crate) fn dequant_matmul(scheme: QuantScheme, inputs: &[&Shape]) -> Result<Shape, String> {
+    let kind = OpKind::DequantMatMul;
+    arity(kind, inputs, 2, 2)?;
+    require_float(kind, inputs, &[0])?;
+    let (x, w) = (inputs[0], inputs[1]);
+    if w.dtype != DType::U8 {
+        return Err(format!("packed weight must be u8, got {}", w.dtype));
+    }
+    if x.rank() == 0 {
+        return Err("x must have rank >= 1".into());
+    }
+    if w.rank() != 2 {
+        return Err(format!(
+            "packed weight must be [N, K/32 * {}], got {}",
+            scheme.block_bytes(),
+            DimsFmt(&w.dims)
+        ));
+    }
+    let k = &x.dims[x.rank() - 1];
+    if let Dim::Static(k) = k {
+        if !k.is_multiple_of(QuantScheme::BLOCK) {
+            return Err(format!(
+                "K = {k} is not a multiple of the block size {}",
+                QuantScheme::BLOCK
+            ));
+        }
+        let row = mul(
+            "packed row bytes",
+            k / QuantScheme::BLOCK,
+            scheme.block_bytes(),
+        )?;
+        let want = Dim::Static(row);
+        if !dims_agree(&w.dims[1], &want) {
+            return Err(format!(
+                "packed weight rows must hold {want} bytes for K = {k} ({scheme:?}), got {}",
+                w.dims[1]
+            ));
+        }
+    }
+    let mut dims = x.dims[..x.rank() - 1].to_vec();
+    dims.push(w.dims[0].clone());
+    Ok(Shape::with_dims(dims, x.dtype))
 }
 
 impl Graph {

@@ -1,8 +1,7 @@
-//! Shape rules and builders: LayerNorm, RmsNorm, FusedResidualLN, FusedResidualRmsNorm,
-//! FusedSwiGLU.
+//! Shape rules and builders: LayerNorm, RmsNorm, FusedResidualLN, FusedResidualRmsNorm.
 use super::linalg::dims_agree;
 use super::{arity, require_float};
-use crate::{AxisArg, DType, Dim, DimsFmt, Graph, IrError, NodeId, Op, Shape};
+use crate::{AxisArg, Dim, DimsFmt, Graph, IrError, NodeId, Op, OpKind, Shape};
 
 /// `p` (gamma, beta or bias) must have x's dtype and exactly the dims `want`.
 fn check_param(what: &str, p: &Shape, x: &Shape, want: &[Dim]) -> Result<(), String> {
@@ -23,73 +22,77 @@ fn check_param(what: &str, p: &Shape, x: &Shape, want: &[Dim]) -> Result<(), Str
     Ok(())
 }
 
-pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
-    match op {
-        Op::LayerNorm { axis, eps } | Op::RmsNorm { axis, eps } => {
-            arity(op, inputs, 2, 3)?;
-            require_float(op, inputs, &[0, 1, 2])?;
-            check_eps(*eps)?;
-            let x = inputs[0];
-            let a = x.axis(*axis)?;
-            let normed = &x.dims[a..];
-            check_param("gamma", inputs[1], x, normed)?;
-            if let Some(beta) = inputs.get(2) {
-                check_param("beta", beta, x, normed)?;
-            }
-            Ok(x.clone())
-        }
-        Op::FusedResidualLN { has_bias, eps } | Op::FusedResidualRmsNorm { has_bias, eps } => {
-            let base = if *has_bias { 4 } else { 3 };
-            arity(op, inputs, base, base + 1)?;
-            require_float(op, inputs, &[0, 1, 2, 3, 4])?;
-            check_eps(*eps)?;
-            let (x, res) = (inputs[0], inputs[1]);
-            if x.rank() == 0 {
-                return Err("x must have rank >= 1".into());
-            }
-            let same = res.dtype == x.dtype
-                && res.rank() == x.rank()
-                && res.dims.iter().zip(&x.dims).all(|(a, b)| dims_agree(a, b));
-            if !same {
-                return Err(format!("residual {res} must match x {x}"));
-            }
-            let last = &x.dims[x.rank() - 1..];
-            let mut i = 2;
-            if *has_bias {
-                check_param("bias", inputs[i], x, last)?;
-                i += 1;
-            }
-            check_param("gamma", inputs[i], x, last)?;
-            if let Some(beta) = inputs.get(i + 1) {
-                check_param("beta", beta, x, last)?;
-            }
-            Ok(x.clone())
-        }
-        Op::FusedSwiGLU { cast_to, .. } => {
-            arity(op, inputs, 1, 1)?;
-            require_float(op, inputs, &[0])?;
-            let x = inputs[0];
-            if x.rank() == 0 {
-                return Err("x must have rank >= 1".into());
-            }
-            let dtype = cast_to.unwrap_or(x.dtype);
-            if !dtype.is_float() {
-                return Err(format!("cast_to must be a float type, got {dtype}"));
-            }
-            let mut dims = x.dims.clone();
-            let last = dims.len() - 1;
-            dims[last] = match &dims[last] {
-                Dim::Static(n) if n.is_multiple_of(2) => Dim::Static(n / 2),
-                Dim::Static(n) => {
-                    return Err(format!("last dim {n} must be even ([up ‖ gate])"));
-                }
-                // A symbolic 2n has no name for n; the run-time rule sees the bound size.
-                Dim::Dynamic(s) => Dim::Dynamic(format!("{s}/2")),
-            };
-            Ok(Shape::with_dims(dims, dtype))
-        }
-        _ => Err(format!("{} is not a norm op", op.kind())),
+pub(crate) fn layer_norm(axis: i64, eps: f32, inputs: &[&Shape]) -> Result<Shape, String> {
+    norm_over(OpKind::LayerNorm, axis, eps, inputs)
+}
+
+pub(crate) fn rms_norm(axis: i64, eps: f32, inputs: &[&Shape]) -> Result<Shape, String> {
+    norm_over(OpKind::RmsNorm, axis, eps, inputs)
+}
+
+/// x, gamma, [beta]: gamma and beta have the dims `axis..rank` of x.
+fn norm_over(kind: OpKind, axis: i64, eps: f32, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(kind, inputs, 2, 3)?;
+    require_float(kind, inputs, &[0, 1, 2])?;
+    check_eps(eps)?;
+    let x = inputs[0];
+    let a = x.axis(axis)?;
+    let normed = &x.dims[a..];
+    check_param("gamma", inputs[1], x, normed)?;
+    if let Some(beta) = inputs.get(2) {
+        check_param("beta", beta, x, normed)?;
     }
+    Ok(x.clone())
+}
+
+pub(crate) fn fused_residual_ln(
+    has_bias: bool,
+    eps: f32,
+    inputs: &[&Shape],
+) -> Result<Shape, String> {
+    residual_norm(OpKind::FusedResidualLN, has_bias, eps, inputs)
+}
+
+pub(crate) fn fused_residual_rms_norm(
+    has_bias: bool,
+    eps: f32,
+    inputs: &[&Shape],
+) -> Result<Shape, String> {
+    residual_norm(OpKind::FusedResidualRmsNorm, has_bias, eps, inputs)
+}
+
+/// x, residual, [bias], gamma, [beta], normalised over the last dim.
+fn residual_norm(
+    kind: OpKind,
+    has_bias: bool,
+    eps: f32,
+    inputs: &[&Shape],
+) -> Result<Shape, String> {
+    let base = if has_bias { 4 } else { 3 };
+    arity(kind, inputs, base, base + 1)?;
+    require_float(kind, inputs, &[0, 1, 2, 3, 4])?;
+    check_eps(eps)?;
+    let (x, res) = (inputs[0], inputs[1]);
+    if x.rank() == 0 {
+        return Err("x must have rank >= 1".into());
+    }
+    let same = res.dtype == x.dtype
+        && res.rank() == x.rank()
+        && res.dims.iter().zip(&x.dims).all(|(a, b)| dims_agree(a, b));
+    if !same {
+        return Err(format!("residual {res} must match x {x}"));
+    }
+    let last = &x.dims[x.rank() - 1..];
+    let mut i = 2;
+    if has_bias {
+        check_param("bias", inputs[i], x, last)?;
+        i += 1;
+    }
+    check_param("gamma", inputs[i], x, last)?;
+    if let Some(beta) = inputs.get(i + 1) {
+        check_param("beta", beta, x, last)?;
+    }
+    Ok(x.clone())
 }
 
 fn check_eps(eps: f32) -> Result<(), String> {
@@ -192,21 +195,5 @@ impl Graph {
         ins.push(gamma);
         ins.extend(beta);
         self.add_node(op, &ins)
-    }
-
-    /// `[.., 2n]` → `[.., n]`: up · silu(gate), halves `[up ‖ gate]` (or `[gate ‖ up]`).
-    pub fn swiglu(
-        &mut self,
-        x: NodeId,
-        gate_first: bool,
-        cast_to: Option<DType>,
-    ) -> Result<NodeId, IrError> {
-        self.add_node(
-            Op::FusedSwiGLU {
-                cast_to,
-                gate_first,
-            },
-            &[x],
-        )
     }
 }

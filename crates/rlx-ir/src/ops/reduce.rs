@@ -1,6 +1,6 @@
 //! Shape rules and builders: Reduce, Softmax, ArgMax and the softmax cross-entropy family.
 use super::{arity, require_float};
-use crate::{AxisArg, DType, Dim, DimsFmt, Graph, IrError, NodeId, Op, ReduceOp, Shape};
+use crate::{AxisArg, DType, Dim, DimsFmt, Graph, IrError, NodeId, Op, OpKind, ReduceOp, Shape};
 
 /// Normalised, duplicate-free reduction axes; an empty list means every axis.
 pub fn reduce_axes(axes: &[i64], rank: usize) -> Result<Vec<usize>, String> {
@@ -62,79 +62,85 @@ fn require_same_rows(what: &str, logits: &Shape, other: &Shape) -> Result<(), St
     Ok(())
 }
 
-pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
-    match op {
-        Op::Reduce { axes, keep_dim, .. } => {
-            arity(op, inputs, 1, 1)?;
-            let x = inputs[0];
-            let axes = reduce_axes(axes, x.rank())?;
-            Ok(Shape::with_dims(
-                reduced_dims(&x.dims, &axes, *keep_dim),
-                x.dtype,
-            ))
-        }
-        Op::Softmax { axis } => {
-            arity(op, inputs, 1, 1)?;
-            require_float(op, inputs, &[0])?;
-            inputs[0].axis(*axis)?;
-            Ok(inputs[0].clone())
-        }
-        Op::ArgMax { axis, keep_dim } => {
-            arity(op, inputs, 1, 1)?;
-            let x = inputs[0];
-            let a = x.axis(*axis)?;
-            Ok(Shape::with_dims(
-                reduced_dims(&x.dims, &[a], *keep_dim),
-                DType::I64,
-            ))
-        }
-        Op::SoftmaxCrossEntropy => {
-            arity(op, inputs, 2, 2)?;
-            require_float(op, inputs, &[0, 1])?;
-            let (l, t) = (inputs[0], inputs[1]);
-            require_rank("logits", l, 2)?;
-            require_rank("targets", t, 2)?;
-            if !same_dim(&l.dims[0], &t.dims[0]) || !same_dim(&l.dims[1], &t.dims[1]) {
-                return Err(format!("targets {t} do not match logits {l}"));
-            }
-            Ok(Shape::with_dims(vec![l.dims[0].clone()], l.dtype))
-        }
-        Op::SoftmaxCrossEntropyWithLogits => {
-            arity(op, inputs, 2, 2)?;
-            require_float(op, inputs, &[0])?;
-            let (l, y) = (inputs[0], inputs[1]);
-            require_rank("logits", l, 2)?;
-            require_rank("labels", y, 1)?;
-            require_same_rows("labels", l, y)?;
-            Ok(Shape::with_dims(vec![l.dims[0].clone()], l.dtype))
-        }
-        Op::SoftmaxCrossEntropyBackward => {
-            arity(op, inputs, 3, 3)?;
-            require_float(op, inputs, &[0, 2])?;
-            let (l, y, d) = (inputs[0], inputs[1], inputs[2]);
-            require_rank("logits", l, 2)?;
-            require_rank("d_loss", d, 1)?;
-            match y.rank() {
-                1 => require_same_rows("labels", l, y)?,
-                2 => {
-                    if !y.dtype.is_float() {
-                        return Err(format!("dense targets must be a float type, got {y}"));
-                    }
-                    if !same_dim(&l.dims[0], &y.dims[0]) || !same_dim(&l.dims[1], &y.dims[1]) {
-                        return Err(format!("targets {y} do not match logits {l}"));
-                    }
-                }
-                _ => {
-                    return Err(format!(
-                        "labels must be [N] integers or dense [N, C] targets, got {y}"
-                    ))
-                }
-            }
-            require_same_rows("d_loss", l, d)?;
-            Ok(l.clone())
-        }
-        _ => Err(format!("{} is not a reduction op", op.kind())),
+pub(crate) fn reduce(axes: &[i64], keep_dim: bool, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::Reduce, inputs, 1, 1)?;
+    let x = inputs[0];
+    let axes = reduce_axes(axes, x.rank())?;
+    Ok(Shape::with_dims(
+        reduced_dims(&x.dims, &axes, keep_dim),
+        x.dtype,
+    ))
+}
+
+pub(crate) fn softmax(axis: i64, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::Softmax, inputs, 1, 1)?;
+    require_float(OpKind::Softmax, inputs, &[0])?;
+    inputs[0].axis(axis)?;
+    Ok(inputs[0].clone())
+}
+
+pub(crate) fn argmax(axis: i64, keep_dim: bool, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::ArgMax, inputs, 1, 1)?;
+    let x = inputs[0];
+    let a = x.axis(axis)?;
+    Ok(Shape::with_dims(
+        reduced_dims(&x.dims, &[a], keep_dim),
+        DType::I64,
+    ))
+}
+
+/// logits `[N, C]`, dense targets `[N, C]` → `[N]`.
+pub(crate) fn softmax_cross_entropy(inputs: &[&Shape]) -> Result<Shape, String> {
+    let kind = OpKind::SoftmaxCrossEntropy;
+    arity(kind, inputs, 2, 2)?;
+    require_float(kind, inputs, &[0, 1])?;
+    let (l, t) = (inputs[0], inputs[1]);
+    require_rank("logits", l, 2)?;
+    require_rank("targets", t, 2)?;
+    if !same_dim(&l.dims[0], &t.dims[0]) || !same_dim(&l.dims[1], &t.dims[1]) {
+        return Err(format!("targets {t} do not match logits {l}"));
     }
+    Ok(Shape::with_dims(vec![l.dims[0].clone()], l.dtype))
+}
+
+/// logits `[N, C]`, labels `[N]` → `[N]`.
+pub(crate) fn softmax_cross_entropy_with_logits(inputs: &[&Shape]) -> Result<Shape, String> {
+    let kind = OpKind::SoftmaxCrossEntropyWithLogits;
+    arity(kind, inputs, 2, 2)?;
+    require_float(kind, inputs, &[0])?;
+    let (l, y) = (inputs[0], inputs[1]);
+    require_rank("logits", l, 2)?;
+    require_rank("labels", y, 1)?;
+    require_same_rows("labels", l, y)?;
+    Ok(Shape::with_dims(vec![l.dims[0].clone()], l.dtype))
+}
+
+/// logits, labels (`[N]` or dense `[N, C]`), d_loss `[N]` → dlogits `[N, C]`.
+pub(crate) fn softmax_cross_entropy_backward(inputs: &[&Shape]) -> Result<Shape, String> {
+    let kind = OpKind::SoftmaxCrossEntropyBackward;
+    arity(kind, inputs, 3, 3)?;
+    require_float(kind, inputs, &[0, 2])?;
+    let (l, y, d) = (inputs[0], inputs[1], inputs[2]);
+    require_rank("logits", l, 2)?;
+    require_rank("d_loss", d, 1)?;
+    match y.rank() {
+        1 => require_same_rows("labels", l, y)?,
+        2 => {
+            if !y.dtype.is_float() {
+                return Err(format!("dense targets must be a float type, got {y}"));
+            }
+            if !same_dim(&l.dims[0], &y.dims[0]) || !same_dim(&l.dims[1], &y.dims[1]) {
+                return Err(format!("targets {y} do not match logits {l}"));
+            }
+        }
+        _ => {
+            return Err(format!(
+                "labels must be [N] integers or dense [N, C] targets, got {y}"
+            ))
+        }
+    }
+    require_same_rows("d_loss", l, d)?;
+    Ok(l.clone())
 }
 
 impl Graph {

@@ -1,7 +1,9 @@
-//! Shape rules and builders: ElementwiseRegion, BatchElementwiseRegion.
+//! Shape rules and builders of the region group (ops made by fusion): ElementwiseRegion,
+//! BatchElementwiseRegion, TransformRegion.
+use super::{arity, mul, shape_ops::transform_step_dims};
 use crate::{
-    broadcast_dims, ChainOperand, ChainStep, DType, Dim, Graph, IrError, NodeId, Op,
-    RegionPrologue, Shape,
+    broadcast_dims, ChainOperand, ChainStep, DType, Dim, Graph, IrError, NodeId, Op, OpKind,
+    RegionPrologue, Shape, TransformStep,
 };
 
 /// The dtype of every step of `chain`, given the dtypes its `Input(i)` operands see.
@@ -74,14 +76,14 @@ pub fn chain_dtypes(chain: &[ChainStep], inputs: &[DType]) -> Result<Vec<DType>,
 }
 
 /// Twice a dim; a symbol becomes the symbol `2*sym` (bound again once the input is concrete).
-fn double(d: &Dim) -> Dim {
-    match d {
-        Dim::Static(n) => Dim::Static(2 * n),
+fn double(d: &Dim) -> Result<Dim, String> {
+    Ok(match d {
+        Dim::Static(n) => Dim::Static(mul("doubled size", *n, 2)?),
         Dim::Dynamic(s) if s.chars().all(|c| c.is_alphanumeric() || c == '_') => {
             Dim::Dynamic(format!("2*{s}"))
         }
         Dim::Dynamic(s) => Dim::Dynamic(format!("2*({s})")),
-    }
+    })
 }
 
 /// Dims the chain sees for input 0 after the prologue.
@@ -95,8 +97,8 @@ pub fn prologue_dims(prologue: RegionPrologue, x: &Shape) -> Result<Vec<Dim>, St
                 ));
             }
             let mut d = x.dims.clone();
-            d[2] = double(&d[2]);
-            d[3] = double(&d[3]);
+            d[2] = double(&d[2])?;
+            d[3] = double(&d[3])?;
             Ok(d)
         }
     }
@@ -108,62 +110,79 @@ fn broadcast_all(first: Vec<Dim>, rest: &[&Shape]) -> Result<Vec<Dim>, String> {
         .try_fold(first, |acc, s| broadcast_dims(&acc, &s.dims))
 }
 
-pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
-    match op {
-        Op::ElementwiseRegion { chain, prologue } => {
-            let first = inputs
-                .first()
-                .ok_or("ElementwiseRegion needs at least one input")?;
-            let dts: Vec<DType> = inputs.iter().map(|s| s.dtype).collect();
-            let steps = chain_dtypes(chain, &dts)?;
-            let dims = broadcast_all(prologue_dims(*prologue, first)?, &inputs[1..])?;
-            Ok(Shape::with_dims(dims, steps[steps.len() - 1]))
-        }
-        Op::BatchElementwiseRegion {
-            chain,
-            num_batch_inputs,
-            prologue,
-        } => {
-            let nb = *num_batch_inputs;
-            if nb == 0 {
-                return Err("BatchElementwiseRegion needs num_batch_inputs >= 1".into());
-            }
-            if inputs.len() < nb {
-                return Err(format!(
-                    "num_batch_inputs is {nb} but only {} inputs are given",
-                    inputs.len()
-                ));
-            }
-            let sample = inputs[0];
-            if sample.dims.first().is_none_or(|d| !d.is_one()) {
-                return Err(format!("batch samples must be [1, ..], got {sample}"));
-            }
-            for (i, s) in inputs[1..nb].iter().enumerate() {
-                if *s != sample {
-                    return Err(format!(
-                        "batch sample {} is {s} but sample 0 is {sample}",
-                        i + 1
-                    ));
-                }
-            }
-            let shared = &inputs[nb..];
-            let dts: Vec<DType> = std::iter::once(sample.dtype)
-                .chain(shared.iter().map(|s| s.dtype))
-                .collect();
-            let steps = chain_dtypes(chain, &dts)?;
-            let per = broadcast_all(prologue_dims(*prologue, sample)?, shared)?;
-            if per.first().is_none_or(|d| !d.is_one()) {
-                return Err(format!(
-                    "shared inputs widen axis 0 of a sample's result to {}",
-                    crate::DimsFmt(&per)
-                ));
-            }
-            let mut dims = per;
-            dims[0] = Dim::Static(nb);
-            Ok(Shape::with_dims(dims, steps[steps.len() - 1]))
-        }
-        _ => Err(format!("{} is not a region op", op.kind())),
+pub(crate) fn elementwise_region(
+    chain: &[ChainStep],
+    prologue: RegionPrologue,
+    inputs: &[&Shape],
+) -> Result<Shape, String> {
+    let first = inputs
+        .first()
+        .ok_or("ElementwiseRegion needs at least one input")?;
+    let dts: Vec<DType> = inputs.iter().map(|s| s.dtype).collect();
+    let steps = chain_dtypes(chain, &dts)?;
+    let dims = broadcast_all(prologue_dims(prologue, first)?, &inputs[1..])?;
+    Ok(Shape::with_dims(dims, steps[steps.len() - 1]))
+}
+
+pub(crate) fn batch_elementwise_region(
+    chain: &[ChainStep],
+    num_batch_inputs: usize,
+    prologue: RegionPrologue,
+    inputs: &[&Shape],
+) -> Result<Shape, String> {
+    let nb = num_batch_inputs;
+    if nb == 0 {
+        return Err("BatchElementwiseRegion needs num_batch_inputs >= 1".into());
     }
+    if inputs.len() < nb {
+        return Err(format!(
+            "num_batch_inputs is {nb} but only {} inputs are given",
+            inputs.len()
+        ));
+    }
+    let sample = inputs[0];
+    if sample.dims.first().is_none_or(|d| !d.is_one()) {
+        return Err(format!("batch samples must be [1, ..], got {sample}"));
+    }
+    for (i, s) in inputs[1..nb].iter().enumerate() {
+        if *s != sample {
+            return Err(format!(
+                "batch sample {} is {s} but sample 0 is {sample}",
+                i + 1
+            ));
+        }
+    }
+    let shared = &inputs[nb..];
+    let dts: Vec<DType> = std::iter::once(sample.dtype)
+        .chain(shared.iter().map(|s| s.dtype))
+        .collect();
+    let steps = chain_dtypes(chain, &dts)?;
+    let per = broadcast_all(prologue_dims(prologue, sample)?, shared)?;
+    if per.first().is_none_or(|d| !d.is_one()) {
+        return Err(format!(
+            "shared inputs widen axis 0 of a sample's result to {}",
+            crate::DimsFmt(&per)
+        ));
+    }
+    let mut dims = per;
+    dims[0] = Dim::Static(nb);
+    Ok(Shape::with_dims(dims, steps[steps.len() - 1]))
+}
+
+/// The shape after every step in turn (each step's own shape rule).
+pub(crate) fn transform_region(
+    steps: &[TransformStep],
+    inputs: &[&Shape],
+) -> Result<Shape, String> {
+    arity(OpKind::TransformRegion, inputs, 1, 1)?;
+    let x = inputs[0];
+    let dims = steps
+        .iter()
+        .enumerate()
+        .try_fold(x.dims.clone(), |cur, (i, s)| {
+            transform_step_dims(&cur, s).map_err(|e| format!("step {i} ({s:?}): {e}"))
+        })?;
+    Ok(Shape::with_dims(dims, x.dtype))
 }
 
 impl Graph {
@@ -194,5 +213,14 @@ impl Graph {
             },
             inputs,
         )
+    }
+
+    /// The view steps applied in turn, as one node.
+    pub fn transform_region(
+        &mut self,
+        x: NodeId,
+        steps: Vec<TransformStep>,
+    ) -> Result<NodeId, IrError> {
+        self.add_node(Op::TransformRegion { steps }, &[x])
     }
 }

@@ -1,12 +1,13 @@
-//! Shape rules and builders: Reshape, Expand, Transpose, Narrow, Concat, Gather, Pad, Slice
-//! and TransformRegion (whose rule composes the per-step rules below).
+//! Shape rules and builders of the shape group: Reshape, Expand, Transpose, Narrow, Concat,
+//! Gather, Pad, Slice; also the per-step rules a TransformRegion composes
+//! ([`transform_step_dims`], used by `region.rs`).
 //!
 //! A size that depends on a symbol the rule cannot resolve becomes a new symbol named after
 //! its expression (`B*3/2`, `S+4`): never bound by a caller, but stable, so two nodes that
 //! compute the same expression agree. The executor re-runs these rules on concrete shapes.
-use super::arity;
+use super::{add, arity, mul};
 use crate::{
-    broadcast_dims, AxisArg, Dim, DimsFmt, Graph, IrError, NodeId, Op, Shape, TransformStep,
+    broadcast_dims, AxisArg, Dim, DimsFmt, Graph, IrError, NodeId, Op, OpKind, Shape, TransformStep,
 };
 use std::collections::HashMap;
 
@@ -15,18 +16,19 @@ fn expr(s: String) -> Dim {
     Dim::Dynamic(s)
 }
 
-/// Symbols (sorted) and the static product of a dim list.
-fn factors(dims: &[Dim]) -> (Vec<String>, usize) {
+/// Symbols (sorted) and the static product of a dim list; `what` names the list in the
+/// message when the product overflows.
+fn factors(what: &str, dims: &[Dim]) -> Result<(Vec<String>, usize), String> {
     let mut syms = vec![];
     let mut prod = 1usize;
     for d in dims {
         match d {
-            Dim::Static(n) => prod = prod.saturating_mul(*n),
+            Dim::Static(n) => prod = mul(what, prod, *n)?,
             Dim::Dynamic(s) => syms.push(s.clone()),
         }
     }
     syms.sort();
-    (syms, prod)
+    Ok((syms, prod))
 }
 
 /// Remove `sub` from `all` as multisets; None when `sub` is not contained.
@@ -67,8 +69,8 @@ pub fn reshape_dims(input: &[Dim], target: &[i64]) -> Result<Vec<Dim>, String> {
         }
     }
     let known: Vec<Dim> = out.iter().flatten().cloned().collect();
-    let (in_syms, in_prod) = factors(input);
-    let (t_syms, t_prod) = factors(&known);
+    let (in_syms, in_prod) = factors("reshape input size", input)?;
+    let (t_syms, t_prod) = factors("reshape target size", &known)?;
     let mismatch = || {
         format!(
             "cannot reshape {} ({} elements) into {target:?}",
@@ -117,13 +119,13 @@ fn dims_expr(dims: &[Dim]) -> String {
         .join("*")
 }
 
-/// `a + n` as a dim.
-fn dim_add(d: &Dim, n: usize) -> Dim {
-    match d {
-        Dim::Static(m) => Dim::Static(m + n),
+/// `a + n` as a dim; `what` names the sum in the message when it overflows.
+fn dim_add(what: &str, d: &Dim, n: usize) -> Result<Dim, String> {
+    Ok(match d {
+        Dim::Static(m) => Dim::Static(add(what, *m, n)?),
         Dim::Dynamic(s) if n == 0 => Dim::Dynamic(s.clone()),
         Dim::Dynamic(s) => expr(format!("{s}+{n}")),
-    }
+    })
 }
 
 pub fn expand_dims(input: &[Dim], target: &[Dim]) -> Result<Vec<Dim>, String> {
@@ -160,31 +162,31 @@ pub fn narrow_dims(input: &[Dim], axis: i64, start: usize, len: usize) -> Result
     Ok(out)
 }
 
-/// One ONNX Slice axis on a concrete size: (first index, count).
+/// One ONNX Slice axis on a concrete size: (first index, count). Computed in `i128`, where
+/// every size and index is exact (no clamp or sum can wrap).
 pub fn slice_range(n: usize, start: i64, end: i64, step: i64) -> (usize, usize) {
     if n == 0 || step == 0 {
         return (0, 0);
     }
-    let n = n as i64;
-    let norm = |v: i64| if v < 0 { v.saturating_add(n) } else { v };
+    let n = n as i128;
+    let (start, end, step) = (start as i128, end as i128, step as i128);
+    let norm = |v: i128| if v < 0 { v + n } else { v };
     let (s, e) = (norm(start), norm(end));
-    if step > 0 {
+    // Both results lie in 0..=n, so they fit the usize n came from.
+    let (first, len) = if step > 0 {
         let (s, e) = (s.clamp(0, n), e.clamp(0, n));
         let len = if e > s { (e - s - 1) / step + 1 } else { 0 };
-        (s as usize, len as usize)
+        (s, len)
     } else {
         let (s, e) = (s.clamp(0, n - 1), e.clamp(-1, n - 1));
-        let len = if s > e {
-            ((s - e - 1) as u64 / step.unsigned_abs()) as i64 + 1
-        } else {
-            0
-        };
+        let len = if s > e { (s - e - 1) / -step + 1 } else { 0 };
         if len == 0 {
             (0, 0)
         } else {
-            (s as usize, len as usize)
+            (s, len)
         }
-    }
+    };
+    (first as usize, len as usize)
 }
 
 /// Checked per-axis slice parameters: (axis, start, end, step), axes normalised.
@@ -287,64 +289,93 @@ pub fn transform_step_dims(input: &[Dim], step: &TransformStep) -> Result<Vec<Di
     }
 }
 
-/// A rule from input dims to output dims.
-type DimsRule<'a> = dyn Fn(&[Dim]) -> Result<Vec<Dim>, String> + 'a;
-
-pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
-    let one = |f: &DimsRule| -> Result<Shape, String> {
-        arity(op, inputs, 1, 1)?;
-        Ok(Shape::with_dims(f(&inputs[0].dims)?, inputs[0].dtype))
-    };
-    match op {
-        Op::Reshape { shape } => one(&|d| reshape_dims(d, shape)),
-        Op::Expand { shape } => one(&|d| expand_dims(d, shape)),
-        Op::Transpose { perm } => one(&|d| transpose_dims(d, perm)),
-        Op::Narrow { axis, start, len } => one(&|d| narrow_dims(d, *axis, *start, *len)),
-        Op::Slice {
-            axes,
-            starts,
-            ends,
-            steps,
-        } => one(&|d| slice_dims(d, axes, starts, ends, steps)),
-        Op::Pad { pads, .. } => one(&|d| {
-            if pads.len() != d.len() {
-                return Err(format!(
-                    "pad lists {} [before, after] pairs for rank {}",
-                    pads.len(),
-                    d.len()
-                ));
-            }
-            Ok(d.iter()
-                .zip(pads)
-                .map(|(d, p)| dim_add(d, p[0] + p[1]))
-                .collect())
-        }),
-        Op::TransformRegion { steps } => one(&|d| {
-            steps
-                .iter()
-                .enumerate()
-                .try_fold(d.to_vec(), |cur, (i, s)| {
-                    transform_step_dims(&cur, s).map_err(|e| format!("step {i} ({s:?}): {e}"))
-                })
-        }),
-        Op::Concat { axis } => concat_shape(op, inputs, *axis),
-        Op::Gather { axis } => {
-            arity(op, inputs, 2, 2)?;
-            let (data, idx) = (inputs[0], inputs[1]);
-            if idx.dtype == crate::DType::Bool {
-                return Err(format!("gather indices must be numbers, got {idx}"));
-            }
-            let a = data.axis(*axis)?;
-            let mut dims = data.dims[..a].to_vec();
-            dims.extend(idx.dims.iter().cloned());
-            dims.extend(data.dims[a + 1..].iter().cloned());
-            Ok(Shape::with_dims(dims, data.dtype))
-        }
-        _ => Err(format!("{} is not a shape op", op.kind())),
-    }
+/// The one input of a single-input shape op, checked.
+fn one<'a>(kind: OpKind, inputs: &[&'a Shape]) -> Result<&'a Shape, String> {
+    arity(kind, inputs, 1, 1)?;
+    Ok(inputs[0])
 }
 
-fn concat_shape(op: &Op, inputs: &[&Shape], axis: i64) -> Result<Shape, String> {
+pub(crate) fn reshape(target: &[i64], inputs: &[&Shape]) -> Result<Shape, String> {
+    let x = one(OpKind::Reshape, inputs)?;
+    Ok(Shape::with_dims(reshape_dims(&x.dims, target)?, x.dtype))
+}
+
+pub(crate) fn expand(target: &[Dim], inputs: &[&Shape]) -> Result<Shape, String> {
+    let x = one(OpKind::Expand, inputs)?;
+    Ok(Shape::with_dims(expand_dims(&x.dims, target)?, x.dtype))
+}
+
+pub(crate) fn transpose(perm: &[usize], inputs: &[&Shape]) -> Result<Shape, String> {
+    let x = one(OpKind::Transpose, inputs)?;
+    Ok(Shape::with_dims(transpose_dims(&x.dims, perm)?, x.dtype))
+}
+
+pub(crate) fn narrow(
+    axis: i64,
+    start: usize,
+    len: usize,
+    inputs: &[&Shape],
+) -> Result<Shape, String> {
+    let x = one(OpKind::Narrow, inputs)?;
+    Ok(Shape::with_dims(
+        narrow_dims(&x.dims, axis, start, len)?,
+        x.dtype,
+    ))
+}
+
+pub(crate) fn slice(
+    axes: &[i64],
+    starts: &[i64],
+    ends: &[i64],
+    steps: &[i64],
+    inputs: &[&Shape],
+) -> Result<Shape, String> {
+    let x = one(OpKind::Slice, inputs)?;
+    Ok(Shape::with_dims(
+        slice_dims(&x.dims, axes, starts, ends, steps)?,
+        x.dtype,
+    ))
+}
+
+/// Each dim grows by its `before + after`.
+pub(crate) fn pad(pads: &[[usize; 2]], inputs: &[&Shape]) -> Result<Shape, String> {
+    let x = one(OpKind::Pad, inputs)?;
+    if pads.len() != x.rank() {
+        return Err(format!(
+            "pad lists {} [before, after] pairs for rank {}",
+            pads.len(),
+            x.rank()
+        ));
+    }
+    let dims = x
+        .dims
+        .iter()
+        .zip(pads)
+        .enumerate()
+        .map(|(i, (d, p))| {
+            let what = format!("padded dim {i}");
+            dim_add(&what, d, add(&what, p[0], p[1])?)
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Shape::with_dims(dims, x.dtype))
+}
+
+/// data, indices → indices' dims spliced into data's at `axis`.
+pub(crate) fn gather(axis: i64, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::Gather, inputs, 2, 2)?;
+    let (data, idx) = (inputs[0], inputs[1]);
+    if idx.dtype == crate::DType::Bool {
+        return Err(format!("gather indices must be numbers, got {idx}"));
+    }
+    let a = data.axis(axis)?;
+    let mut dims = data.dims[..a].to_vec();
+    dims.extend(idx.dims.iter().cloned());
+    dims.extend(data.dims[a + 1..].iter().cloned());
+    Ok(Shape::with_dims(dims, data.dtype))
+}
+
+/// Inputs of one dtype and rank, equal except along `axis`, where their sizes add up.
+pub(crate) fn concat(axis: i64, inputs: &[&Shape]) -> Result<Shape, String> {
     if inputs.is_empty() {
         return Err("Concat takes at least 1 input, got 0".into());
     }
@@ -372,7 +403,7 @@ fn concat_shape(op: &Op, inputs: &[&Shape], axis: i64) -> Result<Shape, String> 
                 (Dim::Static(x), Dim::Static(y)) if x != y => {
                     return Err(format!(
                         "{} input {i} {s} differs from input 0 {first} in dim {k}",
-                        op.kind()
+                        OpKind::Concat
                     ))
                 }
                 (Dim::Static(_), Dim::Dynamic(_)) => dims[k] = d.clone(),
@@ -380,7 +411,7 @@ fn concat_shape(op: &Op, inputs: &[&Shape], axis: i64) -> Result<Shape, String> 
             }
         }
         total = match (&total, &s.dims[a]) {
-            (Dim::Static(x), Dim::Static(y)) => Dim::Static(x + y),
+            (Dim::Static(x), Dim::Static(y)) => Dim::Static(add("concatenated size", *x, *y)?),
             (Dim::Static(0), d) => d.clone(),
             (t, d) => expr(format!("{t}+{d}")),
         };
@@ -463,12 +494,5 @@ impl Graph {
             steps: steps.to_vec(),
         };
         self.add_node(op, &[x])
-    }
-    pub fn transform_region(
-        &mut self,
-        x: NodeId,
-        steps: Vec<TransformStep>,
-    ) -> Result<NodeId, IrError> {
-        self.add_node(Op::TransformRegion { steps }, &[x])
     }
 }

@@ -9,9 +9,9 @@
 //! index-1 parameters the 2-D reading would only ever touch one kernel row, so nothing useful
 //! is lost. The weight stays `[O, C/groups, k, 1]`, which has the same memory layout as
 //! `[O, C/groups, 1, k]`, so backends run the form as a 2-D conv with [`conv_spec_2d`].
-use super::{arity, require_float};
+use super::{arity, mul, require_float, same_dtype};
 use crate::{ConvSpec, Dim::Static};
-use crate::{Dim, DimsFmt, Graph, IrError, NodeId, Op, PoolKind, PoolSpec, Shape};
+use crate::{Dim, DimsFmt, Graph, IrError, NodeId, Op, OpKind, PoolKind, PoolSpec, Shape};
 
 /// True when `spec` applied to an input of height `in_h` is the 1-D form (see module docs).
 pub fn conv_is_1d(spec: &ConvSpec, in_h: &Dim) -> bool {
@@ -52,18 +52,27 @@ pub fn conv_out_len(len: usize, k: usize, s: usize, p: usize, d: usize) -> Optio
 /// One spatial output dim; a symbolic input keeps its symbol when the size is preserved and
 /// otherwise gets a derived symbol (the CPU re-infers with concrete sizes at run time).
 fn out_dim(what: &str, d: &Dim, k: usize, s: usize, p: usize, dil: usize) -> Result<Dim, String> {
+    let ext = dil
+        .checked_mul(k.saturating_sub(1))
+        .and_then(|e| e.checked_add(1));
+    let (Some(ext), Some(pad)) = (ext, p.checked_mul(2)) else {
+        return Err(format!(
+            "{what}: the kernel extent or the padding overflows usize (kernel {k}, dilation {dil}, padding {p})"
+        ));
+    };
     match d {
-        Static(n) => conv_out_len(*n, k, s, p, dil).map(Static).ok_or_else(|| {
-            format!(
-                "{what}: kernel extent {} is larger than the padded input {} ({n} + 2·{p})",
-                dil.saturating_mul(k.saturating_sub(1)).saturating_add(1),
-                n.saturating_add(p.saturating_mul(2))
-            )
-        }),
+        Static(n) => {
+            let padded = n
+                .checked_add(pad)
+                .ok_or_else(|| format!("{what}: padded size {n} + 2·{p} overflows usize"))?;
+            conv_out_len(*n, k, s, p, dil).map(Static).ok_or_else(|| {
+                format!(
+                    "{what}: kernel extent {ext} is larger than the padded input {padded} ({n} + 2·{p})"
+                )
+            })
+        }
         Dim::Dynamic(sym) => {
-            let ext = dil.saturating_mul(k.saturating_sub(1)).saturating_add(1);
-            let pad = p.saturating_mul(2);
-            if s == 1 && pad.saturating_add(1) == ext {
+            if s == 1 && pad.checked_add(1) == Some(ext) {
                 Ok(d.clone())
             } else {
                 Ok(Dim::Dynamic(format!("({sym}+{pad}-{ext})/{s}+1")))
@@ -92,18 +101,6 @@ fn rank4(what: &str, s: &Shape) -> Result<(), String> {
         return Err(format!(
             "{what} must be rank 4 (NCHW / OIHW), got {}",
             DimsFmt(&s.dims)
-        ));
-    }
-    Ok(())
-}
-
-fn same_dtype(op: &Op, inputs: &[&Shape]) -> Result<(), String> {
-    let d = inputs[0].dtype;
-    if let Some(s) = inputs.iter().find(|s| s.dtype != d) {
-        return Err(format!(
-            "{} inputs differ in dtype: {d} vs {}",
-            op.kind(),
-            s.dtype
         ));
     }
     Ok(())
@@ -138,11 +135,11 @@ fn check_weight(spec: &ConvSpec, w: &Shape, c: Option<&Dim>) -> Result<Dim, Stri
         }
     }
     if let (Some(Static(c)), Static(cg)) = (c, &w.dims[1]) {
-        if *c != cg * g {
+        let want = mul("weight in-channels · groups", *cg, g)?;
+        if *c != want {
             return Err(format!(
-                "input has {c} channels, but weight {} with groups {g} expects {}",
+                "input has {c} channels, but weight {} with groups {g} expects {want}",
                 DimsFmt(&w.dims),
-                cg * g
             ));
         }
     }
@@ -218,122 +215,134 @@ fn pool_out(spec: &PoolSpec, x: &Shape) -> Result<Shape, String> {
     ))
 }
 
-fn doubled(d: &Dim) -> Dim {
-    match d {
-        Static(n) => Static(n.saturating_mul(2)),
+fn doubled(d: &Dim) -> Result<Dim, String> {
+    Ok(match d {
+        Static(n) => Static(mul("doubled size", *n, 2)?),
         Dim::Dynamic(s) => Dim::Dynamic(format!("2*{s}")),
-    }
+    })
 }
 
-pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
-    match op {
-        Op::Conv(spec) => {
-            arity(op, inputs, 2, 3)?;
-            require_float(op, inputs, &[0, 1, 2])?;
-            same_dtype(op, inputs)?;
-            check_spec(spec)?;
-            let (x, w) = (inputs[0], inputs[1]);
-            rank4("input", x)?;
-            let o = check_weight(spec, w, Some(&x.dims[1]))?;
-            if let Some(b) = inputs.get(2) {
-                if b.rank() != 1 {
-                    return Err(format!("bias must be [O], got {}", DimsFmt(&b.dims)));
-                }
-                agree("bias length vs out channels", &b.dims[0], &o)?;
-            }
-            let [ho, wo] = conv_hw(spec, &x.dims[2], &x.dims[3])?;
-            Ok(Shape::with_dims(
-                vec![x.dims[0].clone(), o, ho, wo],
-                x.dtype,
-            ))
+/// x, w, [bias] → `[N, O, Ho, Wo]`.
+pub(crate) fn conv(spec: &ConvSpec, inputs: &[&Shape]) -> Result<Shape, String> {
+    let kind = OpKind::Conv;
+    arity(kind, inputs, 2, 3)?;
+    require_float(kind, inputs, &[0, 1, 2])?;
+    same_dtype(kind, inputs)?;
+    check_spec(spec)?;
+    let (x, w) = (inputs[0], inputs[1]);
+    rank4("input", x)?;
+    let o = check_weight(spec, w, Some(&x.dims[1]))?;
+    if let Some(b) = inputs.get(2) {
+        if b.rank() != 1 {
+            return Err(format!("bias must be [O], got {}", DimsFmt(&b.dims)));
         }
-        Op::Conv2dBackwardInput { spec, input_hw } => {
-            arity(op, inputs, 2, 2)?;
-            require_float(op, inputs, &[0, 1])?;
-            same_dtype(op, inputs)?;
-            check_spec(spec)?;
-            let (dy, w) = (inputs[0], inputs[1]);
-            rank4("dy", dy)?;
-            let o = check_weight(spec, w, None)?;
-            agree("dy channels vs weight out channels", &dy.dims[1], &o)?;
-            let [h, wd] = [Static(input_hw[0]), Static(input_hw[1])];
-            let [ho, wo] = conv_hw(spec, &h, &wd)?;
-            agree("dy height vs conv output height", &dy.dims[2], &ho)?;
-            agree("dy width vs conv output width", &dy.dims[3], &wo)?;
-            let c = match &w.dims[1] {
-                Static(cg) => Static(cg * spec.groups),
-                d => d.clone(),
-            };
-            Ok(Shape::with_dims(
-                vec![dy.dims[0].clone(), c, h, wd],
-                dy.dtype,
-            ))
-        }
-        Op::Conv2dBackwardWeight(spec) => {
-            arity(op, inputs, 2, 2)?;
-            require_float(op, inputs, &[0, 1])?;
-            same_dtype(op, inputs)?;
-            check_spec(spec)?;
-            let (x, dy) = (inputs[0], inputs[1]);
-            rank4("x", x)?;
-            rank4("dy", dy)?;
-            agree("batch of x vs dy", &x.dims[0], &dy.dims[0])?;
-            let g = spec.groups;
-            let cg = match &x.dims[1] {
-                Static(c) if c % g != 0 => {
-                    return Err(format!(
-                        "input channels {c} are not divisible by groups {g}"
-                    ))
-                }
-                Static(c) => Static(c / g),
-                Dim::Dynamic(s) => Dim::Dynamic(format!("{s}/{g}")),
-            };
-            if let Static(o) = dy.dims[1] {
-                if o % g != 0 {
-                    return Err(format!("out channels {o} are not divisible by groups {g}"));
-                }
-            }
-            let [ho, wo] = conv_hw(spec, &x.dims[2], &x.dims[3])?;
-            agree("dy height vs conv output height", &dy.dims[2], &ho)?;
-            agree("dy width vs conv output width", &dy.dims[3], &wo)?;
-            let k = spec.kernel_size;
-            Ok(Shape::with_dims(
-                vec![dy.dims[1].clone(), cg, Static(k[0]), Static(k[1])],
-                x.dtype,
-            ))
-        }
-        Op::Pool(spec) => {
-            arity(op, inputs, 1, 1)?;
-            require_float(op, inputs, &[0])?;
-            pool_out(spec, inputs[0])
-        }
-        Op::MaxPool2dBackward(spec) => {
-            arity(op, inputs, 2, 2)?;
-            require_float(op, inputs, &[0, 1])?;
-            same_dtype(op, inputs)?;
-            if spec.kind != PoolKind::Max {
-                return Err("MaxPool2dBackward needs a PoolSpec of kind Max".into());
-            }
-            let y = pool_out(spec, inputs[0])?;
-            let dy = inputs[1];
-            rank4("dy", dy)?;
-            for (i, (a, b)) in y.dims.iter().zip(&dy.dims).enumerate() {
-                agree(&format!("dy dim {i} vs pool output"), b, a)?;
-            }
-            Ok(inputs[0].clone())
-        }
-        Op::ResizeNearest2x => {
-            arity(op, inputs, 1, 1)?;
-            let x = inputs[0];
-            rank4("input", x)?;
-            let d = &x.dims;
-            Ok(Shape::with_dims(
-                vec![d[0].clone(), d[1].clone(), doubled(&d[2]), doubled(&d[3])],
-                x.dtype,
-            ))
-        }
-        _ => Err(format!("{} is not a vision op", op.kind())),
+        agree("bias length vs out channels", &b.dims[0], &o)?;
     }
+    let [ho, wo] = conv_hw(spec, &x.dims[2], &x.dims[3])?;
+    Ok(Shape::with_dims(
+        vec![x.dims[0].clone(), o, ho, wo],
+        x.dtype,
+    ))
+}
+
+/// dy, w → dx `[N, C, input_hw]`.
+pub(crate) fn conv2d_backward_input(
+    spec: &ConvSpec,
+    input_hw: [usize; 2],
+    inputs: &[&Shape],
+) -> Result<Shape, String> {
+    let kind = OpKind::Conv2dBackwardInput;
+    arity(kind, inputs, 2, 2)?;
+    require_float(kind, inputs, &[0, 1])?;
+    same_dtype(kind, inputs)?;
+    check_spec(spec)?;
+    let (dy, w) = (inputs[0], inputs[1]);
+    rank4("dy", dy)?;
+    let o = check_weight(spec, w, None)?;
+    agree("dy channels vs weight out channels", &dy.dims[1], &o)?;
+    let [h, wd] = [Static(input_hw[0]), Static(input_hw[1])];
+    let [ho, wo] = conv_hw(spec, &h, &wd)?;
+    agree("dy height vs conv output height", &dy.dims[2], &ho)?;
+    agree("dy width vs conv output width", &dy.dims[3], &wo)?;
+    let c = match &w.dims[1] {
+        Static(cg) => Static(mul("input channels", *cg, spec.groups)?),
+        d => d.clone(),
+    };
+    Ok(Shape::with_dims(
+        vec![dy.dims[0].clone(), c, h, wd],
+        dy.dtype,
+    ))
+}
+
+/// x, dy → dw `[O, C/groups, kh, kw]`.
+pub(crate) fn conv2d_backward_weight(spec: &ConvSpec, inputs: &[&Shape]) -> Result<Shape, String> {
+    let kind = OpKind::Conv2dBackwardWeight;
+    arity(kind, inputs, 2, 2)?;
+    require_float(kind, inputs, &[0, 1])?;
+    same_dtype(kind, inputs)?;
+    check_spec(spec)?;
+    let (x, dy) = (inputs[0], inputs[1]);
+    rank4("x", x)?;
+    rank4("dy", dy)?;
+    agree("batch of x vs dy", &x.dims[0], &dy.dims[0])?;
+    let g = spec.groups;
+    let cg = match &x.dims[1] {
+        Static(c) if c % g != 0 => {
+            return Err(format!(
+                "input channels {c} are not divisible by groups {g}"
+            ))
+        }
+        Static(c) => Static(c / g),
+        Dim::Dynamic(s) => Dim::Dynamic(format!("{s}/{g}")),
+    };
+    if let Static(o) = dy.dims[1] {
+        if o % g != 0 {
+            return Err(format!("out channels {o} are not divisible by groups {g}"));
+        }
+    }
+    let [ho, wo] = conv_hw(spec, &x.dims[2], &x.dims[3])?;
+    agree("dy height vs conv output height", &dy.dims[2], &ho)?;
+    agree("dy width vs conv output width", &dy.dims[3], &wo)?;
+    let k = spec.kernel_size;
+    Ok(Shape::with_dims(
+        vec![dy.dims[1].clone(), cg, Static(k[0]), Static(k[1])],
+        x.dtype,
+    ))
+}
+
+pub(crate) fn pool(spec: &PoolSpec, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::Pool, inputs, 1, 1)?;
+    require_float(OpKind::Pool, inputs, &[0])?;
+    pool_out(spec, inputs[0])
+}
+
+/// x, dy → dx.
+pub(crate) fn max_pool2d_backward(spec: &PoolSpec, inputs: &[&Shape]) -> Result<Shape, String> {
+    let kind = OpKind::MaxPool2dBackward;
+    arity(kind, inputs, 2, 2)?;
+    require_float(kind, inputs, &[0, 1])?;
+    same_dtype(kind, inputs)?;
+    if spec.kind != PoolKind::Max {
+        return Err("MaxPool2dBackward needs a PoolSpec of kind Max".into());
+    }
+    let y = pool_out(spec, inputs[0])?;
+    let dy = inputs[1];
+    rank4("dy", dy)?;
+    for (i, (a, b)) in y.dims.iter().zip(&dy.dims).enumerate() {
+        agree(&format!("dy dim {i} vs pool output"), b, a)?;
+    }
+    Ok(inputs[0].clone())
+}
+
+pub(crate) fn resize_nearest2x(inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::ResizeNearest2x, inputs, 1, 1)?;
+    let x = inputs[0];
+    rank4("input", x)?;
+    let d = &x.dims;
+    Ok(Shape::with_dims(
+        vec![d[0].clone(), d[1].clone(), doubled(&d[2])?, doubled(&d[3])?],
+        x.dtype,
+    ))
 }
 
 impl Graph {
@@ -449,6 +458,6 @@ mod tests {
     fn dtype_mismatch_is_reported() {
         let x = Shape::new(&[1, 2, 5, 5], DType::F32);
         let w = Shape::new(&[3, 2, 3, 3], DType::F64);
-        assert!(infer(&Op::Conv(ConvSpec::new([3, 3])), &[&x, &w]).is_err());
+        assert!(conv(&ConvSpec::new([3, 3]), &[&x, &w]).is_err());
     }
 }

@@ -1,19 +1,9 @@
-//! Shape rules and builders: Attention, Rope.
-use super::{arity, require_float};
+//! Shape rules and builders of the transformer group: Attention, Rope, FusedSwiGLU.
+use super::{arity, mul, require_float};
 use crate::{
-    AttentionLayout, AttentionSpec, Dim, DimsFmt, Graph, IrError, MaskKind, NodeId, Op, RopeStyle,
-    Shape,
+    AttentionLayout, AttentionSpec, DType, Dim, DimsFmt, Graph, IrError, MaskKind, NodeId, Op,
+    OpKind, RopeStyle, Shape,
 };
-
-pub(crate) fn infer(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
-    match op {
-        Op::Attention(spec) => attention(op, spec, inputs),
-        Op::Rope {
-            head_dim, n_rot, ..
-        } => rope(op, *head_dim, *n_rot, inputs),
-        _ => Err(format!("{} is not a transformer op", op.kind())),
-    }
-}
 
 /// Two dims that must be equal. A symbol agrees with anything: the CPU re-runs this rule
 /// once symbols are bound, so the check happens then.
@@ -93,9 +83,9 @@ fn check_spec(spec: &AttentionSpec) -> Result<(), String> {
     Ok(())
 }
 
-fn attention(op: &Op, spec: &AttentionSpec, inputs: &[&Shape]) -> Result<Shape, String> {
-    arity(op, inputs, 3, 4)?;
-    require_float(op, inputs, &[0, 1, 2])?;
+pub(crate) fn attention(spec: &AttentionSpec, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::Attention, inputs, 3, 4)?;
+    require_float(OpKind::Attention, inputs, &[0, 1, 2])?;
     check_spec(spec)?;
     let (qs, ks, vs) = (inputs[0], inputs[1], inputs[2]);
     if ks.dtype != qs.dtype || vs.dtype != qs.dtype {
@@ -106,13 +96,15 @@ fn attention(op: &Op, spec: &AttentionSpec, inputs: &[&Shape]) -> Result<Shape, 
     }
     let layout = spec.layout;
     let (h, d, dv) = (spec.num_heads, spec.head_dim, spec.v_dim());
+    let hd = mul("num_heads·head_dim", h, d)?;
+    let hdv = mul("num_heads·v_head_dim", h, dv)?;
     let q = split_qkv(layout, "q", qs)?;
     let k = split_qkv(layout, "k", ks)?;
     let v = split_qkv(layout, "v", vs)?;
 
     // Query heads and head size.
     match q.heads {
-        None if !agree(q.last, &Dim::Static(h * d)) => {
+        None if !agree(q.last, &Dim::Static(hd)) => {
             return Err(format!(
                 "q's last dim must be num_heads*head_dim = {h}*{d}, got {qs}"
             ))
@@ -153,6 +145,7 @@ fn attention(op: &Op, spec: &AttentionSpec, inputs: &[&Shape]) -> Result<Shape, 
 
     // v: the same KV heads, head size v_dim.
     let v_ok = match (v.heads, hkv) {
+        // n ≤ h, so n·dv ≤ h·dv, which fits.
         (None, Some(n)) => agree(v.last, &Dim::Static(n * dv)),
         (None, None) => v.last.as_static().is_none_or(|m| m % dv == 0),
         (Some(vh), _) => agree(vh, k.heads.unwrap_or(vh)) && agree(v.last, &Dim::Static(dv)),
@@ -192,7 +185,7 @@ fn attention(op: &Op, spec: &AttentionSpec, inputs: &[&Shape]) -> Result<Shape, 
     }
 
     let dims = match layout {
-        AttentionLayout::Packed => vec![q.batch.clone(), q.seq.clone(), Dim::Static(h * dv)],
+        AttentionLayout::Packed => vec![q.batch.clone(), q.seq.clone(), Dim::Static(hdv)],
         AttentionLayout::Bshd => vec![
             q.batch.clone(),
             q.seq.clone(),
@@ -282,9 +275,9 @@ pub fn rope_view(
     ))
 }
 
-fn rope(op: &Op, head_dim: usize, n_rot: usize, inputs: &[&Shape]) -> Result<Shape, String> {
-    arity(op, inputs, 3, 3)?;
-    require_float(op, inputs, &[0, 1, 2])?;
+pub(crate) fn rope(head_dim: usize, n_rot: usize, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::Rope, inputs, 3, 3)?;
+    require_float(OpKind::Rope, inputs, &[0, 1, 2])?;
     if head_dim == 0 {
         return Err("head_dim must be positive".into());
     }
@@ -300,6 +293,31 @@ fn rope(op: &Op, head_dim: usize, n_rot: usize, inputs: &[&Shape]) -> Result<Sha
     }
     rope_view(&x.dims, &cos.dims, head_dim, n_rot)?;
     Ok(x.clone())
+}
+
+/// `[.., 2n]` → `[.., n]`, in `cast_to` when given.
+pub(crate) fn fused_swiglu(cast_to: Option<DType>, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::FusedSwiGLU, inputs, 1, 1)?;
+    require_float(OpKind::FusedSwiGLU, inputs, &[0])?;
+    let x = inputs[0];
+    if x.rank() == 0 {
+        return Err("x must have rank >= 1".into());
+    }
+    let dtype = cast_to.unwrap_or(x.dtype);
+    if !dtype.is_float() {
+        return Err(format!("cast_to must be a float type, got {dtype}"));
+    }
+    let mut dims = x.dims.clone();
+    let last = dims.len() - 1;
+    dims[last] = match &dims[last] {
+        Dim::Static(n) if n.is_multiple_of(2) => Dim::Static(n / 2),
+        Dim::Static(n) => {
+            return Err(format!("last dim {n} must be even ([up ‖ gate])"));
+        }
+        // A symbolic 2n has no name for n; the run-time rule sees the bound size.
+        Dim::Dynamic(s) => Dim::Dynamic(format!("{s}/2")),
+    };
+    Ok(Shape::with_dims(dims, dtype))
 }
 
 impl Graph {
@@ -335,6 +353,22 @@ impl Graph {
                 style,
             },
             &[x, cos, sin],
+        )
+    }
+
+    /// `[.., 2n]` → `[.., n]`: up · silu(gate), halves `[up ‖ gate]` (or `[gate ‖ up]`).
+    pub fn swiglu(
+        &mut self,
+        x: NodeId,
+        gate_first: bool,
+        cast_to: Option<DType>,
+    ) -> Result<NodeId, IrError> {
+        self.add_node(
+            Op::FusedSwiGLU {
+                cast_to,
+                gate_first,
+            },
+            &[x],
         )
     }
 }
