@@ -9,7 +9,10 @@
 //! until the new variant has an arm:
 //! 1. `op.rs`: the variant (its parameters beside it) — `OpKind` follows by itself;
 //!    put it in its group in [`OpKind::group`] here.
-//! 2. `rlx-ir/src/ops/<group>.rs`: the builder and the shape rule (routed by `ops::infer`).
+//! 2. `rlx-ir/src/ops/<group>.rs`: the builder and the shape rule, a typed function of the
+//!    variant's fields and the input shapes; add its arm to `ops::infer_shape`, the one
+//!    router, which destructures the variant and calls it. Size arithmetic uses
+//!    `ops::{add, mul}` (checked); `infer_shape` checks the result's size.
 //! 3. `rlx-ir/src/serialize.rs` needs nothing (serde); add a corpus case in
 //!    `rlx-ir/tests/corpus/mod.rs` (its exhaustive `match` does not build without one).
 //! 4. `rlx-cpu/src/ops/<group>.rs`: the thunk (routed by `rlx_cpu::ops::eval`).
