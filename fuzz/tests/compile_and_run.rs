@@ -18,7 +18,10 @@ fn seeds() -> Vec<Graph> {
     // Elementwise, linalg, norm, reduce, with a dynamic batch dim.
     let mut g = Graph::new("mlp");
     let x = g
-        .input("x", Shape::with_dims(vec![Dim::dynamic("B"), 4.into()], DType::F32))
+        .input(
+            "x",
+            Shape::with_dims(vec![Dim::dynamic("B"), 4.into()], DType::F32),
+        )
         .unwrap();
     let w = g.param("w", f32s(&[4, 3])).unwrap();
     let b = g.param("b", f32s(&[3])).unwrap();
@@ -128,7 +131,10 @@ fn wrapped_pad_is_refused_before_it_runs() {
     );
     g.set_outputs(vec![p]);
     assert_eq!(compile_and_run(&g), Outcome::Unverified);
-    assert_eq!(compile_and_run_bytes(&g.to_bytes()), vec![Outcome::Unverified]);
+    assert_eq!(
+        compile_and_run_bytes(&g.to_bytes()),
+        vec![Outcome::Unverified]
+    );
 }
 
 /// Seeded mutations of the seeds' bodies, framed with a valid CRC: none may panic.
