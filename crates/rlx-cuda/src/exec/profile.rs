@@ -3,7 +3,8 @@
 //! benchmark's time goes; the captured replay `time_replays` measures is the total. A spin
 //! kernel holds the stream while the host queues the steps, so host launch cost is not
 //! counted as kernel time.
-use super::{enqueue, CudaExecutable, Segment};
+use super::replay::{enqueue, Segment};
+use super::CudaExecutable;
 use crate::device::device_lock;
 use crate::kernels::Src;
 use crate::plan::Step;
@@ -132,7 +133,7 @@ impl CudaExecutable {
         for seg in &plan.segments {
             if let Segment::Cpu(c) = seg {
                 let t0 = std::time::Instant::now();
-                self.run_cpu_step(c)?;
+                c.run(&self.streams)?;
                 let what = format!("CPU fallback {}", c.label);
                 rows.insert(
                     what.clone(),

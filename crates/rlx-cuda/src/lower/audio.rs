@@ -22,7 +22,7 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
         Op::Fft { inverse, norm } => fft(ctx, *inverse, *norm),
         Op::LogMel => log_mel(ctx, false),
         Op::LogMelBackward => log_mel(ctx, true),
-        op => crate::bail!("{} is not an audio op", op.kind()),
+        op => crate::unsupported!("{} is not an audio op", op.kind()),
     }
 }
 
@@ -41,10 +41,10 @@ fn fft(ctx: &mut NodeCtx, inverse: bool, norm: FftNorm) -> Lowered {
     let sfx = sfx64(x.dtype)?;
     let r = x.rank();
     if r < 2 || x.dims[r - 1] != 2 || x.dims[r - 2] == 0 {
-        crate::bail!("Fft input must be [.., n, 2], got {:?}", x.dims);
+        crate::unsupported!("Fft input must be [.., n, 2], got {:?}", x.dims);
     }
     if out.dims != x.dims || out.dtype != x.dtype {
-        crate::bail!(
+        crate::unsupported!(
             "Fft output {:?} {} differs from the input",
             out.dims,
             out.dtype
@@ -52,7 +52,7 @@ fn fft(ctx: &mut NodeCtx, inverse: bool, norm: FftNorm) -> Lowered {
     }
     let n = x.dims[r - 2];
     if n > i32::MAX as usize / 2 {
-        crate::bail!("Fft length {n} is above the kernel's int range");
+        crate::unsupported!("Fft length {n} is above the kernel's int range");
     }
     let items = x.numel() / (2 * n);
     if items == 0 {
@@ -97,7 +97,7 @@ fn mel_gemm(
         items.min(GRID_YZ) as u32,
     ];
     if rows.div_ceil(16) > GRID_YZ {
-        crate::bail!("{rows} frames are above the mel kernel's grid limit");
+        crate::unsupported!("{rows} frames are above the mel kernel's grid limit");
     }
     let args = KArgs::new()
         .ptr(a)
@@ -124,11 +124,11 @@ fn log_mel(ctx: &mut NodeCtx, backward: bool) -> Lowered {
     let dt = spec.dtype;
     let sfx = NodeCtx::float_sfx(dt)?;
     if fb.dtype != dt || out.dtype != dt {
-        crate::bail!("mixed dtypes {dt} / {} / {}", fb.dtype, out.dtype);
+        crate::unsupported!("mixed dtypes {dt} / {} / {}", fb.dtype, out.dtype);
     }
     let r = spec.rank();
     if r < 2 || fb.rank() != 2 || fb.dims[0] != spec.dims[r - 1] {
-        crate::bail!(
+        crate::unsupported!(
             "LogMel needs [.., frames, n_freq] and [n_freq, n_mels], got {:?} and {:?}",
             spec.dims,
             fb.dims
@@ -139,15 +139,15 @@ fn log_mel(ctx: &mut NodeCtx, backward: bool) -> Lowered {
     let dy = if backward {
         let t = ctx.input(2)?.clone();
         if t.dtype != dt || t.numel() != items * f * nm {
-            crate::bail!("dy {:?} does not match the LogMel output", t.dims);
+            crate::unsupported!("dy {:?} does not match the LogMel output", t.dims);
         }
         if out.numel() != spec.numel() {
-            crate::bail!("dspec {:?} differs from spec {:?}", out.dims, spec.dims);
+            crate::unsupported!("dspec {:?} differs from spec {:?}", out.dims, spec.dims);
         }
         Some(t)
     } else {
         if out.numel() != items * f * nm {
-            crate::bail!("output {:?} does not hold {items}×{f}×{nm}", out.dims);
+            crate::unsupported!("output {:?} does not hold {items}×{f}×{nm}", out.dims);
         }
         None
     };

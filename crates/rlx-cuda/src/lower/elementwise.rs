@@ -9,9 +9,9 @@ mod codegen;
 #[path = "elementwise_hosttest.rs"]
 mod hosttest;
 
-use super::{Bail, DevTensor, Dims8, KArgs, Lowered, NodeCtx};
-use crate::bail;
+use super::{DevTensor, Dims8, KArgs, LowerError, Lowered, NodeCtx};
 use crate::kernels::Src;
+use crate::unsupported;
 use codegen::{Arg, Kernel, Spec, BATCH_TABLE};
 use rlx_ir::{ChainOperand, ChainStep, DType, Op, RegionPrologue};
 
@@ -23,7 +23,7 @@ pub fn region_source(
     prologue: RegionPrologue,
     ins: &[(DType, &[usize])],
     out: (DType, &[usize]),
-) -> Result<(String, String), Bail> {
+) -> Result<(String, String), LowerError> {
     let k = codegen::chain_kernel(&Spec {
         chain,
         prologue,
@@ -43,7 +43,7 @@ pub fn batch_region_source(
     prologue: RegionPrologue,
     ins: &[(DType, &[usize])],
     out: (DType, &[usize]),
-) -> Result<(String, String), Bail> {
+) -> Result<(String, String), LowerError> {
     let chain_ins = batch_chain_inputs(num_batch_inputs, ins, out.1)?;
     let k = codegen::chain_kernel(&Spec {
         chain,
@@ -61,7 +61,7 @@ pub fn swiglu_source(
     in_dtype: DType,
     out_dtype: DType,
     gate_first: bool,
-) -> Result<(String, String), Bail> {
+) -> Result<(String, String), LowerError> {
     codegen::swiglu(in_dtype, out_dtype, gate_first)
 }
 
@@ -71,15 +71,15 @@ fn batch_chain_inputs<'a>(
     nb: usize,
     ins: &[(DType, &'a [usize])],
     out_dims: &[usize],
-) -> Result<Vec<(DType, &'a [usize])>, Bail> {
+) -> Result<Vec<(DType, &'a [usize])>, LowerError> {
     if nb == 0 || ins.len() < nb || out_dims.first() != Some(&nb) {
-        bail!(
+        unsupported!(
             "{nb} batch samples do not fit {} inputs and output {out_dims:?}",
             ins.len()
         );
     }
     if ins[1..nb].iter().any(|s| *s != ins[0]) {
-        bail!("batch samples differ in dtype or dims");
+        unsupported!("batch samples differ in dtype or dims");
     }
     let mut v = vec![ins[0]];
     v.extend_from_slice(&ins[nb..]);
@@ -133,7 +133,11 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
 }
 
 /// The copies and launches computing `op` from `ins` into `out` (device tensors).
-pub(crate) fn plan(op: &Op, ins: &[DevTensor], out: &DevTensor) -> Result<Vec<Planned>, Bail> {
+pub(crate) fn plan(
+    op: &Op,
+    ins: &[DevTensor],
+    out: &DevTensor,
+) -> Result<Vec<Planned>, LowerError> {
     use ChainOperand::Input;
     let none = RegionPrologue::None;
     let (chain, prologue, batch) = match op {
@@ -158,7 +162,7 @@ pub(crate) fn plan(op: &Op, ins: &[DevTensor], out: &DevTensor) -> Result<Vec<Pl
             num_batch_inputs,
             prologue,
         } => (chain.clone(), *prologue, Some(*num_batch_inputs)),
-        op => bail!("{} is not an elementwise op", op.kind()),
+        op => unsupported!("{} is not an elementwise op", op.kind()),
     };
     let n = out.numel();
     let dts: Vec<(DType, &[usize])> = ins.iter().map(|t| (t.dtype, t.dims.as_slice())).collect();
@@ -224,7 +228,7 @@ fn resolve(
     ins: &[u64],
     samples: &[u64],
     per: usize,
-) -> Result<Vec<Val>, Bail> {
+) -> Result<Vec<Val>, LowerError> {
     k.args
         .iter()
         .map(|arg| {
@@ -233,17 +237,16 @@ fn resolve(
                 Arg::N => Val::I64(n as i64),
                 Arg::Samples => {
                     if samples.len() > BATCH_TABLE {
-                        bail!("{} samples in one launch", samples.len());
+                        unsupported!("{} samples in one launch", samples.len());
                     }
                     let mut table = [0u64; BATCH_TABLE];
                     table[..samples.len()].copy_from_slice(samples);
                     Val::Table(Box::new(table))
                 }
                 Arg::Per => Val::I64(per as i64),
-                Arg::In(i) => Val::Ptr(
-                    *ins.get(*i)
-                        .ok_or_else(|| Bail(format!("kernel reads missing input {i}")))?,
-                ),
+                Arg::In(i) => Val::Ptr(*ins.get(*i).ok_or_else(|| {
+                    LowerError::Unsupported(format!("kernel reads missing input {i}"))
+                })?),
                 Arg::I64(v) => Val::I64(*v),
                 Arg::Dims(d) => Val::Dims(*d),
             })
@@ -252,12 +255,12 @@ fn resolve(
 }
 
 /// Identity forward: a copy (the planner usually aliases it away before this).
-fn stop_gradient(ins: &[DevTensor], out: &DevTensor) -> Result<Vec<Planned>, Bail> {
+fn stop_gradient(ins: &[DevTensor], out: &DevTensor) -> Result<Vec<Planned>, LowerError> {
     let x = ins
         .first()
-        .ok_or_else(|| Bail("StopGradient takes 1 input".into()))?;
+        .ok_or_else(|| LowerError::Unsupported("StopGradient takes 1 input".into()))?;
     if x.dtype != out.dtype || x.numel() != out.numel() {
-        bail!(
+        unsupported!(
             "StopGradient from {} {:?} to {} {:?}",
             x.dtype,
             x.dims,
@@ -275,16 +278,20 @@ fn stop_gradient(ins: &[DevTensor], out: &DevTensor) -> Result<Vec<Planned>, Bai
     }])
 }
 
-fn swiglu(ins: &[DevTensor], out: &DevTensor, gate_first: bool) -> Result<Vec<Planned>, Bail> {
+fn swiglu(
+    ins: &[DevTensor],
+    out: &DevTensor,
+    gate_first: bool,
+) -> Result<Vec<Planned>, LowerError> {
     let x = ins
         .first()
-        .ok_or_else(|| Bail("FusedSwiGLU takes 1 input".into()))?;
+        .ok_or_else(|| LowerError::Unsupported("FusedSwiGLU takes 1 input".into()))?;
     let two_n = *x
         .dims
         .last()
-        .ok_or_else(|| Bail("FusedSwiGLU needs x of rank >= 1".into()))?;
+        .ok_or_else(|| LowerError::Unsupported("FusedSwiGLU needs x of rank >= 1".into()))?;
     if !two_n.is_multiple_of(2) || out.numel() * 2 != x.numel() {
-        bail!(
+        unsupported!(
             "FusedSwiGLU: x {:?} does not halve into {:?}",
             x.dims,
             out.dims

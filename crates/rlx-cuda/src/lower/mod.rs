@@ -2,7 +2,7 @@
 //! over device pointers that are fixed for the life of the plan. One arm per op group lives
 //! in its own file (`lower/<group>.rs`, kernels in `kernels/<group>.cu`); the plumbing an arm
 //! needs — fetch inputs, normalise an axis, pick the storage suffix, launch — is here, so each
-//! arm is just the op. An arm that cannot lower a node returns `Bail` with the reason; the node
+//! arm is just the op. An arm that cannot lower a node returns `LowerError` with the reason; the node
 //! then runs on the CPU thunks (`RLX_TRACE=1` prints the reason).
 pub mod attention;
 pub mod audio;
@@ -18,18 +18,45 @@ use crate::gemm::GemmDesc;
 use crate::kernels::Src;
 use crate::plan::{LowerEnv, Step};
 use crate::precision::Precision;
+use crate::CudaError;
 use rlx_ir::{DType, Node, Op};
 
-/// Why a node was not lowered (printed by `RLX_TRACE=1`; the node falls back to the CPU).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Bail(pub String);
+/// Why lowering a node did not record its launches. The two cases are handled oppositely:
+/// `Unsupported` is a legitimate answer (the node runs on the CPU thunks and the dispatch
+/// report says why); `Internal` is a failure of the GPU path itself (NVRTC, module load,
+/// symbol lookup, cuBLASLt, a driver call, a lowering bug) and fails the compile, since a
+/// quiet CPU fallback would hide a broken install or kernel.
+#[derive(Debug)]
+pub enum LowerError {
+    /// Shape, dtype, rank or parameters outside what the kernels handle.
+    Unsupported(String),
+    /// The GPU path failed; never turned into a fallback.
+    Internal(CudaError),
+}
 
-pub type Lowered = Result<(), Bail>;
+impl From<CudaError> for LowerError {
+    fn from(e: CudaError) -> LowerError {
+        LowerError::Internal(e)
+    }
+}
 
-/// `bail!("...", args)`: return a `Bail` from a lowering arm.
+impl LowerError {
+    /// An internal failure described by `msg` (a lowering bug, not a device error).
+    pub fn internal(node: &Node, msg: impl Into<String>) -> LowerError {
+        LowerError::Internal(CudaError::Node {
+            node: node.label(),
+            msg: msg.into(),
+        })
+    }
+}
+
+pub type Lowered = Result<(), LowerError>;
+
+/// `unsupported!("...", args)`: return `LowerError::Unsupported` from a lowering function
+/// (the node then runs on the CPU).
 #[macro_export]
-macro_rules! bail {
-    ($($t:tt)*) => { return Err($crate::lower::Bail(format!($($t)*))) };
+macro_rules! unsupported {
+    ($($t:tt)*) => { return Err($crate::lower::LowerError::Unsupported(format!($($t)*))) };
 }
 
 /// A tensor in device memory: contiguous row-major, in its storage dtype.
@@ -52,20 +79,12 @@ impl DevTensor {
     }
     /// Row-major element strides.
     pub fn strides(&self) -> Vec<usize> {
-        contiguous_strides(&self.dims)
+        rlx_ir::strides(&self.dims)
     }
     /// Pointer to element `i`.
     pub fn at(&self, i: usize) -> u64 {
         self.ptr + (i * self.dtype.size_bytes()) as u64
     }
-}
-
-pub fn contiguous_strides(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1usize; dims.len()];
-    for k in (0..dims.len().saturating_sub(1)).rev() {
-        s[k] = s[k + 1] * dims[k + 1];
-    }
-    s
 }
 
 /// Mirrors `Dims8` in `kernels/common.cuh`: dims and element strides, rank <= 8.
@@ -80,9 +99,9 @@ pub struct Dims8 {
 
 impl Dims8 {
     /// Explicit dims and element strides.
-    pub fn new(dims: &[usize], strides: &[usize]) -> Result<Dims8, Bail> {
+    pub fn new(dims: &[usize], strides: &[usize]) -> Result<Dims8, LowerError> {
         if dims.len() > 8 || strides.len() != dims.len() {
-            bail!("rank {} is above the kernels' limit of 8", dims.len());
+            unsupported!("rank {} is above the kernels' limit of 8", dims.len());
         }
         let mut v = Dims8 {
             rank: dims.len() as i32,
@@ -96,24 +115,24 @@ impl Dims8 {
         }
         Ok(v)
     }
-    pub fn contiguous(dims: &[usize]) -> Result<Dims8, Bail> {
-        Dims8::new(dims, &contiguous_strides(dims))
+    pub fn contiguous(dims: &[usize]) -> Result<Dims8, LowerError> {
+        Dims8::new(dims, &rlx_ir::strides(dims))
     }
     /// A view of a contiguous tensor of `in_dims` broadcast (numpy rules, right-aligned) to
     /// `out_dims`: dims are `out_dims`, broadcast axes get stride 0.
-    pub fn broadcast(in_dims: &[usize], out_dims: &[usize]) -> Result<Dims8, Bail> {
+    pub fn broadcast(in_dims: &[usize], out_dims: &[usize]) -> Result<Dims8, LowerError> {
         if in_dims.len() > out_dims.len() {
-            bail!("cannot broadcast {in_dims:?} to {out_dims:?}");
+            unsupported!("cannot broadcast {in_dims:?} to {out_dims:?}");
         }
         let lead = out_dims.len() - in_dims.len();
-        let cs = contiguous_strides(in_dims);
+        let cs = rlx_ir::strides(in_dims);
         let mut strides = vec![0usize; out_dims.len()];
         for k in 0..in_dims.len() {
             let (i, o) = (in_dims[k], out_dims[lead + k]);
             if i == o {
                 strides[lead + k] = cs[k];
             } else if i != 1 {
-                bail!("cannot broadcast {in_dims:?} to {out_dims:?}");
+                unsupported!("cannot broadcast {in_dims:?} to {out_dims:?}");
             }
         }
         Dims8::new(out_dims, &strides)
@@ -188,32 +207,34 @@ impl<'a> NodeCtx<'a> {
         &self.node.op
     }
 
-    pub fn input(&self, i: usize) -> Result<&DevTensor, Bail> {
-        self.ins
-            .get(i)
-            .ok_or_else(|| Bail(format!("missing input {i} (have {})", self.ins.len())))
+    pub fn input(&self, i: usize) -> Result<&DevTensor, LowerError> {
+        self.ins.get(i).ok_or_else(|| {
+            LowerError::Unsupported(format!("missing input {i} (have {})", self.ins.len()))
+        })
     }
 
     /// Normalise a possibly negative axis against `rank`.
-    pub fn axis(&self, axis: i64, rank: usize) -> Result<usize, Bail> {
-        rlx_ir::normalize_axis(axis, rank).map_err(Bail)
+    pub fn axis(&self, axis: i64, rank: usize) -> Result<usize, LowerError> {
+        rlx_ir::normalize_axis(axis, rank).map_err(LowerError::Unsupported)
     }
 
     /// The kernel-name suffix of a float storage type; other dtypes bail (CPU fallback).
-    pub fn float_sfx(dtype: DType) -> Result<&'static str, Bail> {
+    pub fn float_sfx(dtype: DType) -> Result<&'static str, LowerError> {
         match dtype {
             DType::F32 => Ok("f32"),
             DType::F16 => Ok("f16"),
             DType::BF16 => Ok("bf16"),
-            d => Err(Bail(format!("no {d} kernel (f32/f16/bf16 only)"))),
+            d => Err(LowerError::Unsupported(format!(
+                "no {d} kernel (f32/f16/bf16 only)"
+            ))),
         }
     }
 
     /// A launch of kernel `func` of `src`, labelled with this node.
-    fn make_launch(&mut self, k: KernelLaunch) -> Result<crate::plan::Launch, Bail> {
+    fn make_launch(&mut self, k: KernelLaunch) -> Result<crate::plan::Launch, LowerError> {
         let f = self.env.function(&k.src, &k.func)?;
         if k.grid.contains(&0) || k.block.contains(&0) {
-            bail!(
+            unsupported!(
                 "empty launch of {}: grid {:?} block {:?}",
                 k.func,
                 k.grid,
@@ -272,7 +293,7 @@ impl<'a> NodeCtx<'a> {
     }
 
     /// Device scratch memory that lives as long as the plan (for per-node temporaries).
-    pub fn scratch(&mut self, bytes: usize) -> Result<u64, Bail> {
+    pub fn scratch(&mut self, bytes: usize) -> Result<u64, LowerError> {
         self.env.scratch(bytes)
     }
 
@@ -304,7 +325,7 @@ impl<'a> NodeCtx<'a> {
 pub(crate) fn lower_node(ctx: &mut NodeCtx) -> Lowered {
     match ctx.op() {
         Op::Input { .. } | Op::Param { .. } | Op::Constant { .. } => {
-            bail!("leaves are not lowered")
+            unsupported!("leaves are not lowered")
         }
         Op::Activation(_)
         | Op::Binary(_)

@@ -18,7 +18,7 @@ const DEQUANT_SCRATCH: usize = 32 << 20;
 pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
     match ctx.op() {
         Op::DequantMatMul { scheme } => dequant_matmul(ctx, *scheme),
-        op => crate::bail!("{} is not a quant op", op.kind()),
+        op => crate::unsupported!("{} is not a quant op", op.kind()),
     }
 }
 
@@ -39,27 +39,27 @@ fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
     let dt = x.dtype;
     let sfx = NodeCtx::float_sfx(dt)?;
     if out.dtype != dt {
-        crate::bail!("output dtype {} differs from x's {dt}", out.dtype);
+        crate::unsupported!("output dtype {} differs from x's {dt}", out.dtype);
     }
     if w.dtype != DType::U8 || w.rank() != 2 {
-        crate::bail!(
+        crate::unsupported!(
             "packed weight must be u8 [N, bytes], got {} {:?}",
             w.dtype,
             w.dims
         );
     }
     if x.rank() == 0 {
-        crate::bail!("x must have rank >= 1");
+        crate::unsupported!("x must have rank >= 1");
     }
     let k = x.dims[x.rank() - 1];
     let n = w.dims[0];
     let rb = k / QuantScheme::BLOCK * scheme.block_bytes();
     if !k.is_multiple_of(QuantScheme::BLOCK) || w.dims[1] != rb {
-        crate::bail!("weight {:?} does not pack [{n}, {k}] as {scheme:?}", w.dims);
+        crate::unsupported!("weight {:?} does not pack [{n}, {k}] as {scheme:?}", w.dims);
     }
     let m = x.numel().checked_div(k).unwrap_or(0);
     if out.numel() != m * n {
-        crate::bail!("output {:?} does not hold {m}×{n}", out.dims);
+        crate::unsupported!("output {:?} does not hold {m}×{n}", out.dims);
     }
     if out.numel() == 0 {
         return Ok(());
@@ -72,7 +72,7 @@ fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
         let warps = 8usize;
         let blocks = n.div_ceil(warps);
         if blocks > i32::MAX as usize {
-            crate::bail!("N = {n} is too large for one launch");
+            crate::unsupported!("N = {n} is too large for one launch");
         }
         let args = KArgs::new()
             .ptr(x.ptr)

@@ -3,9 +3,9 @@
 #[path = "reduce_softmax.rs"]
 mod softmax;
 
-use super::{Bail, Dims8, KArgs, Lowered, NodeCtx};
-use crate::bail;
+use super::{Dims8, KArgs, LowerError, Lowered, NodeCtx};
 use crate::kernels::Src;
+use crate::unsupported;
 use rlx_ir::{ops::reduce::reduce_axes, DType, Op, ReduceOp};
 
 /// Grid cap for kernels that loop over their rows / columns (any count works).
@@ -69,7 +69,7 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
         Op::SoftmaxCrossEntropy
         | Op::SoftmaxCrossEntropyWithLogits
         | Op::SoftmaxCrossEntropyBackward => softmax::cross_entropy(ctx),
-        op => bail!("{} is not a reduction op", op.kind()),
+        op => unsupported!("{} is not a reduction op", op.kind()),
     }
 }
 
@@ -98,23 +98,23 @@ fn reduce(ctx: &mut NodeCtx, op: ReduceOp, axes: &[i64]) -> Lowered {
         d => (NodeCtx::float_sfx(d)?, false),
     };
     if ctx.out.dtype != x.dtype {
-        bail!(
+        unsupported!(
             "output dtype {} differs from x's {}",
             ctx.out.dtype,
             x.dtype
         );
     }
-    let axes = reduce_axes(axes, x.rank()).map_err(Bail)?;
+    let axes = reduce_axes(axes, x.rank()).map_err(LowerError::Unsupported)?;
     let cnt: usize = axes.iter().map(|&a| x.dims[a]).product();
     let nout = ctx.out.numel();
     if nout * cnt != x.numel() {
-        bail!("output {:?} does not fit x {:?}", ctx.out.dims, x.dims);
+        unsupported!("output {:?} does not fit x {:?}", ctx.out.dims, x.dims);
     }
     if nout == 0 {
         return Ok(());
     }
     if cnt == 0 && (matches!(op, ReduceOp::Max | ReduceOp::Min) || int) {
-        bail!("{op:?} over an empty axis of {:?}", x.dims);
+        unsupported!("{op:?} over an empty axis of {:?}", x.dims);
     }
     if cnt == 1 {
         // Every op of one value is that value (mean: · 1/1 or / 1).
@@ -153,7 +153,7 @@ fn reduce(ctx: &mut NodeCtx, op: ReduceOp, axes: &[i64]) -> Lowered {
     } else {
         // General strided reduction over the merged groups.
         let sizes: Vec<usize> = groups.iter().map(|g| g.0).collect();
-        let strides = super::contiguous_strides(&sizes);
+        let strides = rlx_ir::strides(&sizes);
         let pick = |want: bool| -> (Vec<usize>, Vec<usize>) {
             groups
                 .iter()

@@ -1,8 +1,8 @@
 //! Softmax, ArgMax and the softmax cross-entropy family (kernels in `kernels/reduce.cu`).
 use super::{cached_rows, col_grid, stream_rows};
-use crate::bail;
 use crate::kernels::Src;
 use crate::lower::{DevTensor, KArgs, Lowered, NodeCtx};
+use crate::unsupported;
 use rlx_ir::{DType, Op};
 
 const SRC: Src = Src::Static("reduce");
@@ -18,7 +18,7 @@ pub(super) fn softmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     let x = ctx.input(0)?.clone();
     let sfx = NodeCtx::float_sfx(x.dtype)?;
     if ctx.out.dtype != x.dtype || ctx.out.numel() != x.numel() {
-        bail!("output {:?} does not match x {:?}", ctx.out, x);
+        unsupported!("output {:?} does not match x {:?}", ctx.out, x);
     }
     let a = ctx.axis(axis, x.rank())?;
     if x.numel() == 0 {
@@ -76,10 +76,10 @@ pub(super) fn argmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     let a = ctx.axis(axis, x.rank())?;
     let (outer, len, inner) = outer_inner(&x.dims, a);
     if ctx.out.dtype != DType::I64 || ctx.out.numel() != outer * inner {
-        bail!("output {:?} is not the I64 argmax of x {:?}", ctx.out, x);
+        unsupported!("output {:?} is not the I64 argmax of x {:?}", ctx.out, x);
     }
     if len == 0 {
-        bail!("ArgMax over an empty axis of {:?}", x.dims);
+        unsupported!("ArgMax over an empty axis of {:?}", x.dims);
     }
     if ctx.out.numel() == 0 {
         return Ok(());
@@ -127,7 +127,7 @@ fn dtype_code(d: DType) -> i32 {
 
 fn check_numel(what: &str, t: &DevTensor, want: usize) -> Lowered {
     if t.numel() != want {
-        bail!("{what} holds {} values, expected {want}", t.numel());
+        unsupported!("{what} holds {} values, expected {want}", t.numel());
     }
     Ok(())
 }
@@ -142,14 +142,14 @@ pub(super) fn cross_entropy(ctx: &mut NodeCtx) -> Lowered {
     let lab = ctx.input(1)?.clone();
     let sfx = NodeCtx::float_sfx(x.dtype)?;
     if x.rank() != 2 {
-        bail!("logits must be [N, C], got {:?}", x.dims);
+        unsupported!("logits must be [N, C], got {:?}", x.dims);
     }
     let (n, c) = (x.dims[0], x.dims[1]);
     if c == 0 {
-        bail!("logits {:?} have no classes", x.dims);
+        unsupported!("logits {:?} have no classes", x.dims);
     }
     if ctx.out.dtype != x.dtype {
-        bail!(
+        unsupported!(
             "output dtype {} differs from the logits' {}",
             ctx.out.dtype,
             x.dtype
@@ -162,7 +162,7 @@ pub(super) fn cross_entropy(ctx: &mut NodeCtx) -> Lowered {
     };
     check_numel("targets", &lab, if dense { n * c } else { n })?;
     if dense && !lab.dtype.is_float() {
-        bail!("dense targets must be a float type, got {}", lab.dtype);
+        unsupported!("dense targets must be a float type, got {}", lab.dtype);
     }
     let backward = matches!(op, Op::SoftmaxCrossEntropyBackward);
     check_numel("output", &ctx.out, if backward { n * c } else { n })?;

@@ -9,8 +9,8 @@ mod region;
 #[path = "shape_rope.rs"]
 mod rope;
 
-use super::{contiguous_strides, Lowered, NodeCtx};
-use crate::bail;
+use super::{Lowered, NodeCtx};
+use crate::unsupported;
 use rlx_ir::ops::shape_ops::{slice_params, slice_range};
 use rlx_ir::{DType, Op};
 
@@ -19,7 +19,7 @@ pub(crate) use move_ops::View;
 pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
     let x = ctx.input(0)?.clone();
     if ctx.out.dtype.size_bytes() != x.dtype.size_bytes() && !matches!(ctx.op(), Op::Rope { .. }) {
-        bail!(
+        unsupported!(
             "output {} differs from input {} in width",
             ctx.out.dtype,
             x.dtype
@@ -45,14 +45,14 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
                     .iter()
                     .all(|&p| p < r && !std::mem::replace(&mut seen[p], true))
             {
-                bail!("perm {perm:?} is not a permutation of rank {r}");
+                unsupported!("perm {perm:?} is not a permutation of rank {r}");
             }
             View::contiguous(&x.dims).permute(perm)
         }
         Op::Narrow { axis, start, len } => {
             let a = ctx.axis(*axis, x.rank())?;
             if start + len > x.dims[a] {
-                bail!(
+                unsupported!(
                     "narrow [{start}, +{len}) out of range for dim {}",
                     x.dims[a]
                 );
@@ -66,7 +66,8 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
             steps,
         } => {
             let mut v = View::contiguous(&x.dims);
-            let params = slice_params(x.rank(), axes, starts, ends, steps).map_err(super::Bail)?;
+            let params = slice_params(x.rank(), axes, starts, ends, steps)
+                .map_err(super::LowerError::Unsupported)?;
             for (a, s, e, step) in params {
                 let (first, len) = slice_range(x.dims[a], s, e, step);
                 v.offset += first as i64 * v.strides[a];
@@ -76,10 +77,10 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
             }
             v
         }
-        op => bail!("{} is not a shape op", op.kind()),
+        op => unsupported!("{} is not a shape op", op.kind()),
     };
     if view.dims != ctx.out.dims {
-        bail!(
+        unsupported!(
             "view {:?} does not give the output {:?}",
             view.dims,
             ctx.out.dims
@@ -99,7 +100,7 @@ fn reshape(ctx: &mut NodeCtx) -> Lowered {
         return ctx.copy(out.ptr, x.ptr, out.bytes());
     }
     if x.numel() != 1 {
-        bail!("cannot reshape {:?} into {:?}", x.dims, out.dims);
+        unsupported!("cannot reshape {:?} into {:?}", x.dims, out.dims);
     }
     let v = View {
         strides: vec![0; out.rank()],
@@ -120,7 +121,7 @@ fn concat(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     let mut off = 0usize;
     for x in ctx.ins.clone() {
         if x.rank() != out.rank() || x.dtype.size_bytes() != es {
-            bail!(
+            unsupported!(
                 "concat input {:?} {} does not match output {:?}",
                 x.dims,
                 x.dtype,
@@ -129,7 +130,7 @@ fn concat(ctx: &mut NodeCtx, axis: i64) -> Lowered {
         }
         let w = x.dims[a] * inner;
         if off + w > total {
-            bail!("concat inputs overflow the output axis");
+            unsupported!("concat inputs overflow the output axis");
         }
         move_ops::row_copy(
             ctx,
@@ -144,7 +145,7 @@ fn concat(ctx: &mut NodeCtx, axis: i64) -> Lowered {
         off += w;
     }
     if off != total {
-        bail!("concat inputs fill {off} of {total} columns");
+        unsupported!("concat inputs fill {off} of {total} columns");
     }
     Ok(())
 }
@@ -170,7 +171,7 @@ fn pad(ctx: &mut NodeCtx, pads: &[[usize; 2]], value: f64) -> Lowered {
     let (x, out) = (ctx.input(0)?.clone(), ctx.out.clone());
     let r = x.rank();
     if pads.len() != r {
-        bail!("pad lists {} pairs for rank {r}", pads.len());
+        unsupported!("pad lists {} pairs for rank {r}", pads.len());
     }
     let want: Vec<usize> = x
         .dims
@@ -179,7 +180,7 @@ fn pad(ctx: &mut NodeCtx, pads: &[[usize; 2]], value: f64) -> Lowered {
         .map(|(d, p)| d + p[0] + p[1])
         .collect();
     if want != out.dims {
-        bail!(
+        unsupported!(
             "pad of {:?} gives {want:?}, output is {:?}",
             x.dims,
             out.dims
@@ -193,10 +194,7 @@ fn pad(ctx: &mut NodeCtx, pads: &[[usize; 2]], value: f64) -> Lowered {
     }
     let es = out.dtype.size_bytes();
     let sfx = move_ops::unit_sfx(es)?;
-    let xs: Vec<i64> = contiguous_strides(&x.dims)
-        .iter()
-        .map(|&s| s as i64)
-        .collect();
+    let xs: Vec<i64> = rlx_ir::strides(&x.dims).iter().map(|&s| s as i64).collect();
     let before: Vec<i64> = pads[..r - 1].iter().map(|p| p[0] as i64).collect();
     let od = move_ops::dims8(&out.dims[..r - 1], &xs[..r - 1])?;
     let pd = move_ops::dims8(&x.dims[..r - 1], &before)?;

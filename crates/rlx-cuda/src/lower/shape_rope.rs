@@ -1,14 +1,14 @@
 //! Gather (row copies picked by an index tensor) and Rope.
-use super::super::{Bail, KArgs, Lowered, NodeCtx};
+use super::super::{KArgs, LowerError, Lowered, NodeCtx};
 use super::move_ops::{coalesce, dims8, istrides, row_launch, unit_sfx, widest_unit};
-use crate::bail;
 use crate::kernels::Src;
+use crate::unsupported;
 use rlx_ir::ops::attention::rope_view;
 use rlx_ir::{DType, Dim, RopeStyle};
 
 const SRC: Src = Src::Static("shape_ops");
 
-fn index_sfx(dtype: DType) -> Result<&'static str, Bail> {
+fn index_sfx(dtype: DType) -> Result<&'static str, LowerError> {
     Ok(match dtype {
         DType::F32 => "f32",
         DType::F16 => "f16",
@@ -17,7 +17,7 @@ fn index_sfx(dtype: DType) -> Result<&'static str, Bail> {
         DType::I32 => "i32",
         DType::I64 => "i64",
         DType::U8 => "u8",
-        d => bail!("gather indices of dtype {d}"),
+        d => unsupported!("gather indices of dtype {d}"),
     })
 }
 
@@ -40,7 +40,7 @@ pub(super) fn gather(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     want.extend(&idx.dims);
     want.extend(&data.dims[a + 1..]);
     if want != out.dims {
-        bail!("gather gives {want:?}, the output is {:?}", out.dims);
+        unsupported!("gather gives {want:?}, the output is {:?}", out.dims);
     }
     let rows = outer * k;
     if rows == 0 || inner == 0 {
@@ -72,7 +72,7 @@ pub(super) fn rope(ctx: &mut NodeCtx, head_dim: usize, n_rot: usize, style: Rope
     let xs = NodeCtx::float_sfx(x.dtype)?;
     let cs = NodeCtx::float_sfx(cos.dtype)?;
     if sin.dtype != cos.dtype || sin.dims != cos.dims {
-        bail!(
+        unsupported!(
             "sin {} {:?} differs from cos {} {:?}",
             sin.dtype,
             sin.dims,
@@ -81,24 +81,25 @@ pub(super) fn rope(ctx: &mut NodeCtx, head_dim: usize, n_rot: usize, style: Rope
         );
     }
     if out.dtype != x.dtype || out.dims != x.dims {
-        bail!("output {:?} differs from x {:?}", out.dims, x.dims);
+        unsupported!("output {:?} differs from x {:?}", out.dims, x.dims);
     }
     if n_rot == 0 || n_rot % 2 == 1 || n_rot > head_dim || cos.rank() == 0 {
-        bail!(
+        unsupported!(
             "n_rot {n_rot} / head_dim {head_dim} / cos {:?} are invalid",
             cos.dims
         );
     }
     let half = n_rot / 2;
     let stat = |d: &[usize]| d.iter().map(|&v| Dim::Static(v)).collect::<Vec<_>>();
-    let view = rope_view(&stat(&x.dims), &stat(&cos.dims), head_dim, n_rot).map_err(Bail)?;
+    let view = rope_view(&stat(&x.dims), &stat(&cos.dims), head_dim, n_rot)
+        .map_err(LowerError::Unsupported)?;
     let lead: Vec<usize> = view[..view.len() - 1]
         .iter()
         .map(|d| d.as_static().unwrap_or(1))
         .collect();
     let (cos_lead, cos_last) = cos.dims.split_at(cos.rank() - 1);
     if cos_last[0] != half || cos_lead.len() > lead.len() {
-        bail!(
+        unsupported!(
             "cos {:?} does not fit x {:?} with n_rot {n_rot}",
             cos.dims,
             x.dims
@@ -112,7 +113,7 @@ pub(super) fn rope(ctx: &mut NodeCtx, head_dim: usize, n_rot: usize, style: Rope
         if c == lead[off + k] && c != 1 {
             st[off + k] = cst[k];
         } else if c != 1 {
-            bail!("cos {:?} does not broadcast to {lead:?}", cos.dims);
+            unsupported!("cos {:?} does not broadcast to {lead:?}", cos.dims);
         }
     }
     let (d, s) = coalesce(&lead, &[&st]);
