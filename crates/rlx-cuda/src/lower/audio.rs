@@ -6,7 +6,7 @@
 use super::linalg::sfx64;
 use super::{KArgs, Lowered, NodeCtx};
 use crate::kernels::Src;
-use rlx_ir::{FftNorm, Op};
+use rlx_ir::FftNorm;
 
 const SRC: Src = Src::Static("audio");
 
@@ -17,13 +17,12 @@ const DFT_TABLE_BYTES: usize = 48 << 10;
 /// Grid-dimension cap for the y / z axes (items beyond it are walked by a stride loop).
 const GRID_YZ: usize = 65535;
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    match ctx.op() {
-        Op::Fft { inverse, norm } => fft(ctx, *inverse, *norm),
-        Op::LogMel => log_mel(ctx, false),
-        Op::LogMelBackward => log_mel(ctx, true),
-        op => crate::unsupported!("{} is not an audio op", op.kind()),
-    }
+pub(crate) fn log_mel(ctx: &mut NodeCtx) -> Lowered {
+    mel(ctx, false)
+}
+
+pub(crate) fn log_mel_backward(ctx: &mut NodeCtx) -> Lowered {
+    mel(ctx, true)
 }
 
 /// The scale NumPy applies for this direction and norm mode (as the CPU thunk).
@@ -36,7 +35,7 @@ fn fft_scale(n: usize, inverse: bool, norm: FftNorm) -> f64 {
     }
 }
 
-fn fft(ctx: &mut NodeCtx, inverse: bool, norm: FftNorm) -> Lowered {
+pub(crate) fn fft(ctx: &mut NodeCtx, inverse: bool, norm: FftNorm) -> Lowered {
     let (x, out) = (ctx.input(0)?.clone(), ctx.out.clone());
     let sfx = sfx64(x.dtype)?;
     let r = x.rank();
@@ -115,7 +114,7 @@ fn mel_gemm(
     ctx.launch(SRC, func, grid, [16, 16, 1], 0, args)
 }
 
-fn log_mel(ctx: &mut NodeCtx, backward: bool) -> Lowered {
+fn mel(ctx: &mut NodeCtx, backward: bool) -> Lowered {
     let (spec, fb, out) = (
         ctx.input(0)?.clone(),
         ctx.input(1)?.clone(),

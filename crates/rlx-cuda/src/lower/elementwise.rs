@@ -1,8 +1,8 @@
 //! CUDA lowering of the elementwise ops. Every op here but StopGradient (a copy) runs a
-//! kernel generated for it (`elementwise_codegen.rs`): a region's chain becomes one kernel,
-//! and a single Activation / Binary / Compare / Where / Cast is a one-step chain through the
-//! same generator — the CPU evaluates them with one engine too, so both agree step for step.
-//! The helpers the generated text calls are `kernels/elementwise.cu`.
+//! kernel generated for it (`elementwise_codegen.rs`): a single Activation / Binary /
+//! Compare / Where / Cast is a one-step chain through the generator that also serves the
+//! fused regions (`region.rs`) and FusedSwiGLU (`transformer.rs`). The CPU evaluates them
+//! with one engine too, so both agree step for step. The helpers the generated text calls are `kernels/elementwise.cu`.
 #[path = "elementwise_codegen.rs"]
 mod codegen;
 #[cfg(test)]
@@ -13,7 +13,7 @@ use super::{DevTensor, Dims8, KArgs, LowerError, Lowered, NodeCtx};
 use crate::kernels::Src;
 use crate::unsupported;
 use codegen::{Arg, Kernel, Spec, BATCH_TABLE};
-use rlx_ir::{ChainOperand, ChainStep, DType, Op, RegionPrologue};
+use rlx_ir::{Activation, BinaryOp, ChainOperand, ChainStep, CompareOp, DType, RegionPrologue};
 
 /// Source (helpers + kernel, without `common.cuh`) and kernel name of the kernel computing
 /// `chain` over inputs of the given dtypes and dims, broadcast to the output's dims.
@@ -111,8 +111,9 @@ pub(crate) enum Val {
     Table(Box<[u64; BATCH_TABLE]>),
 }
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    for p in plan(ctx.op(), &ctx.ins, &ctx.out)? {
+/// Record what a planner produced.
+pub(crate) fn record(ctx: &mut NodeCtx, planned: Vec<Planned>) -> Lowered {
+    for p in planned {
         match p {
             Planned::Copy { dst, src, bytes } => ctx.copy(dst, src, bytes)?,
             Planned::Launch { src, name, n, args } => {
@@ -132,43 +133,54 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
     Ok(())
 }
 
-/// The copies and launches computing `op` from `ins` into `out` (device tensors).
-pub(crate) fn plan(
-    op: &Op,
+/// A single chainable op is a one-step chain over the node's inputs.
+fn one_step(ctx: &mut NodeCtx, step: ChainStep) -> Lowered {
+    let p = plan_chain(&[step], RegionPrologue::None, None, &ctx.ins, &ctx.out)?;
+    record(ctx, p)
+}
+
+pub(crate) fn activation(ctx: &mut NodeCtx, a: Activation) -> Lowered {
+    one_step(ctx, ChainStep::Activation(a, ChainOperand::Input(0)))
+}
+
+pub(crate) fn binary(ctx: &mut NodeCtx, op: BinaryOp) -> Lowered {
+    use ChainOperand::Input;
+    one_step(ctx, ChainStep::Binary(op, Input(0), Input(1)))
+}
+
+pub(crate) fn compare(ctx: &mut NodeCtx, op: CompareOp) -> Lowered {
+    use ChainOperand::Input;
+    one_step(ctx, ChainStep::Compare(op, Input(0), Input(1)))
+}
+
+pub(crate) fn where_(ctx: &mut NodeCtx) -> Lowered {
+    use ChainOperand::Input;
+    one_step(ctx, ChainStep::Where(Input(0), Input(1), Input(2)))
+}
+
+pub(crate) fn cast(ctx: &mut NodeCtx, to: DType) -> Lowered {
+    one_step(ctx, ChainStep::Cast(to, ChainOperand::Input(0)))
+}
+
+pub(crate) fn stop_gradient(ctx: &mut NodeCtx) -> Lowered {
+    let p = plan_stop_gradient(&ctx.ins, &ctx.out)?;
+    record(ctx, p)
+}
+
+/// The launches computing `chain` (with `prologue`) from `ins` into `out`; `batch` is a
+/// batch region's sample count.
+pub(crate) fn plan_chain(
+    chain: &[ChainStep],
+    prologue: RegionPrologue,
+    batch: Option<usize>,
     ins: &[DevTensor],
     out: &DevTensor,
 ) -> Result<Vec<Planned>, LowerError> {
-    use ChainOperand::Input;
-    let none = RegionPrologue::None;
-    let (chain, prologue, batch) = match op {
-        Op::Activation(a) => (vec![ChainStep::Activation(*a, Input(0))], none, None),
-        Op::Binary(op) => (vec![ChainStep::Binary(*op, Input(0), Input(1))], none, None),
-        Op::Compare(op) => (
-            vec![ChainStep::Compare(*op, Input(0), Input(1))],
-            none,
-            None,
-        ),
-        Op::Where => (
-            vec![ChainStep::Where(Input(0), Input(1), Input(2))],
-            none,
-            None,
-        ),
-        Op::Cast { to } => (vec![ChainStep::Cast(*to, Input(0))], none, None),
-        Op::StopGradient => return stop_gradient(ins, out),
-        Op::FusedSwiGLU { gate_first, .. } => return swiglu(ins, out, *gate_first),
-        Op::ElementwiseRegion { chain, prologue } => (chain.clone(), *prologue, None),
-        Op::BatchElementwiseRegion {
-            chain,
-            num_batch_inputs,
-            prologue,
-        } => (chain.clone(), *prologue, Some(*num_batch_inputs)),
-        op => unsupported!("{} is not an elementwise op", op.kind()),
-    };
     let n = out.numel();
     let dts: Vec<(DType, &[usize])> = ins.iter().map(|t| (t.dtype, t.dims.as_slice())).collect();
     let Some(nb) = batch else {
         let k = codegen::chain_kernel(&Spec {
-            chain: &chain,
+            chain,
             prologue,
             ins: &dts,
             out_dtype: out.dtype,
@@ -189,7 +201,7 @@ pub(crate) fn plan(
     };
     let chain_ins = batch_chain_inputs(nb, &dts, &out.dims)?;
     let k = codegen::chain_kernel(&Spec {
-        chain: &chain,
+        chain,
         prologue,
         ins: &chain_ins,
         out_dtype: out.dtype,
@@ -237,7 +249,11 @@ fn resolve(
                 Arg::N => Val::I64(n as i64),
                 Arg::Samples => {
                     if samples.len() > BATCH_TABLE {
-                        unsupported!("{} samples in one launch", samples.len());
+                        // plan_chain splits batches into tables: a bug, not a limit.
+                        return Err(LowerError::Internal(crate::CudaError::Node {
+                            node: k.name.clone(),
+                            msg: format!("{} samples in one launch", samples.len()),
+                        }));
                     }
                     let mut table = [0u64; BATCH_TABLE];
                     table[..samples.len()].copy_from_slice(samples);
@@ -255,7 +271,10 @@ fn resolve(
 }
 
 /// Identity forward: a copy (the planner usually aliases it away before this).
-fn stop_gradient(ins: &[DevTensor], out: &DevTensor) -> Result<Vec<Planned>, LowerError> {
+pub(crate) fn plan_stop_gradient(
+    ins: &[DevTensor],
+    out: &DevTensor,
+) -> Result<Vec<Planned>, LowerError> {
     let x = ins
         .first()
         .ok_or_else(|| LowerError::Unsupported("StopGradient takes 1 input".into()))?;
@@ -278,7 +297,8 @@ fn stop_gradient(ins: &[DevTensor], out: &DevTensor) -> Result<Vec<Planned>, Low
     }])
 }
 
-fn swiglu(
+/// `FusedSwiGLU` (a transformer op, lowered in `transformer.rs`) through this generator.
+pub(crate) fn plan_swiglu(
     ins: &[DevTensor],
     out: &DevTensor,
     gate_first: bool,

@@ -1,11 +1,14 @@
-//! CUDA lowering of the linalg ops (kernels in `kernels/linalg.cu`): MatMul and
-//! FusedMatMulBiasAct become one strided-batch cuBLASLt call each (NumPy broadcasting of the
+//! CUDA lowering of the linalg ops (kernels in `kernels/linalg.cu`; DequantMatMul in
+//! `linalg_quant.rs`, kernels in `kernels/quant.cu`): MatMul and FusedMatMulBiasAct become one strided-batch cuBLASLt call each (NumPy broadcasting of the
 //! batch dims through stride-0 batches, or by folding the batch into m); bias and Relu /
 //! tanh-GELU ride on cuBLASLt's epilogue, every other activation and f64 on a small kernel.
 use super::{DevTensor, Dims8, KArgs, LowerError, Lowered, NodeCtx};
 use crate::gemm::GemmDesc;
 use crate::kernels::Src;
-use rlx_ir::{Activation, DType, Op};
+use rlx_ir::{Activation, DType, QuantScheme};
+
+#[path = "linalg_quant.rs"]
+mod quant;
 
 const SRC: Src = Src::Static("linalg");
 
@@ -121,12 +124,16 @@ pub(crate) fn bias_act(
     )
 }
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    match ctx.op() {
-        Op::MatMul => matmul(ctx, false, None),
-        Op::FusedMatMulBiasAct { activation } => matmul(ctx, true, *activation),
-        op => crate::unsupported!("{} is not a linalg op", op.kind()),
-    }
+pub(crate) fn matmul(ctx: &mut NodeCtx) -> Lowered {
+    gemm_node(ctx, false, None)
+}
+
+pub(crate) fn fused_matmul_bias_act(ctx: &mut NodeCtx, activation: Option<Activation>) -> Lowered {
+    gemm_node(ctx, true, activation)
+}
+
+pub(crate) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
+    quant::dequant_matmul(ctx, scheme)
 }
 
 /// NumPy broadcast of two batch-dim lists.
@@ -244,7 +251,7 @@ fn gather(
     Ok(dst)
 }
 
-fn matmul(ctx: &mut NodeCtx, fused: bool, act: Option<Activation>) -> Lowered {
+fn gemm_node(ctx: &mut NodeCtx, fused: bool, act: Option<Activation>) -> Lowered {
     let (a, b, out) = (
         ctx.input(0)?.clone(),
         ctx.input(1)?.clone(),

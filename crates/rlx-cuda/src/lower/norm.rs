@@ -4,17 +4,33 @@ use super::reduce::cached_rows;
 use super::{KArgs, Lowered, NodeCtx};
 use crate::kernels::Src;
 use crate::unsupported;
-use rlx_ir::Op;
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    // (rms, first normalised axis or None for "last", eps, residual form, has bias)
-    let (rms, axis, eps, residual, has_bias) = match ctx.op() {
-        Op::LayerNorm { axis, eps } => (false, Some(*axis), *eps, false, false),
-        Op::RmsNorm { axis, eps } => (true, Some(*axis), *eps, false, false),
-        Op::FusedResidualLN { has_bias, eps } => (false, None, *eps, true, *has_bias),
-        Op::FusedResidualRmsNorm { has_bias, eps } => (true, None, *eps, true, *has_bias),
-        op => unsupported!("{} is not a norm op", op.kind()),
-    };
+pub(crate) fn layer_norm(ctx: &mut NodeCtx, axis: i64, eps: f32) -> Lowered {
+    norm_rows(ctx, false, Some(axis), eps, false, false)
+}
+
+pub(crate) fn rms_norm(ctx: &mut NodeCtx, axis: i64, eps: f32) -> Lowered {
+    norm_rows(ctx, true, Some(axis), eps, false, false)
+}
+
+pub(crate) fn fused_residual_ln(ctx: &mut NodeCtx, has_bias: bool, eps: f32) -> Lowered {
+    norm_rows(ctx, false, None, eps, true, has_bias)
+}
+
+pub(crate) fn fused_residual_rms_norm(ctx: &mut NodeCtx, has_bias: bool, eps: f32) -> Lowered {
+    norm_rows(ctx, true, None, eps, true, has_bias)
+}
+
+/// Every norm: `rms` or layer norm over axes `axis..` (None: the last), with the residual
+/// form's extra input and optional bias.
+fn norm_rows(
+    ctx: &mut NodeCtx,
+    rms: bool,
+    axis: Option<i64>,
+    eps: f32,
+    residual: bool,
+    has_bias: bool,
+) -> Lowered {
     let x = ctx.input(0)?.clone();
     let sfx = NodeCtx::float_sfx(x.dtype)?;
     if let Some(t) = ctx.ins.iter().find(|t| t.dtype != x.dtype) {

@@ -6,7 +6,7 @@ mod softmax;
 use super::{Dims8, KArgs, LowerError, Lowered, NodeCtx};
 use crate::kernels::Src;
 use crate::unsupported;
-use rlx_ir::{ops::reduce::reduce_axes, DType, Op, ReduceOp};
+use rlx_ir::{ops::reduce::reduce_axes, DType, ReduceOp};
 
 /// Grid cap for kernels that loop over their rows / columns (any count works).
 pub(crate) const MAX_GRID: usize = 1 << 20;
@@ -61,16 +61,18 @@ pub(crate) fn col_grid(ncol: usize) -> u32 {
     ncol.div_ceil(32).clamp(1, MAX_GRID) as u32
 }
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    match ctx.op() {
-        Op::Reduce { op, axes, .. } => reduce(ctx, *op, axes),
-        Op::Softmax { axis } => softmax::softmax(ctx, *axis),
-        Op::ArgMax { axis, .. } => softmax::argmax(ctx, *axis),
-        Op::SoftmaxCrossEntropy
-        | Op::SoftmaxCrossEntropyWithLogits
-        | Op::SoftmaxCrossEntropyBackward => softmax::cross_entropy(ctx),
-        op => unsupported!("{} is not a reduction op", op.kind()),
-    }
+pub(crate) use softmax::{argmax, softmax};
+
+pub(crate) fn softmax_cross_entropy(ctx: &mut NodeCtx) -> Lowered {
+    softmax::cross_entropy(ctx, softmax::CrossEntropy::Dense)
+}
+
+pub(crate) fn softmax_cross_entropy_with_logits(ctx: &mut NodeCtx) -> Lowered {
+    softmax::cross_entropy(ctx, softmax::CrossEntropy::Sparse)
+}
+
+pub(crate) fn softmax_cross_entropy_backward(ctx: &mut NodeCtx) -> Lowered {
+    softmax::cross_entropy(ctx, softmax::CrossEntropy::Backward)
 }
 
 /// Input dims with size-1 dims dropped and neighbours of one kind (reduced or kept) merged:
@@ -90,7 +92,7 @@ fn merged_groups(dims: &[usize], axes: &[usize]) -> Vec<(usize, bool)> {
     g
 }
 
-fn reduce(ctx: &mut NodeCtx, op: ReduceOp, axes: &[i64]) -> Lowered {
+pub(crate) fn reduce(ctx: &mut NodeCtx, op: ReduceOp, axes: &[i64]) -> Lowered {
     let x = ctx.input(0)?.clone();
     let (sfx, int) = match x.dtype {
         DType::I32 => ("i32", true),

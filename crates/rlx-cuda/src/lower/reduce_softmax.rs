@@ -3,7 +3,7 @@ use super::{cached_rows, col_grid, stream_rows};
 use crate::kernels::Src;
 use crate::lower::{DevTensor, KArgs, Lowered, NodeCtx};
 use crate::unsupported;
-use rlx_ir::{DType, Op};
+use rlx_ir::DType;
 
 const SRC: Src = Src::Static("reduce");
 
@@ -14,7 +14,7 @@ fn outer_inner(dims: &[usize], axis: usize) -> (usize, usize, usize) {
     (outer, dims[axis], inner)
 }
 
-pub(super) fn softmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
+pub(crate) fn softmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     let x = ctx.input(0)?.clone();
     let sfx = NodeCtx::float_sfx(x.dtype)?;
     if ctx.out.dtype != x.dtype || ctx.out.numel() != x.numel() {
@@ -66,7 +66,7 @@ fn launch_cols(
     ctx.launch(SRC, name, [col_grid(ncol), 1, 1], [32, 8, 1], 0, args)
 }
 
-pub(super) fn argmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
+pub(crate) fn argmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     let x = ctx.input(0)?.clone();
     let sfx = match x.dtype {
         DType::I32 => "i32",
@@ -136,8 +136,16 @@ fn check_numel(what: &str, t: &DevTensor, want: usize) -> Lowered {
 /// label that is not a class index gives a NaN loss where the CPU reference errors) and
 /// SoftmaxCrossEntropyBackward (either target form). Labels, targets and d_loss may have
 /// any dtype; logits are a float storage type.
-pub(super) fn cross_entropy(ctx: &mut NodeCtx) -> Lowered {
-    let op = ctx.op();
+/// The three cross-entropy ops: dense targets, class indices, and the backward (dense
+/// when its targets are rank 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CrossEntropy {
+    Dense,
+    Sparse,
+    Backward,
+}
+
+pub(super) fn cross_entropy(ctx: &mut NodeCtx, form: CrossEntropy) -> Lowered {
     let x = ctx.input(0)?.clone();
     let lab = ctx.input(1)?.clone();
     let sfx = NodeCtx::float_sfx(x.dtype)?;
@@ -155,16 +163,16 @@ pub(super) fn cross_entropy(ctx: &mut NodeCtx) -> Lowered {
             x.dtype
         );
     }
-    let dense = match op {
-        Op::SoftmaxCrossEntropy => true,
-        Op::SoftmaxCrossEntropyWithLogits => false,
-        _ => lab.rank() == 2,
+    let dense = match form {
+        CrossEntropy::Dense => true,
+        CrossEntropy::Sparse => false,
+        CrossEntropy::Backward => lab.rank() == 2,
     };
     check_numel("targets", &lab, if dense { n * c } else { n })?;
     if dense && !lab.dtype.is_float() {
         unsupported!("dense targets must be a float type, got {}", lab.dtype);
     }
-    let backward = matches!(op, Op::SoftmaxCrossEntropyBackward);
+    let backward = form == CrossEntropy::Backward;
     check_numel("output", &ctx.out, if backward { n * c } else { n })?;
     if n == 0 {
         return Ok(());

@@ -3,7 +3,7 @@
 use super::{DevTensor, KArgs, Lowered, NodeCtx};
 use crate::kernels::Src;
 use crate::unsupported;
-use rlx_ir::{Op, PoolKind, PoolSpec};
+use rlx_ir::{ConvSpec, PoolKind, PoolSpec};
 
 #[path = "vision_conv.rs"]
 mod conv;
@@ -14,16 +14,24 @@ const SRC: Src = Src::Static("vision");
 /// grid-stride index never overflows.
 const MAX_ELEMS: usize = 1 << 30;
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    match ctx.op() {
-        Op::Conv(spec) => conv::forward(ctx, spec),
-        Op::Conv2dBackwardInput { spec, input_hw } => conv::backward_input(ctx, spec, *input_hw),
-        Op::Conv2dBackwardWeight(spec) => conv::backward_weight(ctx, spec),
-        Op::Pool(spec) => pool(ctx, spec),
-        Op::MaxPool2dBackward(spec) => max_pool_backward(ctx, spec),
-        Op::ResizeNearest2x => resize_nearest2x(ctx),
-        op => unsupported!("{} is not a vision op", op.kind()),
-    }
+pub(crate) fn conv(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
+    conv::forward(ctx, spec)
+}
+
+pub(crate) fn conv2d_backward_input(
+    ctx: &mut NodeCtx,
+    spec: &ConvSpec,
+    input_hw: [usize; 2],
+) -> Lowered {
+    conv::backward_input(ctx, spec, input_hw)
+}
+
+pub(crate) fn conv2d_backward_weight(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
+    conv::backward_weight(ctx, spec)
+}
+
+pub(crate) fn max_pool2d_backward(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
+    max_pool_backward(ctx, spec)
 }
 
 /// Every tensor in `ts` is small enough for the kernels' 32-bit index math.
@@ -71,7 +79,7 @@ fn pool_args(a: KArgs, spec: &PoolSpec, [planes, h, w, ho, wo]: [usize; 5]) -> K
     a
 }
 
-fn pool(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
+pub(crate) fn pool(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
     let x = ctx.input(0)?.clone();
     let sfx = NodeCtx::float_sfx(x.dtype)?;
     let geom = pool_geom(spec, &x)?;
@@ -150,7 +158,7 @@ fn max_pool_backward(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
 }
 
 /// Any dtype: the kernel only moves elements, so it is picked by element size.
-fn resize_nearest2x(ctx: &mut NodeCtx) -> Lowered {
+pub(crate) fn resize_nearest2x(ctx: &mut NodeCtx) -> Lowered {
     let x = ctx.input(0)?.clone();
     if x.rank() != 4 {
         unsupported!("ResizeNearest2x input must be rank 4, got {:?}", x.dims);

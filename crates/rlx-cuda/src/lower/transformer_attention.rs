@@ -6,9 +6,9 @@
 //! head sizes); when there are few query rows (decode) `attn_split_*` spreads each row's
 //! keys over blocks and `attn_combine_*` merges the chunks. The layouts differ only in
 //! element strides, which are computed here, so one kernel serves Packed, Bshd and Bhsd.
-use super::{DevTensor, KArgs, KernelLaunch, LowerError, Lowered, NodeCtx};
+use super::super::{DevTensor, KArgs, KernelLaunch, LowerError, Lowered, NodeCtx};
 use crate::kernels::Src;
-use rlx_ir::{AttentionLayout, AttentionSpec, DType, MaskKind, Op};
+use rlx_ir::{AttentionLayout, AttentionSpec, DType, MaskKind};
 
 /// Mirrors `AttnArgs` in `attention.cu` (same field order; 152 bytes, no padding).
 #[repr(C)]
@@ -60,11 +60,7 @@ fn fits_i32(n: usize) -> Result<i32, LowerError> {
         .map_err(|_| LowerError::Unsupported(format!("size {n} does not fit the kernels' i32")))
 }
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    let Op::Attention(spec) = ctx.op() else {
-        crate::unsupported!("{} is not Attention", ctx.op().kind());
-    };
-    let spec: &AttentionSpec = spec;
+pub(super) fn lower(ctx: &mut NodeCtx, spec: &AttentionSpec) -> Lowered {
     let (q, k, v) = (
         ctx.input(0)?.clone(),
         ctx.input(1)?.clone(),

@@ -1,14 +1,21 @@
 //! TransformRegion: the steps are composed at lowering into one strided view of the input and
 //! materialised by one copy. A Reshape that no view can express (merging axes that are not
 //! contiguous in memory) materialises the view so far into scratch and continues from there.
+use super::super::shape::move_ops::{copy_view_raw, View};
 use super::super::{LowerError, Lowered, NodeCtx};
-use super::move_ops::{copy_view_raw, View};
 use crate::unsupported;
 use rlx_ir::ops::shape_ops::transform_step_dims;
 use rlx_ir::{Dim, TransformStep};
 
 pub(super) fn lower(ctx: &mut NodeCtx, steps: &[TransformStep]) -> Lowered {
     let x = ctx.input(0)?.clone();
+    if ctx.out.dtype.size_bytes() != x.dtype.size_bytes() {
+        unsupported!(
+            "output {} differs from input {} in width",
+            ctx.out.dtype,
+            x.dtype
+        );
+    }
     let out = ctx.out.clone();
     let es = x.dtype.size_bytes();
     let mut base = x.ptr;

@@ -1,11 +1,11 @@
-//! CUDA lowering of the quant ops (kernels in `kernels/quant.cu`): DequantMatMul. Decode-size
+//! CUDA lowering of DequantMatMul, a linalg op (kernels in `kernels/quant.cu`). Decode-size
 //! products (M ≤ 8 rows) read the packed blocks directly in a warp-per-column GEMV; larger M
 //! dequantise the weight chunk by chunk into a bounded scratch and hand each chunk to cuBLASLt.
-use super::linalg::{gemm_input, gemm_output, gemm_output_done};
-use super::{KArgs, Lowered, NodeCtx};
+use super::super::{KArgs, Lowered, NodeCtx};
+use super::{gemm_input, gemm_output, gemm_output_done};
 use crate::gemm::GemmDesc;
 use crate::kernels::Src;
-use rlx_ir::{DType, Op, QuantScheme};
+use rlx_ir::{DType, QuantScheme};
 
 const SRC: Src = Src::Static("quant");
 
@@ -15,13 +15,6 @@ const GEMV_MAX_M: usize = 8;
 /// Bound on the dequantised weight scratch of one node; larger weights go in column chunks.
 const DEQUANT_SCRATCH: usize = 32 << 20;
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    match ctx.op() {
-        Op::DequantMatMul { scheme } => dequant_matmul(ctx, *scheme),
-        op => crate::unsupported!("{} is not a quant op", op.kind()),
-    }
-}
-
 fn scheme_name(s: QuantScheme) -> &'static str {
     match s {
         QuantScheme::Q8_0 => "q8_0",
@@ -30,7 +23,7 @@ fn scheme_name(s: QuantScheme) -> &'static str {
     }
 }
 
-fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
+pub(super) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
     let (x, w, out) = (
         ctx.input(0)?.clone(),
         ctx.input(1)?.clone(),
