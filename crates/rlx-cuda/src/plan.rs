@@ -95,7 +95,7 @@ pub(crate) enum Step {
     Gemm(GemmCall),
     Copy { dst: u64, src: u64, bytes: usize },
     Memset { dst: u64, bytes: usize },
-    Cpu(CpuStep),
+    Cpu(Box<CpuStep>),
 }
 
 /// Lowering's state: the GPU (for compiling modules and allocating scratch), the stream set

@@ -155,11 +155,11 @@ impl CudaExecutable {
                             n.op.kind(),
                         );
                     }
-                    env.steps.push(Step::Cpu(CpuStep::new(
+                    env.steps.push(Step::Cpu(Box::new(CpuStep::new(
                         bound,
                         n.inputs.iter().map(|i| tensors[i.0].clone()).collect(),
                         tensors[n.id.0].clone(),
-                    )?));
+                    )?)));
                     dispatch.push((n.id, n.op.kind(), Some(why)));
                 }
             }

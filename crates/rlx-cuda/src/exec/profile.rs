@@ -6,7 +6,7 @@
 use super::replay::{enqueue, Segment};
 use super::CudaExecutable;
 use crate::device::device_lock;
-use crate::kernels::Src;
+use crate::kernels::{Lib, Src};
 use crate::plan::Step;
 use crate::CudaError;
 use cudarc::driver::{result as drv, sys};
@@ -87,7 +87,7 @@ impl CudaExecutable {
                     .map_err(|e| CudaError::driver("cuEventCreate", e))?,
             );
         }
-        let spin = self.gpu.function(&Src::Static("profile"), "rlx_spin")?;
+        let spin = self.gpu.function(&Src::Lib(Lib::Profile), "rlx_spin")?;
         let mut total = vec![0f64; steps.len()];
         for _ in 0..iters {
             // About 20 ms at the H200's ~2 GHz: longer than the host takes to queue a plan.

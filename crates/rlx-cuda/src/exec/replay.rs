@@ -27,7 +27,7 @@ pub(super) enum Segment {
         steps: Vec<Step>,
         graph: Option<GraphExec>,
     },
-    Cpu(CpuStep),
+    Cpu(Box<CpuStep>),
 }
 
 impl Plan {

@@ -5,10 +5,10 @@
 //! LogMelBackward reuses those steps and maps the masked gradient back through the filterbank.
 use super::linalg::sfx64;
 use super::{KArgs, Lowered, NodeCtx};
-use crate::kernels::Src;
+use crate::kernels::{Lib, Src};
 use rlx_ir::FftNorm;
 
-const SRC: Src = Src::Static("audio");
+const SRC: Src = Src::Lib(Lib::Audio);
 
 /// Threads per block of the DFT (one output bin each).
 const DFT_THREADS: usize = 128;

@@ -4,13 +4,13 @@
 //! tanh-GELU ride on cuBLASLt's epilogue, every other activation and f64 on a small kernel.
 use super::{DevTensor, Dims8, KArgs, LowerError, Lowered, NodeCtx};
 use crate::gemm::GemmDesc;
-use crate::kernels::Src;
+use crate::kernels::{Lib, Src};
 use rlx_ir::{Activation, DType, QuantScheme};
 
 #[path = "linalg_quant.rs"]
 mod quant;
 
-const SRC: Src = Src::Static("linalg");
+const SRC: Src = Src::Lib(Lib::Linalg);
 
 /// cuBLASLt's heuristic assumes well-aligned pointers (it is not told the real ones), and its
 /// vectorised / TMA kernels need 16 bytes; operands below that are staged through scratch.

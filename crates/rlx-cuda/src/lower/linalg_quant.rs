@@ -4,10 +4,10 @@
 use super::super::{KArgs, Lowered, NodeCtx};
 use super::{gemm_input, gemm_output, gemm_output_done};
 use crate::gemm::GemmDesc;
-use crate::kernels::Src;
+use crate::kernels::{Lib, Src};
 use rlx_ir::{DType, QuantScheme};
 
-const SRC: Src = Src::Static("quant");
+const SRC: Src = Src::Lib(Lib::Quant);
 
 /// Rows up to which the GEMV kernel is used (its accumulator count, `GEMV_MAX_M`).
 const GEMV_MAX_M: usize = 8;

@@ -2,7 +2,7 @@
 //! FusedResidualLN and FusedResidualRmsNorm all become one row kernel launch.
 use super::reduce::cached_rows;
 use super::{KArgs, Lowered, NodeCtx};
-use crate::kernels::Src;
+use crate::kernels::{Lib, Src};
 use crate::unsupported;
 
 pub(crate) fn layer_norm(ctx: &mut NodeCtx, axis: i64, eps: f32) -> Lowered {
@@ -113,7 +113,7 @@ fn norm_rows(
         .i64(len as i64)
         .f32(eps)
         .i32(rms as i32);
-    ctx.launch(Src::Static("norm"), &name, grid, block, 0, args)
+    ctx.launch(Src::Lib(Lib::Norm), &name, grid, block, 0, args)
 }
 
 /// The vectorised warp-per-row kernel (`norm_v<V>`) when the row is a multiple of four

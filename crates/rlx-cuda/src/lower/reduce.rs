@@ -4,7 +4,7 @@
 mod softmax;
 
 use super::{Dims8, KArgs, LowerError, Lowered, NodeCtx};
-use crate::kernels::Src;
+use crate::kernels::{Lib, Src};
 use crate::unsupported;
 use rlx_ir::{ops::reduce::reduce_axes, DType, ReduceOp};
 
@@ -188,7 +188,7 @@ pub(crate) fn reduce(ctx: &mut NodeCtx, op: ReduceOp, axes: &[i64]) -> Lowered {
     let mut args = KArgs::new().ptr(x.ptr).ptr(ctx.out.ptr).ptr(part);
     args.vals.extend(args_tail.vals);
     let args = args.i32(mean as i32).i64(cnt as i64);
-    let src = Src::Static("reduce");
+    let src = Src::Lib(Lib::Reduce);
     ctx.launch(src.clone(), &kernel, grid, block, 0, args)?;
     if splits > 1 {
         let args = KArgs::new()

@@ -1,11 +1,11 @@
 //! Softmax, ArgMax and the softmax cross-entropy family (kernels in `kernels/reduce.cu`).
 use super::{cached_rows, col_grid, stream_rows};
-use crate::kernels::Src;
+use crate::kernels::{Lib, Src};
 use crate::lower::{DevTensor, KArgs, Lowered, NodeCtx};
 use crate::unsupported;
 use rlx_ir::DType;
 
-const SRC: Src = Src::Static("reduce");
+const SRC: Src = Src::Lib(Lib::Reduce);
 
 /// (outer, len, inner) around `axis`.
 fn outer_inner(dims: &[usize], axis: usize) -> (usize, usize, usize) {

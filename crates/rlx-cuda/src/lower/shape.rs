@@ -226,7 +226,7 @@ pub(crate) fn pad(ctx: &mut NodeCtx, pads: &[[usize; 2]], value: f64) -> Lowered
         .i64(x.dims[r - 1] as i64)
         .pod(pad_bits(value, out.dtype));
     ctx.launch(
-        crate::kernels::Src::Static("shape_ops"),
+        crate::kernels::Src::Lib(crate::kernels::Lib::ShapeOps),
         &format!("pad_rows_{sfx}"),
         [grid[0], 1, 1],
         block,

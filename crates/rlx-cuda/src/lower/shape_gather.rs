@@ -1,11 +1,11 @@
 //! Gather: row copies picked by an index tensor (kernels in `kernels/shape_ops.cu`).
 use super::super::{KArgs, LowerError, Lowered, NodeCtx};
 use super::move_ops::{row_launch, unit_sfx, widest_unit};
-use crate::kernels::Src;
+use crate::kernels::{Lib, Src};
 use crate::unsupported;
 use rlx_ir::DType;
 
-const SRC: Src = Src::Static("shape_ops");
+const SRC: Src = Src::Lib(Lib::ShapeOps);
 
 fn index_sfx(dtype: DType) -> Result<&'static str, LowerError> {
     Ok(match dtype {

@@ -4,10 +4,10 @@
 //! coalesced is picked: a memcpy, a row copy (contiguous last axis, vectorised up to 16
 //! bytes), a shared-memory tiled transpose (contiguous axis moved), or a generic gather.
 use super::super::{DevTensor, Dims8, KArgs, LowerError, Lowered, NodeCtx};
-use crate::kernels::Src;
+use crate::kernels::{Lib, Src};
 use crate::unsupported;
 
-const SRC: Src = Src::Static("shape_ops");
+const SRC: Src = Src::Lib(Lib::ShapeOps);
 
 /// Dims, element strides (may be 0 or negative) and element offset into a buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 //! keys over blocks and `attn_combine_*` merges the chunks. The layouts differ only in
 //! element strides, which are computed here, so one kernel serves Packed, Bshd and Bhsd.
 use super::super::{DevTensor, KArgs, KernelLaunch, LowerError, Lowered, NodeCtx};
-use crate::kernels::Src;
+use crate::kernels::{Lib, Src};
 use rlx_ir::{AttentionLayout, AttentionSpec, DType, MaskKind};
 
 /// Mirrors `AttnArgs` in `attention.cu` (same field order; 152 bytes, no padding).
@@ -179,7 +179,7 @@ fn keep_mask(ctx: &mut NodeCtx, n: usize) -> Result<u64, LowerError> {
     let keep = ctx.scratch(n)?;
     let args = KArgs::new().ptr(m.ptr).ptr(keep).i64(n as i64);
     ctx.launch_1d(
-        Src::Static("attention"),
+        Src::Lib(Lib::Attention),
         &format!("attn_keep_{sfx}"),
         n,
         args,
@@ -271,7 +271,7 @@ fn candidate(
 ) -> Result<KernelLaunch, LowerError> {
     allow_smem(ctx, &func, smem)?;
     Ok(KernelLaunch {
-        src: Src::Static("attention"),
+        src: Src::Lib(Lib::Attention),
         func,
         grid,
         block: [threads, 1, 1],
@@ -329,7 +329,7 @@ fn lower_split(ctx: &mut NodeCtx, io: &Io, a: &mut AttnArgs, rows: usize) -> Low
     };
     let args = io.ptrs().ptr(part).pod(*a);
     ctx.launch(
-        Src::Static("attention"),
+        Src::Lib(Lib::Attention),
         &name,
         [fits_i32(rows)? as u32, nsplit as u32, 1],
         [THREADS, 1, 1],
@@ -340,7 +340,7 @@ fn lower_split(ctx: &mut NodeCtx, io: &Io, a: &mut AttnArgs, rows: usize) -> Low
         let args = KArgs::new().ptr(part).ptr(io.out.ptr).pod(*a);
         let block = (dv.div_ceil(32) * 32).min(256) as u32;
         ctx.launch(
-            Src::Static("attention"),
+            Src::Lib(Lib::Attention),
             &format!("attn_combine_{sfx}"),
             [rows as u32, 1, 1],
             [block, 1, 1],
@@ -357,7 +357,7 @@ fn allow_smem(ctx: &mut NodeCtx, name: &str, bytes: usize) -> Lowered {
     if bytes <= SMEM_DEFAULT {
         return Ok(());
     }
-    let f = ctx.env.function(&Src::Static("attention"), name)?;
+    let f = ctx.env.function(&Src::Lib(Lib::Attention), name)?;
     // SAFETY: f is a function of a module loaded in the context `function` just bound.
     unsafe {
         cudarc::driver::result::function::set_function_attribute(

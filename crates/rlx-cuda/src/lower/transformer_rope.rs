@@ -2,12 +2,12 @@
 //! the row copies it shares its launch shape with).
 use super::super::shape::move_ops::{coalesce, dims8, istrides};
 use super::super::{KArgs, LowerError, Lowered, NodeCtx};
-use crate::kernels::Src;
+use crate::kernels::{Lib, Src};
 use crate::unsupported;
 use rlx_ir::ops::attention::rope_view;
 use rlx_ir::{Dim, RopeStyle};
 
-const SRC: Src = Src::Static("shape_ops");
+const SRC: Src = Src::Lib(Lib::ShapeOps);
 
 pub(super) fn rope(ctx: &mut NodeCtx, head_dim: usize, n_rot: usize, style: RopeStyle) -> Lowered {
     let (x, cos, sin, out) = (

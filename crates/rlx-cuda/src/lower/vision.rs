@@ -1,14 +1,14 @@
 //! CUDA lowering of the vision ops (kernels in `kernels/vision.cu`): pooling, its max
 //! gradient and nearest 2× upsampling here; the convolutions in `vision_conv.rs`.
 use super::{DevTensor, KArgs, Lowered, NodeCtx};
-use crate::kernels::Src;
+use crate::kernels::{Lib, Src};
 use crate::unsupported;
 use rlx_ir::{ConvSpec, PoolKind, PoolSpec};
 
 #[path = "vision_conv.rs"]
 mod conv;
 
-const SRC: Src = Src::Static("vision");
+const SRC: Src = Src::Lib(Lib::Vision);
 
 /// The kernels index with 32-bit ints; a tensor must stay well below 2^31 elements so a
 /// grid-stride index never overflows.
