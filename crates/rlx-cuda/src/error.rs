@@ -11,6 +11,14 @@ pub enum CudaError {
     Compile { name: String, log: String },
     #[error("cuBLASLt failed for node {node}: {msg}")]
     Blas { node: String, msg: String },
+    /// Lowering a node failed inside the GPU path (NVRTC, module load, symbol lookup,
+    /// cuBLASLt, a driver call, a lowering bug): a hard error, never a CPU fallback.
+    #[error("lowering node {node} ({kind}) failed: {source}")]
+    Lowering {
+        node: String,
+        kind: rlx_ir::OpKind,
+        source: Box<CudaError>,
+    },
     #[error("node {node}: {msg}")]
     Node { node: String, msg: String },
     #[error("memory plan: {0}")]

@@ -1,15 +1,13 @@
 //! The CUDA executable: params resident on the device, one planned arena per binding of the
 //! dynamic dims, the lowered steps captured into CUDA graphs (one per run of consecutive GPU
 //! steps; a CPU-fallback node splits them), replayed per run.
-use crate::device::{device_lock, DevBuf, Gpu, StreamSet, LT_WORKSPACE};
-use crate::lower::{lower_node, DevTensor, NodeCtx};
-use crate::plan::{CpuStep, LowerEnv, Step};
+use crate::device::{device_lock, DevBuf, Gpu, StreamSet};
+use crate::lower::DevTensor;
 use crate::{CudaError, Precision};
 use cudarc::driver::{result as drv, sys};
+use replay::{upload, Segment};
 use rlx_cpu::CpuExecutable;
-use rlx_ir::ops::infer_shape;
-use rlx_ir::{Dim, Graph, HostTensor, Node, NodeId, Op, Shape};
-use rlx_opt::{plan_memory, PlanOptions};
+use rlx_ir::{Dim, Graph, HostTensor, Node, NodeId, Op};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -44,30 +42,13 @@ impl CudaOptions {
     }
 }
 
+mod build;
 mod profile;
+mod replay;
 pub use profile::ProfileRow;
 
 fn trace_on() -> bool {
     std::env::var("RLX_TRACE").is_ok_and(|v| v == "1")
-}
-
-struct GraphExec(sys::CUgraphExec);
-
-impl Drop for GraphExec {
-    fn drop(&mut self) {
-        // SAFETY: instantiated once in capture(), destroyed once here.
-        unsafe {
-            let _ = drv::graph::exec_destroy(self.0);
-        }
-    }
-}
-
-enum Segment {
-    Gpu {
-        steps: Vec<Step>,
-        graph: Option<GraphExec>,
-    },
-    Cpu(CpuStep),
 }
 
 /// One lowering for one binding of the dynamic dims.
@@ -225,20 +206,7 @@ impl CudaExecutable {
     fn download(&self, t: &DevTensor) -> Result<HostTensor, CudaError> {
         let _dev = device_lock();
         self.gpu.bind()?;
-        let mut data = vec![0u8; t.bytes()];
-        // On the executable's stream, so it is ordered after the kernels that wrote t.
-        // SAFETY: t.ptr holds t.bytes() bytes; the stream is synchronised before `data` is read.
-        unsafe {
-            drv::memcpy_dtoh_async(&mut data, t.ptr, self.streams.stream)
-                .map_err(|e| CudaError::driver("cuMemcpyDtoHAsync", e))?;
-            drv::stream::synchronize(self.streams.stream)
-                .map_err(|e| CudaError::driver("cuStreamSynchronize", e))?;
-        }
-        Ok(HostTensor {
-            shape: t.dims.clone(),
-            dtype: t.dtype,
-            data,
-        })
+        replay::download(&self.streams, t)
     }
 
     /// Per compute node of the current plan: id, op kind, and `Some(reason)` when it runs on
@@ -306,17 +274,7 @@ impl CudaExecutable {
             unsafe { drv::memcpy_htod_async(plan.inputs[&id].ptr, &t.data, stream) }
                 .map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
         }
-        for seg in &plan.segments {
-            match seg {
-                Segment::Gpu { graph: Some(g), .. } => {
-                    // SAFETY: g was instantiated from steps over live buffers of this plan.
-                    unsafe { drv::graph::launch(g.0, stream) }
-                        .map_err(|e| CudaError::driver("cuGraphLaunch", e))?
-                }
-                Segment::Gpu { steps, graph: None } => enqueue(&self.streams, steps)?,
-                Segment::Cpu(c) => self.run_cpu_step(c)?,
-            }
-        }
+        plan.replay(&self.streams)?;
         if let Some(want) = reference {
             self.compare_reference(&want)?;
         }
@@ -384,16 +342,7 @@ impl CudaExecutable {
                 drv::event::record(start, stream)
                     .map_err(|e| CudaError::driver("cuEventRecord", e))?;
             }
-            for seg in &plan.segments {
-                match seg {
-                    Segment::Gpu { graph: Some(g), .. } => {
-                        unsafe { drv::graph::launch(g.0, stream) }
-                            .map_err(|e| CudaError::driver("cuGraphLaunch", e))?
-                    }
-                    Segment::Gpu { steps, graph: None } => enqueue(&self.streams, steps)?,
-                    Segment::Cpu(c) => self.run_cpu_step(c)?,
-                }
-            }
+            plan.replay(&self.streams)?;
             for &(dst, src, bytes) in &copies {
                 unsafe { drv::memcpy_dtod_async(dst, src, bytes, stream) }
                     .map_err(|e| CudaError::driver("cuMemcpyDtoDAsync", e))?;
@@ -464,209 +413,6 @@ impl CudaExecutable {
         Ok(b)
     }
 
-    /// Concrete shapes (and ops with bound symbols) for this binding.
-    fn bind_graph(
-        &self,
-        bindings: &HashMap<String, usize>,
-    ) -> Result<(Vec<Vec<usize>>, Vec<Node>), CudaError> {
-        let mut shapes: Vec<Shape> = Vec::with_capacity(self.graph.nodes.len());
-        let mut nodes = Vec::with_capacity(self.graph.nodes.len());
-        for n in &self.graph.nodes {
-            let op =
-                rlx_ir::ops::shape_ops::bind_op(&n.op, bindings).unwrap_or_else(|| n.op.clone());
-            let s = if n.op.is_leaf() {
-                n.shape.bind(bindings)
-            } else {
-                let ins: Vec<&Shape> = n.inputs.iter().map(|i| &shapes[i.0]).collect();
-                infer_shape(&op, &ins).map_err(|m| node_err(n, m))?
-            };
-            if !s.is_static() {
-                return Err(node_err(n, format!("shape {s} has an unbound dynamic dim")));
-            }
-            nodes.push(Node {
-                op,
-                shape: s.clone(),
-                ..n.clone()
-            });
-            shapes.push(s);
-        }
-        Ok((
-            shapes
-                .iter()
-                .map(|s| s.static_dims().expect("static"))
-                .collect(),
-            nodes,
-        ))
-    }
-
-    fn build_plan(&self, bindings: &HashMap<String, usize>) -> Result<Plan, CudaError> {
-        // Lowering allocates and sets up cuBLASLt; capture must not overlap any of that (in
-        // any thread), so the whole build holds the device lock.
-        let _dev = device_lock();
-        let (shapes, nodes) = self.bind_graph(bindings)?;
-        let g = &self.graph;
-        // Verify mode keeps every node's value (no reuse, no views) so each can be compared.
-        let keep_all = self.opts.verify;
-        let (slots, views, arena_bytes) = if keep_all {
-            let mut off = 0usize;
-            let mut slots = vec![None; g.nodes.len()];
-            for n in &g.nodes {
-                if !n.op.is_leaf() {
-                    slots[n.id.0] = Some(off);
-                    off += bytes_of(&shapes[n.id.0], n).div_ceil(256) * 256;
-                }
-            }
-            (slots, vec![None; g.nodes.len()], off)
-        } else {
-            let mp = plan_memory(
-                g,
-                &shapes,
-                |_| 0,
-                |n| n.shape.dtype.size_bytes(),
-                &PlanOptions {
-                    alignment: 256,
-                    views: true,
-                    views_of_leaves: true,
-                },
-            )?;
-            let slots = mp.slots.iter().map(|s| s.map(|s| s.offset)).collect();
-            let views = mp
-                .views
-                .iter()
-                .map(|v| v.map(|v| (v.base.0, v.offset)))
-                .collect();
-            (slots, views, mp.pool_sizes.first().copied().unwrap_or(0))
-        };
-        let arena = DevBuf::new(&self.gpu, arena_bytes)?;
-        let mut inputs = HashMap::new();
-        let mut tensors: Vec<DevTensor> = Vec::with_capacity(g.nodes.len());
-        for n in &g.nodes {
-            let i = n.id.0;
-            let dims = shapes[i].clone();
-            let ptr = if let Some((base, off)) = views[i] {
-                tensors[base].ptr + off as u64
-            } else if let Some(off) = slots[i] {
-                arena.ptr + off as u64
-            } else if let Op::Input { .. } = n.op {
-                let b = DevBuf::new(&self.gpu, bytes_of(&dims, n))?;
-                let p = b.ptr;
-                inputs.insert(i, b);
-                p
-            } else if let Some(b) = self.leaves.get(&i) {
-                b.ptr
-            } else {
-                return Err(node_err(n, "no memory was planned for this node"));
-            };
-            tensors.push(DevTensor {
-                ptr,
-                dims,
-                dtype: n.shape.dtype,
-            });
-        }
-        let mut env = LowerEnv::new(self.gpu.clone(), &self.streams, self.opts.force_variant);
-        let mut dispatch = Vec::new();
-        let trace = trace_on();
-        for (n, bound) in g.nodes.iter().zip(&nodes) {
-            if n.op.is_leaf() || views[n.id.0].is_some() {
-                continue;
-            }
-            let before = env.steps.len();
-            let mut ctx = NodeCtx {
-                node: bound,
-                ins: n.inputs.iter().map(|i| tensors[i.0].clone()).collect(),
-                out: tensors[n.id.0].clone(),
-                precision: self.opts.precision,
-                env: &mut env,
-            };
-            match lower_node(&mut ctx) {
-                Ok(()) => dispatch.push((n.id, n.op.kind(), None)),
-                Err(bail) => {
-                    env.steps.truncate(before);
-                    if trace {
-                        eprintln!(
-                            "[rlx-trace] {} ({}) -> CPU fallback: {}",
-                            n.label(),
-                            n.op.kind(),
-                            bail.0
-                        );
-                    }
-                    env.steps.push(Step::Cpu(CpuStep {
-                        node: n.id,
-                        op: bound.op.clone(),
-                        ins: n.inputs.iter().map(|i| tensors[i.0].clone()).collect(),
-                        out: tensors[n.id.0].clone(),
-                        shape: bound.shape.clone(),
-                        label: n.label(),
-                    }));
-                    dispatch.push((n.id, n.op.kind(), Some(bail.0)));
-                }
-            }
-        }
-        let mut segments = Vec::new();
-        let mut cur = Vec::new();
-        for s in env.steps.drain(..) {
-            match s {
-                Step::Cpu(c) => {
-                    if !cur.is_empty() {
-                        segments.push(Segment::Gpu {
-                            steps: std::mem::take(&mut cur),
-                            graph: None,
-                        });
-                    }
-                    segments.push(Segment::Cpu(c));
-                }
-                s => cur.push(s),
-            }
-        }
-        if !cur.is_empty() {
-            segments.push(Segment::Gpu {
-                steps: cur,
-                graph: None,
-            });
-        }
-        if self.opts.cuda_graph {
-            for seg in &mut segments {
-                if let Segment::Gpu { steps, graph } = seg {
-                    *graph = Some(capture(&self.streams, steps)?);
-                }
-            }
-        }
-        Ok(Plan {
-            tensors,
-            inputs,
-            segments,
-            dispatch,
-            arena_bytes,
-            _arena: arena,
-            _scratch: std::mem::take(&mut env.scratch),
-        })
-    }
-
-    fn run_cpu_step(&self, c: &CpuStep) -> Result<(), CudaError> {
-        let ins: Vec<HostTensor> = c
-            .ins
-            .iter()
-            .map(|t| self.download(t))
-            .collect::<Result<_, _>>()?;
-        let out = crate::verify::cpu_eval(&c.op, &ins, &c.shape).map_err(|m| CudaError::Node {
-            node: c.label.clone(),
-            msg: format!("CPU fallback failed: {m}"),
-        })?;
-        if out.data.len() != c.out.bytes() {
-            return Err(CudaError::Node {
-                node: c.label.clone(),
-                msg: format!(
-                    "CPU fallback produced {} bytes, {} planned",
-                    out.data.len(),
-                    c.out.bytes()
-                ),
-            });
-        }
-        upload(&self.streams, c.out.ptr, &out.data)?;
-        let _ = c.node;
-        Ok(())
-    }
-
     /// Verify mode: every node's value on the CPU reference for these inputs, with the
     /// params as they are on the device now.
     fn reference_values(
@@ -701,89 +447,5 @@ impl CudaExecutable {
             crate::verify::check_node(n, &got, &want[n.id.0], self.opts.precision)?;
         }
         Ok(())
-    }
-}
-
-/// Copy host bytes to the device on the executable's stream and wait for it (pageable
-/// copies on the legacy stream would not be ordered before our non-blocking stream's work).
-fn upload(s: &StreamSet, dst: u64, data: &[u8]) -> Result<(), CudaError> {
-    // SAFETY: dst holds at least data.len() bytes (callers check sizes); `data` outlives the
-    // synchronisation.
-    unsafe {
-        drv::memcpy_htod_async(dst, data, s.stream)
-            .map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
-        drv::stream::synchronize(s.stream).map_err(|e| CudaError::driver("cuStreamSynchronize", e))
-    }
-}
-
-/// Enqueue steps on the stream (no CPU steps here).
-fn enqueue(s: &StreamSet, steps: &[Step]) -> Result<(), CudaError> {
-    for st in steps {
-        match st {
-            Step::Kernel(l) => l.enqueue(s.stream)?,
-            Step::Gemm(g) => g
-                .enqueue(s.lt, s.workspace.ptr, LT_WORKSPACE, s.stream as _)
-                .map_err(|e| CudaError::Blas {
-                    node: g.label.clone(),
-                    msg: format!("{e:?}"),
-                })?,
-            // SAFETY: planned device buffers of the given sizes.
-            Step::Copy { dst, src, bytes } => {
-                unsafe { drv::memcpy_dtod_async(*dst, *src, *bytes, s.stream) }
-                    .map_err(|e| CudaError::driver("cuMemcpyDtoDAsync", e))?
-            }
-            Step::Memset { dst, bytes } => {
-                unsafe { drv::memset_d8_async(*dst, 0, *bytes, s.stream) }
-                    .map_err(|e| CudaError::driver("cuMemsetD8Async", e))?
-            }
-            Step::Cpu(c) => {
-                return Err(CudaError::Node {
-                    node: c.label.clone(),
-                    msg: "internal: CPU step inside a GPU segment".into(),
-                })
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Record the steps into a CUDA graph and instantiate it.
-fn capture(s: &StreamSet, steps: &[Step]) -> Result<GraphExec, CudaError> {
-    // SAFETY: the stream is live and idle; capture ends on every path below.
-    unsafe {
-        drv::stream::begin_capture(
-            s.stream,
-            sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-        )
-        .map_err(|e| CudaError::driver("cuStreamBeginCapture", e))?;
-        let r = enqueue(s, steps);
-        let g = drv::stream::end_capture(s.stream);
-        r?;
-        let g = g.map_err(|e| CudaError::driver("cuStreamEndCapture", e))?;
-        // A capture that recorded nothing would replay as a no-op and leave stale outputs:
-        // refuse it loudly instead.
-        let mut nodes = 0usize;
-        let _ = sys::cuGraphGetNodes(g, std::ptr::null_mut(), &mut nodes);
-        if trace_on() {
-            eprintln!(
-                "[rlx-trace] captured {} steps into a CUDA graph of {nodes} nodes",
-                steps.len()
-            );
-        }
-        if nodes == 0 && !steps.is_empty() {
-            let _ = drv::graph::destroy(g);
-            return Err(CudaError::Driver {
-                call: "cuStreamEndCapture",
-                msg: format!(
-                    "the capture of {} steps recorded no graph nodes",
-                    steps.len()
-                ),
-            });
-        }
-        let exec = drv::graph::instantiate(g, sys::CUgraphInstantiate_flags(0));
-        let _ = drv::graph::destroy(g);
-        Ok(GraphExec(
-            exec.map_err(|e| CudaError::driver("cuGraphInstantiate", e))?,
-        ))
     }
 }

@@ -1,7 +1,8 @@
 //! cuBLASLt matmuls. `GemmDesc` speaks row-major (what the IR means); `prepare` turns it
 //! into column-major Lt descriptors once at lowering, and each run only calls `cublasLtMatmul`.
-use crate::lower::Bail;
+use crate::lower::LowerError;
 use crate::precision::Precision;
+use crate::CudaError;
 use cudarc::cublaslt::{result as lt, sys};
 use rlx_ir::{Activation, DType};
 use std::ffi::c_void;
@@ -89,18 +90,27 @@ pub(crate) struct GemmCall {
 // uses them is only touched under the executable's lock.
 unsafe impl Send for GemmCall {}
 
-fn lt_type(d: DType) -> Result<sys::cudaDataType, Bail> {
+fn lt_type(d: DType) -> Result<sys::cudaDataType, LowerError> {
     Ok(match d {
         DType::F32 => sys::cudaDataType::CUDA_R_32F,
         DType::F16 => sys::cudaDataType::CUDA_R_16F,
         DType::BF16 => sys::cudaDataType::CUDA_R_16BF,
         DType::F64 => sys::cudaDataType::CUDA_R_64F,
-        d => crate::bail!("no cuBLASLt matmul for {d}"),
+        d => crate::unsupported!("no cuBLASLt matmul for {d}"),
     })
 }
 
-fn check(what: &str, r: Result<(), lt::CublasError>) -> Result<(), Bail> {
-    r.map_err(|e| Bail(format!("cuBLASLt {what}: {e:?}")))
+/// A failed cuBLASLt setup call is internal: the descriptors are built from shapes that
+/// `prepare` has already accepted.
+fn lt_err(what: &str, e: impl std::fmt::Debug) -> LowerError {
+    LowerError::Internal(CudaError::Blas {
+        node: "-".into(),
+        msg: format!("{what}: {e:?}"),
+    })
+}
+
+fn check(what: &str, r: Result<(), lt::CublasError>) -> Result<(), LowerError> {
+    r.map_err(|e| lt_err(what, e))
 }
 
 fn layout(
@@ -110,9 +120,9 @@ fn layout(
     ld: usize,
     batch: usize,
     stride: usize,
-) -> Result<sys::cublasLtMatrixLayout_t, Bail> {
+) -> Result<sys::cublasLtMatrixLayout_t, LowerError> {
     let l = lt::create_matrix_layout(t, rows as u64, cols as u64, ld as i64)
-        .map_err(|e| Bail(format!("cuBLASLt layout: {e:?}")))?;
+        .map_err(|e| lt_err("cuBLASLt layout", e))?;
     if batch > 1 {
         let count = batch as i32;
         let stride = stride as i64;
@@ -150,9 +160,9 @@ pub(crate) fn prepare(
     workspace_bytes: usize,
     g: &GemmDesc,
     precision: Precision,
-) -> Result<GemmCall, Bail> {
+) -> Result<GemmCall, LowerError> {
     if g.m == 0 || g.n == 0 || g.k == 0 || g.batch == 0 {
-        crate::bail!("empty matmul {}x{}x{}", g.m, g.n, g.k);
+        crate::unsupported!("empty matmul {}x{}x{}", g.m, g.n, g.k);
     }
     let t = lt_type(g.dtype)?;
     let f64_scale = g.dtype == DType::F64;
@@ -167,8 +177,8 @@ pub(crate) fn prepare(
     } else {
         sys::cudaDataType::CUDA_R_32F
     };
-    let desc = lt::create_matmul_desc(compute, scale_t)
-        .map_err(|e| Bail(format!("cuBLASLt matmul desc: {e:?}")))?;
+    let desc =
+        lt::create_matmul_desc(compute, scale_t).map_err(|e| lt_err("cuBLASLt matmul desc", e))?;
     let op = |t: bool| {
         if t {
             cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_T
@@ -186,7 +196,7 @@ pub(crate) fn prepare(
         (true, Some(Activation::GeluApprox)) => {
             sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_GELU_BIAS
         }
-        (_, Some(a)) => crate::bail!("no cuBLASLt epilogue for {a:?}"),
+        (_, Some(a)) => crate::unsupported!("no cuBLASLt epilogue for {a:?}"),
     };
     // SAFETY: desc is live; each buffer has the attribute's documented type and size.
     unsafe {
@@ -258,7 +268,7 @@ pub(crate) fn prepare(
     let la = layout(t, ra, ca, g.ldb, g.batch, g.stride_b)?;
     let lb = layout(t, rb, cb, g.lda, g.batch, g.stride_a)?;
     let lc = layout(t, g.n, g.m, g.ldc, g.batch, g.stride_c)?;
-    let pref = lt::create_matmul_pref().map_err(|e| Bail(format!("cuBLASLt pref: {e:?}")))?;
+    let pref = lt::create_matmul_pref().map_err(|e| lt_err("cuBLASLt pref", e))?;
     let ws = workspace_bytes as u64;
     // SAFETY: all descriptors are live; pref is destroyed once below.
     let heur = unsafe {
@@ -302,8 +312,18 @@ pub(crate) fn prepare(
             &mut count,
         );
         let _ = lt::destroy_matmul_pref(pref);
-        if st != sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS || count <= 0 {
-            crate::bail!("cuBLASLt found no algorithm for {}: {st:?}", g.label);
+        // NOT_SUPPORTED (or no result) means this layout / type combination has no
+        // algorithm: a legitimate fallback. Any other status is a library failure.
+        if st == sys::cublasStatus_t::CUBLAS_STATUS_NOT_SUPPORTED
+            || (st == sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS && count <= 0)
+        {
+            crate::unsupported!("cuBLASLt found no algorithm for {}: {st:?}", g.label);
+        }
+        if st != sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            return Err(lt_err(
+                &format!("cublasLtMatmulAlgoGetHeuristic for {}", g.label),
+                st,
+            ));
         }
         found[..count as usize]
             .iter()
@@ -312,7 +332,7 @@ pub(crate) fn prepare(
             .collect::<Vec<_>>()
     };
     if heur.is_empty() {
-        crate::bail!("cuBLASLt found no usable algorithm for {}", g.label);
+        crate::unsupported!("cuBLASLt found no usable algorithm for {}", g.label);
     }
     // Everything but the pointers decides which algorithm is fastest: the tuning cache key.
     let tune_key = format!(

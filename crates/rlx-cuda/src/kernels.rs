@@ -4,47 +4,97 @@ use std::hash::{Hash, Hasher};
 
 pub const COMMON: &str = include_str!("../kernels/common.cuh");
 
-/// Hand-written sources by group name.
-pub const SOURCES: &[(&str, &str)] = &[
-    ("attention", include_str!("../kernels/attention.cu")),
-    ("audio", include_str!("../kernels/audio.cu")),
-    ("elementwise", include_str!("../kernels/elementwise.cu")),
-    ("linalg", include_str!("../kernels/linalg.cu")),
-    ("norm", include_str!("../kernels/norm.cu")),
-    ("profile", include_str!("../kernels/profile.cu")),
-    ("quant", include_str!("../kernels/quant.cu")),
-    ("reduce", include_str!("../kernels/reduce.cu")),
-    ("shape_ops", include_str!("../kernels/shape_ops.cu")),
-    ("vision", include_str!("../kernels/vision.cu")),
-];
+/// A hand-written kernel library: one `kernels/<name>.cu` file. A typed address, so a
+/// launch cannot name a library that does not exist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Lib {
+    Attention,
+    Audio,
+    Elementwise,
+    Linalg,
+    Norm,
+    Profile,
+    Quant,
+    Reduce,
+    ShapeOps,
+    Vision,
+}
+
+impl Lib {
+    /// Every library (CI compiles each of them for sm_90).
+    pub const ALL: [Lib; 10] = [
+        Lib::Attention,
+        Lib::Audio,
+        Lib::Elementwise,
+        Lib::Linalg,
+        Lib::Norm,
+        Lib::Profile,
+        Lib::Quant,
+        Lib::Reduce,
+        Lib::ShapeOps,
+        Lib::Vision,
+    ];
+
+    /// The file stem, also the module's name in logs and the disk cache.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lib::Attention => "attention",
+            Lib::Audio => "audio",
+            Lib::Elementwise => "elementwise",
+            Lib::Linalg => "linalg",
+            Lib::Norm => "norm",
+            Lib::Profile => "profile",
+            Lib::Quant => "quant",
+            Lib::Reduce => "reduce",
+            Lib::ShapeOps => "shape_ops",
+            Lib::Vision => "vision",
+        }
+    }
+
+    /// The source text (without `common.cuh`).
+    pub fn source(self) -> &'static str {
+        match self {
+            Lib::Attention => include_str!("../kernels/attention.cu"),
+            Lib::Audio => include_str!("../kernels/audio.cu"),
+            Lib::Elementwise => include_str!("../kernels/elementwise.cu"),
+            Lib::Linalg => include_str!("../kernels/linalg.cu"),
+            Lib::Norm => include_str!("../kernels/norm.cu"),
+            Lib::Profile => include_str!("../kernels/profile.cu"),
+            Lib::Quant => include_str!("../kernels/quant.cu"),
+            Lib::Reduce => include_str!("../kernels/reduce.cu"),
+            Lib::ShapeOps => include_str!("../kernels/shape_ops.cu"),
+            Lib::Vision => include_str!("../kernels/vision.cu"),
+        }
+    }
+}
 
 /// Where a kernel's source comes from.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Src {
-    /// A hand-written group source (a name in `SOURCES`).
-    Static(&'static str),
+    /// A hand-written library.
+    Lib(Lib),
     /// Generated code (region kernels); `common.cuh` is prepended like for the others.
     Generated(String),
 }
 
 impl Src {
     /// The body (without `common.cuh`).
-    pub fn body(&self) -> Option<&str> {
+    pub fn body(&self) -> &str {
         match self {
-            Src::Static(name) => SOURCES.iter().find(|(n, _)| n == name).map(|(_, s)| *s),
-            Src::Generated(s) => Some(s),
+            Src::Lib(l) => l.source(),
+            Src::Generated(s) => s,
         }
     }
 
     /// The full text handed to NVRTC.
-    pub fn full(&self) -> Option<String> {
-        self.body().map(|b| format!("{COMMON}\n{b}"))
+    pub fn full(&self) -> String {
+        format!("{COMMON}\n{}", self.body())
     }
 
     /// A short name for logs and the program name.
     pub fn name(&self) -> String {
         match self {
-            Src::Static(n) => (*n).to_string(),
+            Src::Lib(l) => l.name().to_string(),
             Src::Generated(s) => format!("gen_{:016x}", hash(s)),
         }
     }

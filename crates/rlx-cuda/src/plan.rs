@@ -2,10 +2,11 @@
 use crate::device::{DevBuf, Func, Gpu, StreamSet, LT_WORKSPACE};
 use crate::gemm::{GemmCall, GemmDesc};
 use crate::kernels::Src;
-use crate::lower::{Bail, DevTensor, KArgs};
+use crate::lower::{DevTensor, KArgs, LowerError};
 use crate::precision::Precision;
-use rlx_ir::{NodeId, Op, Shape};
-use std::sync::Arc;
+use rlx_cpu::CpuExecutable;
+use rlx_ir::{Graph, Node, Shape};
+use std::sync::{Arc, Mutex};
 
 pub(crate) struct Launch {
     pub func: Func,
@@ -45,13 +46,48 @@ impl Launch {
 }
 
 /// A node the GPU path could not lower: run on the CPU thunks with copies at its boundary.
+/// Its one-node CPU executable (inputs `in0`, `in1`, … of the bound shapes) is built once
+/// with the plan; each run downloads the inputs, runs it and uploads the result.
 pub(crate) struct CpuStep {
-    pub node: NodeId,
-    pub op: Op,
+    pub exe: Mutex<CpuExecutable>,
+    /// `input_name(k)` for each input, made once so a run allocates no names.
+    pub names: Vec<String>,
     pub ins: Vec<DevTensor>,
     pub out: DevTensor,
-    pub shape: Shape,
     pub label: String,
+}
+
+impl CpuStep {
+    /// The CPU step for `node` (its op bound to this plan's shapes) over `ins` into `out`.
+    pub fn new(
+        node: &Node,
+        ins: Vec<DevTensor>,
+        out: DevTensor,
+    ) -> Result<CpuStep, crate::CudaError> {
+        let mut g = Graph::new("cpu_fallback");
+        let mut ids = Vec::with_capacity(ins.len());
+        for (k, t) in ins.iter().enumerate() {
+            ids.push(g.input(input_name(k), Shape::new(&t.dims, t.dtype))?);
+        }
+        let id = g.push_node(node.op.clone(), ids, node.shape.clone());
+        g.set_outputs(vec![id]);
+        let exe = CpuExecutable::new(g).map_err(|e| crate::CudaError::Node {
+            node: node.label(),
+            msg: format!("cannot prepare the CPU fallback: {e}"),
+        })?;
+        Ok(CpuStep {
+            exe: Mutex::new(exe),
+            names: (0..ins.len()).map(input_name).collect(),
+            ins,
+            out,
+            label: node.label(),
+        })
+    }
+}
+
+/// Name of the CPU fallback graph's input `k`.
+pub(crate) fn input_name(k: usize) -> String {
+    format!("in{k}")
 }
 
 pub(crate) enum Step {
@@ -59,7 +95,7 @@ pub(crate) enum Step {
     Gemm(GemmCall),
     Copy { dst: u64, src: u64, bytes: usize },
     Memset { dst: u64, bytes: usize },
-    Cpu(CpuStep),
+    Cpu(Box<CpuStep>),
 }
 
 /// Lowering's state: the GPU (for compiling modules and allocating scratch), the stream set
@@ -87,20 +123,23 @@ impl LowerEnv {
         }
     }
 
-    pub fn function(&mut self, src: &Src, func: &str) -> Result<Func, Bail> {
-        self.gpu
-            .function(src, func)
-            .map_err(|e| Bail(format!("kernel {func}: {e}")))
+    pub fn function(&mut self, src: &Src, func: &str) -> Result<Func, LowerError> {
+        // A source that does not compile or lacks the symbol is a bug, never a fallback.
+        Ok(self.gpu.function(src, func)?)
     }
 
-    pub fn scratch(&mut self, bytes: usize) -> Result<u64, Bail> {
-        let b = DevBuf::new(&self.gpu, bytes).map_err(|e| Bail(format!("scratch: {e}")))?;
+    pub fn scratch(&mut self, bytes: usize) -> Result<u64, LowerError> {
+        let b = DevBuf::new(&self.gpu, bytes)?;
         let p = b.ptr;
         self.scratch.push(b);
         Ok(p)
     }
 
-    pub fn prepare_gemm(&mut self, g: GemmDesc, precision: Precision) -> Result<GemmCall, Bail> {
+    pub fn prepare_gemm(
+        &mut self,
+        g: GemmDesc,
+        precision: Precision,
+    ) -> Result<GemmCall, LowerError> {
         let mut call = crate::gemm::prepare(self.lt, LT_WORKSPACE, &g, precision)?;
         crate::tune::gemm(
             &mut call,
@@ -113,7 +152,7 @@ impl LowerEnv {
     }
 
     /// The fastest of `cands` for `key` (timed once per process, see `tune`).
-    pub fn fastest(&mut self, key: &str, mut cands: Vec<Launch>) -> Result<Launch, Bail> {
+    pub fn fastest(&mut self, key: &str, mut cands: Vec<Launch>) -> Result<Launch, LowerError> {
         let i = match self.force_variant {
             Some(k) => k.min(cands.len().saturating_sub(1)),
             None => crate::tune::kernel(key, &cands, self.stream)?,

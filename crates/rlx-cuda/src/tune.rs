@@ -10,7 +10,7 @@
 //! - Kernel families with several tile shapes (attention's query tile) time the launches
 //!   that fit.
 use crate::gemm::GemmCall;
-use crate::lower::Bail;
+use crate::lower::LowerError;
 use crate::plan::Launch;
 use cudarc::cublaslt::sys as ltsys;
 use cudarc::driver::{result as drv, sys};
@@ -61,10 +61,14 @@ fn remember<V>(c: &'static Cache<V>, key: &str, v: V) {
 
 /// Median device time of `enqueue` (after warm-up runs) between two CUDA events; `None` if
 /// an enqueue or the synchronisation failed.
-fn time(stream: sys::CUstream, mut enqueue: impl FnMut() -> bool) -> Result<Option<f32>, Bail> {
+fn time(
+    stream: sys::CUstream,
+    mut enqueue: impl FnMut() -> bool,
+) -> Result<Option<f32>, LowerError> {
     let ev = || {
-        drv::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
-            .map_err(|e| Bail(format!("tuning: cuEventCreate: {e:?}")))
+        drv::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(|e| {
+            LowerError::Internal(crate::CudaError::driver("cuEventCreate (tuning)", e))
+        })
     };
     let (start, end) = (ev()?, ev()?);
     let mut times = Vec::with_capacity(REPS);
@@ -103,7 +107,7 @@ pub(crate) fn gemm(
     stream: sys::CUstream,
     workspace: u64,
     workspace_bytes: usize,
-) -> Result<(), Bail> {
+) -> Result<(), LowerError> {
     static CACHE: Cache<ltsys::cublasLtMatmulAlgo_t> = OnceLock::new();
     if call.candidates.len() <= 1 || !enabled() {
         return Ok(());
@@ -121,7 +125,11 @@ pub(crate) fn gemm(
         })?);
     }
     let Some(i) = pick(&times) else {
-        crate::bail!("gemm tuning: no candidate ran for {}", call.label);
+        // Every candidate failed to launch: a library or driver failure, not a shape limit.
+        return Err(LowerError::Internal(crate::CudaError::Blas {
+            node: call.label.clone(),
+            msg: "gemm tuning: no cuBLASLt candidate ran".into(),
+        }));
     };
     let algo = call.candidates[i];
     call.algo = algo;
@@ -130,7 +138,11 @@ pub(crate) fn gemm(
 }
 
 /// Index of the fastest of `cands` (each a complete launch computing the same result).
-pub(crate) fn kernel(key: &str, cands: &[Launch], stream: sys::CUstream) -> Result<usize, Bail> {
+pub(crate) fn kernel(
+    key: &str,
+    cands: &[Launch],
+    stream: sys::CUstream,
+) -> Result<usize, LowerError> {
     static CACHE: Cache<usize> = OnceLock::new();
     if cands.len() <= 1 || !enabled() {
         return Ok(0);
@@ -143,7 +155,10 @@ pub(crate) fn kernel(key: &str, cands: &[Launch], stream: sys::CUstream) -> Resu
         .map(|l| time(stream, || l.enqueue(stream).is_ok()))
         .collect::<Result<Vec<_>, _>>()?;
     let Some(i) = pick(&times) else {
-        crate::bail!("tuning: no candidate of {key} ran");
+        return Err(LowerError::Internal(crate::CudaError::Driver {
+            call: "cuLaunchKernel (tuning)",
+            msg: format!("no candidate of {key} ran"),
+        }));
     };
     remember(&CACHE, key, i);
     Ok(i)

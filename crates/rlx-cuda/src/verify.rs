@@ -1,25 +1,6 @@
-//! CPU evaluation of single nodes (the fallback path) and verify mode's per-node comparison.
+//! Verify mode's per-node comparison of GPU values with the CPU reference.
 use crate::{CudaError, Precision};
-use rlx_cpu::CpuExecutable;
-use rlx_ir::{DType, Graph, HostTensor, Node, Op, Shape};
-
-/// Run one op on the CPU thunks with the given input values.
-pub(crate) fn cpu_eval(op: &Op, inputs: &[HostTensor], out: &Shape) -> Result<HostTensor, String> {
-    let mut g = Graph::new("cpu_fallback");
-    let ids: Vec<_> = inputs
-        .iter()
-        .map(|t| g.constant(t.clone()))
-        .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
-    let id = g.push_node(op.clone(), ids, out.clone());
-    g.set_outputs(vec![id]);
-    let mut exe = CpuExecutable::new(g).map_err(|e| e.to_string())?;
-    let none: [(&str, HostTensor); 0] = [];
-    exe.run(&none)
-        .map_err(|e| e.to_string())?
-        .pop()
-        .ok_or_else(|| "no output".to_string())
-}
+use rlx_ir::{DType, HostTensor, Node};
 
 /// Per-node tolerance of verify mode: looser than the per-op oracle tolerances, since
 /// rounding differences compound along the graph; a real miscompile is far above these.

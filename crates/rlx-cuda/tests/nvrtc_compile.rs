@@ -1,7 +1,7 @@
 //! Every hand-written kernel source compiles with NVRTC for sm_90. Needs only libnvrtc and
 //! the CUDA headers (CI takes both from PyPI wheels), no GPU. Skips when libnvrtc is absent
 //! unless `RLX_REQUIRE_NVRTC=1`.
-use rlx_cuda::kernels::{Src, SOURCES};
+use rlx_cuda::kernels::{Lib, Src};
 use rlx_cuda::nvrtc;
 
 pub fn nvrtc_or_skip() -> bool {
@@ -23,20 +23,21 @@ fn every_static_source_compiles_for_sm90() {
     // RLX_KERNEL_SOURCES=norm,linalg compiles only those (a quick check while editing one).
     let only = std::env::var("RLX_KERNEL_SOURCES").ok();
     let mut failed = Vec::new();
-    for (name, _) in SOURCES {
+    for lib in Lib::ALL {
+        let name = lib.name();
         if only
             .as_deref()
-            .is_some_and(|o| !o.split(',').any(|n| n == *name))
+            .is_some_and(|o| !o.split(',').any(|n| n == name))
         {
             continue;
         }
-        match nvrtc::compile_uncached(name, &Src::Static(name).full().unwrap(), "sm_90") {
+        match nvrtc::compile_uncached(name, &Src::Lib(lib).full(), "sm_90") {
             Ok(cubin) => {
                 assert!(!cubin.is_empty(), "{name}: empty CUBIN");
                 // With RLX_CACHE_DIR set, leave the CUBINs in that cache (warms a device run).
                 if std::env::var("RLX_CACHE_DIR").is_ok() {
                     nvrtc::store(
-                        nvrtc::cache_path(&Src::Static(name), "sm_90").as_deref(),
+                        nvrtc::cache_path(&Src::Lib(lib), "sm_90").as_deref(),
                         &cubin,
                     );
                 }

@@ -3,9 +3,10 @@
 //! benchmark's time goes; the captured replay `time_replays` measures is the total. A spin
 //! kernel holds the stream while the host queues the steps, so host launch cost is not
 //! counted as kernel time.
-use super::{enqueue, CudaExecutable, Segment};
+use super::replay::{enqueue, Segment};
+use super::CudaExecutable;
 use crate::device::device_lock;
-use crate::kernels::Src;
+use crate::kernels::{Lib, Src};
 use crate::plan::Step;
 use crate::CudaError;
 use cudarc::driver::{result as drv, sys};
@@ -86,7 +87,7 @@ impl CudaExecutable {
                     .map_err(|e| CudaError::driver("cuEventCreate", e))?,
             );
         }
-        let spin = self.gpu.function(&Src::Static("profile"), "rlx_spin")?;
+        let spin = self.gpu.function(&Src::Lib(Lib::Profile), "rlx_spin")?;
         let mut total = vec![0f64; steps.len()];
         for _ in 0..iters {
             // About 20 ms at the H200's ~2 GHz: longer than the host takes to queue a plan.
@@ -132,7 +133,7 @@ impl CudaExecutable {
         for seg in &plan.segments {
             if let Segment::Cpu(c) = seg {
                 let t0 = std::time::Instant::now();
-                self.run_cpu_step(c)?;
+                c.run(&self.streams)?;
                 let what = format!("CPU fallback {}", c.label);
                 rows.insert(
                     what.clone(),

@@ -5,10 +5,10 @@
 //! LogMelBackward reuses those steps and maps the masked gradient back through the filterbank.
 use super::linalg::sfx64;
 use super::{KArgs, Lowered, NodeCtx};
-use crate::kernels::Src;
-use rlx_ir::{FftNorm, Op};
+use crate::kernels::{Lib, Src};
+use rlx_ir::FftNorm;
 
-const SRC: Src = Src::Static("audio");
+const SRC: Src = Src::Lib(Lib::Audio);
 
 /// Threads per block of the DFT (one output bin each).
 const DFT_THREADS: usize = 128;
@@ -17,13 +17,12 @@ const DFT_TABLE_BYTES: usize = 48 << 10;
 /// Grid-dimension cap for the y / z axes (items beyond it are walked by a stride loop).
 const GRID_YZ: usize = 65535;
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    match ctx.op() {
-        Op::Fft { inverse, norm } => fft(ctx, *inverse, *norm),
-        Op::LogMel => log_mel(ctx, false),
-        Op::LogMelBackward => log_mel(ctx, true),
-        op => crate::bail!("{} is not an audio op", op.kind()),
-    }
+pub(crate) fn log_mel(ctx: &mut NodeCtx) -> Lowered {
+    mel(ctx, false)
+}
+
+pub(crate) fn log_mel_backward(ctx: &mut NodeCtx) -> Lowered {
+    mel(ctx, true)
 }
 
 /// The scale NumPy applies for this direction and norm mode (as the CPU thunk).
@@ -36,15 +35,15 @@ fn fft_scale(n: usize, inverse: bool, norm: FftNorm) -> f64 {
     }
 }
 
-fn fft(ctx: &mut NodeCtx, inverse: bool, norm: FftNorm) -> Lowered {
+pub(crate) fn fft(ctx: &mut NodeCtx, inverse: bool, norm: FftNorm) -> Lowered {
     let (x, out) = (ctx.input(0)?.clone(), ctx.out.clone());
     let sfx = sfx64(x.dtype)?;
     let r = x.rank();
     if r < 2 || x.dims[r - 1] != 2 || x.dims[r - 2] == 0 {
-        crate::bail!("Fft input must be [.., n, 2], got {:?}", x.dims);
+        crate::unsupported!("Fft input must be [.., n, 2], got {:?}", x.dims);
     }
     if out.dims != x.dims || out.dtype != x.dtype {
-        crate::bail!(
+        crate::unsupported!(
             "Fft output {:?} {} differs from the input",
             out.dims,
             out.dtype
@@ -52,7 +51,7 @@ fn fft(ctx: &mut NodeCtx, inverse: bool, norm: FftNorm) -> Lowered {
     }
     let n = x.dims[r - 2];
     if n > i32::MAX as usize / 2 {
-        crate::bail!("Fft length {n} is above the kernel's int range");
+        crate::unsupported!("Fft length {n} is above the kernel's int range");
     }
     let items = x.numel() / (2 * n);
     if items == 0 {
@@ -97,7 +96,7 @@ fn mel_gemm(
         items.min(GRID_YZ) as u32,
     ];
     if rows.div_ceil(16) > GRID_YZ {
-        crate::bail!("{rows} frames are above the mel kernel's grid limit");
+        crate::unsupported!("{rows} frames are above the mel kernel's grid limit");
     }
     let args = KArgs::new()
         .ptr(a)
@@ -115,7 +114,7 @@ fn mel_gemm(
     ctx.launch(SRC, func, grid, [16, 16, 1], 0, args)
 }
 
-fn log_mel(ctx: &mut NodeCtx, backward: bool) -> Lowered {
+fn mel(ctx: &mut NodeCtx, backward: bool) -> Lowered {
     let (spec, fb, out) = (
         ctx.input(0)?.clone(),
         ctx.input(1)?.clone(),
@@ -124,11 +123,11 @@ fn log_mel(ctx: &mut NodeCtx, backward: bool) -> Lowered {
     let dt = spec.dtype;
     let sfx = NodeCtx::float_sfx(dt)?;
     if fb.dtype != dt || out.dtype != dt {
-        crate::bail!("mixed dtypes {dt} / {} / {}", fb.dtype, out.dtype);
+        crate::unsupported!("mixed dtypes {dt} / {} / {}", fb.dtype, out.dtype);
     }
     let r = spec.rank();
     if r < 2 || fb.rank() != 2 || fb.dims[0] != spec.dims[r - 1] {
-        crate::bail!(
+        crate::unsupported!(
             "LogMel needs [.., frames, n_freq] and [n_freq, n_mels], got {:?} and {:?}",
             spec.dims,
             fb.dims
@@ -139,15 +138,15 @@ fn log_mel(ctx: &mut NodeCtx, backward: bool) -> Lowered {
     let dy = if backward {
         let t = ctx.input(2)?.clone();
         if t.dtype != dt || t.numel() != items * f * nm {
-            crate::bail!("dy {:?} does not match the LogMel output", t.dims);
+            crate::unsupported!("dy {:?} does not match the LogMel output", t.dims);
         }
         if out.numel() != spec.numel() {
-            crate::bail!("dspec {:?} differs from spec {:?}", out.dims, spec.dims);
+            crate::unsupported!("dspec {:?} differs from spec {:?}", out.dims, spec.dims);
         }
         Some(t)
     } else {
         if out.numel() != items * f * nm {
-            crate::bail!("output {:?} does not hold {items}×{f}×{nm}", out.dims);
+            crate::unsupported!("output {:?} does not hold {items}×{f}×{nm}", out.dims);
         }
         None
     };

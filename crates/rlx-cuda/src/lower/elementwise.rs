@@ -1,19 +1,19 @@
 //! CUDA lowering of the elementwise ops. Every op here but StopGradient (a copy) runs a
-//! kernel generated for it (`elementwise_codegen.rs`): a region's chain becomes one kernel,
-//! and a single Activation / Binary / Compare / Where / Cast is a one-step chain through the
-//! same generator — the CPU evaluates them with one engine too, so both agree step for step.
-//! The helpers the generated text calls are `kernels/elementwise.cu`.
+//! kernel generated for it (`elementwise_codegen.rs`): a single Activation / Binary /
+//! Compare / Where / Cast is a one-step chain through the generator that also serves the
+//! fused regions (`region.rs`) and FusedSwiGLU (`transformer.rs`). The CPU evaluates them
+//! with one engine too, so both agree step for step. The helpers the generated text calls are `kernels/elementwise.cu`.
 #[path = "elementwise_codegen.rs"]
 mod codegen;
 #[cfg(test)]
 #[path = "elementwise_hosttest.rs"]
 mod hosttest;
 
-use super::{Bail, DevTensor, Dims8, KArgs, Lowered, NodeCtx};
-use crate::bail;
+use super::{DevTensor, Dims8, KArgs, LowerError, Lowered, NodeCtx};
 use crate::kernels::Src;
+use crate::unsupported;
 use codegen::{Arg, Kernel, Spec, BATCH_TABLE};
-use rlx_ir::{ChainOperand, ChainStep, DType, Op, RegionPrologue};
+use rlx_ir::{Activation, BinaryOp, ChainOperand, ChainStep, CompareOp, DType, RegionPrologue};
 
 /// Source (helpers + kernel, without `common.cuh`) and kernel name of the kernel computing
 /// `chain` over inputs of the given dtypes and dims, broadcast to the output's dims.
@@ -23,7 +23,7 @@ pub fn region_source(
     prologue: RegionPrologue,
     ins: &[(DType, &[usize])],
     out: (DType, &[usize]),
-) -> Result<(String, String), Bail> {
+) -> Result<(String, String), LowerError> {
     let k = codegen::chain_kernel(&Spec {
         chain,
         prologue,
@@ -43,7 +43,7 @@ pub fn batch_region_source(
     prologue: RegionPrologue,
     ins: &[(DType, &[usize])],
     out: (DType, &[usize]),
-) -> Result<(String, String), Bail> {
+) -> Result<(String, String), LowerError> {
     let chain_ins = batch_chain_inputs(num_batch_inputs, ins, out.1)?;
     let k = codegen::chain_kernel(&Spec {
         chain,
@@ -61,7 +61,7 @@ pub fn swiglu_source(
     in_dtype: DType,
     out_dtype: DType,
     gate_first: bool,
-) -> Result<(String, String), Bail> {
+) -> Result<(String, String), LowerError> {
     codegen::swiglu(in_dtype, out_dtype, gate_first)
 }
 
@@ -71,15 +71,15 @@ fn batch_chain_inputs<'a>(
     nb: usize,
     ins: &[(DType, &'a [usize])],
     out_dims: &[usize],
-) -> Result<Vec<(DType, &'a [usize])>, Bail> {
+) -> Result<Vec<(DType, &'a [usize])>, LowerError> {
     if nb == 0 || ins.len() < nb || out_dims.first() != Some(&nb) {
-        bail!(
+        unsupported!(
             "{nb} batch samples do not fit {} inputs and output {out_dims:?}",
             ins.len()
         );
     }
     if ins[1..nb].iter().any(|s| *s != ins[0]) {
-        bail!("batch samples differ in dtype or dims");
+        unsupported!("batch samples differ in dtype or dims");
     }
     let mut v = vec![ins[0]];
     v.extend_from_slice(&ins[nb..]);
@@ -111,8 +111,9 @@ pub(crate) enum Val {
     Table(Box<[u64; BATCH_TABLE]>),
 }
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    for p in plan(ctx.op(), &ctx.ins, &ctx.out)? {
+/// Record what a planner produced.
+pub(crate) fn record(ctx: &mut NodeCtx, planned: Vec<Planned>) -> Lowered {
+    for p in planned {
         match p {
             Planned::Copy { dst, src, bytes } => ctx.copy(dst, src, bytes)?,
             Planned::Launch { src, name, n, args } => {
@@ -132,39 +133,54 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
     Ok(())
 }
 
-/// The copies and launches computing `op` from `ins` into `out` (device tensors).
-pub(crate) fn plan(op: &Op, ins: &[DevTensor], out: &DevTensor) -> Result<Vec<Planned>, Bail> {
+/// A single chainable op is a one-step chain over the node's inputs.
+fn one_step(ctx: &mut NodeCtx, step: ChainStep) -> Lowered {
+    let p = plan_chain(&[step], RegionPrologue::None, None, &ctx.ins, &ctx.out)?;
+    record(ctx, p)
+}
+
+pub(crate) fn activation(ctx: &mut NodeCtx, a: Activation) -> Lowered {
+    one_step(ctx, ChainStep::Activation(a, ChainOperand::Input(0)))
+}
+
+pub(crate) fn binary(ctx: &mut NodeCtx, op: BinaryOp) -> Lowered {
     use ChainOperand::Input;
-    let none = RegionPrologue::None;
-    let (chain, prologue, batch) = match op {
-        Op::Activation(a) => (vec![ChainStep::Activation(*a, Input(0))], none, None),
-        Op::Binary(op) => (vec![ChainStep::Binary(*op, Input(0), Input(1))], none, None),
-        Op::Compare(op) => (
-            vec![ChainStep::Compare(*op, Input(0), Input(1))],
-            none,
-            None,
-        ),
-        Op::Where => (
-            vec![ChainStep::Where(Input(0), Input(1), Input(2))],
-            none,
-            None,
-        ),
-        Op::Cast { to } => (vec![ChainStep::Cast(*to, Input(0))], none, None),
-        Op::StopGradient => return stop_gradient(ins, out),
-        Op::FusedSwiGLU { gate_first, .. } => return swiglu(ins, out, *gate_first),
-        Op::ElementwiseRegion { chain, prologue } => (chain.clone(), *prologue, None),
-        Op::BatchElementwiseRegion {
-            chain,
-            num_batch_inputs,
-            prologue,
-        } => (chain.clone(), *prologue, Some(*num_batch_inputs)),
-        op => bail!("{} is not an elementwise op", op.kind()),
-    };
+    one_step(ctx, ChainStep::Binary(op, Input(0), Input(1)))
+}
+
+pub(crate) fn compare(ctx: &mut NodeCtx, op: CompareOp) -> Lowered {
+    use ChainOperand::Input;
+    one_step(ctx, ChainStep::Compare(op, Input(0), Input(1)))
+}
+
+pub(crate) fn where_(ctx: &mut NodeCtx) -> Lowered {
+    use ChainOperand::Input;
+    one_step(ctx, ChainStep::Where(Input(0), Input(1), Input(2)))
+}
+
+pub(crate) fn cast(ctx: &mut NodeCtx, to: DType) -> Lowered {
+    one_step(ctx, ChainStep::Cast(to, ChainOperand::Input(0)))
+}
+
+pub(crate) fn stop_gradient(ctx: &mut NodeCtx) -> Lowered {
+    let p = plan_stop_gradient(&ctx.ins, &ctx.out)?;
+    record(ctx, p)
+}
+
+/// The launches computing `chain` (with `prologue`) from `ins` into `out`; `batch` is a
+/// batch region's sample count.
+pub(crate) fn plan_chain(
+    chain: &[ChainStep],
+    prologue: RegionPrologue,
+    batch: Option<usize>,
+    ins: &[DevTensor],
+    out: &DevTensor,
+) -> Result<Vec<Planned>, LowerError> {
     let n = out.numel();
     let dts: Vec<(DType, &[usize])> = ins.iter().map(|t| (t.dtype, t.dims.as_slice())).collect();
     let Some(nb) = batch else {
         let k = codegen::chain_kernel(&Spec {
-            chain: &chain,
+            chain,
             prologue,
             ins: &dts,
             out_dtype: out.dtype,
@@ -185,7 +201,7 @@ pub(crate) fn plan(op: &Op, ins: &[DevTensor], out: &DevTensor) -> Result<Vec<Pl
     };
     let chain_ins = batch_chain_inputs(nb, &dts, &out.dims)?;
     let k = codegen::chain_kernel(&Spec {
-        chain: &chain,
+        chain,
         prologue,
         ins: &chain_ins,
         out_dtype: out.dtype,
@@ -224,7 +240,7 @@ fn resolve(
     ins: &[u64],
     samples: &[u64],
     per: usize,
-) -> Result<Vec<Val>, Bail> {
+) -> Result<Vec<Val>, LowerError> {
     k.args
         .iter()
         .map(|arg| {
@@ -233,17 +249,20 @@ fn resolve(
                 Arg::N => Val::I64(n as i64),
                 Arg::Samples => {
                     if samples.len() > BATCH_TABLE {
-                        bail!("{} samples in one launch", samples.len());
+                        // plan_chain splits batches into tables: a bug, not a limit.
+                        return Err(LowerError::Internal(crate::CudaError::Node {
+                            node: k.name.clone(),
+                            msg: format!("{} samples in one launch", samples.len()),
+                        }));
                     }
                     let mut table = [0u64; BATCH_TABLE];
                     table[..samples.len()].copy_from_slice(samples);
                     Val::Table(Box::new(table))
                 }
                 Arg::Per => Val::I64(per as i64),
-                Arg::In(i) => Val::Ptr(
-                    *ins.get(*i)
-                        .ok_or_else(|| Bail(format!("kernel reads missing input {i}")))?,
-                ),
+                Arg::In(i) => Val::Ptr(*ins.get(*i).ok_or_else(|| {
+                    LowerError::Unsupported(format!("kernel reads missing input {i}"))
+                })?),
                 Arg::I64(v) => Val::I64(*v),
                 Arg::Dims(d) => Val::Dims(*d),
             })
@@ -252,12 +271,15 @@ fn resolve(
 }
 
 /// Identity forward: a copy (the planner usually aliases it away before this).
-fn stop_gradient(ins: &[DevTensor], out: &DevTensor) -> Result<Vec<Planned>, Bail> {
+pub(crate) fn plan_stop_gradient(
+    ins: &[DevTensor],
+    out: &DevTensor,
+) -> Result<Vec<Planned>, LowerError> {
     let x = ins
         .first()
-        .ok_or_else(|| Bail("StopGradient takes 1 input".into()))?;
+        .ok_or_else(|| LowerError::Unsupported("StopGradient takes 1 input".into()))?;
     if x.dtype != out.dtype || x.numel() != out.numel() {
-        bail!(
+        unsupported!(
             "StopGradient from {} {:?} to {} {:?}",
             x.dtype,
             x.dims,
@@ -275,16 +297,21 @@ fn stop_gradient(ins: &[DevTensor], out: &DevTensor) -> Result<Vec<Planned>, Bai
     }])
 }
 
-fn swiglu(ins: &[DevTensor], out: &DevTensor, gate_first: bool) -> Result<Vec<Planned>, Bail> {
+/// `FusedSwiGLU` (a transformer op, lowered in `transformer.rs`) through this generator.
+pub(crate) fn plan_swiglu(
+    ins: &[DevTensor],
+    out: &DevTensor,
+    gate_first: bool,
+) -> Result<Vec<Planned>, LowerError> {
     let x = ins
         .first()
-        .ok_or_else(|| Bail("FusedSwiGLU takes 1 input".into()))?;
+        .ok_or_else(|| LowerError::Unsupported("FusedSwiGLU takes 1 input".into()))?;
     let two_n = *x
         .dims
         .last()
-        .ok_or_else(|| Bail("FusedSwiGLU needs x of rank >= 1".into()))?;
+        .ok_or_else(|| LowerError::Unsupported("FusedSwiGLU needs x of rank >= 1".into()))?;
     if !two_n.is_multiple_of(2) || out.numel() * 2 != x.numel() {
-        bail!(
+        unsupported!(
             "FusedSwiGLU: x {:?} does not halve into {:?}",
             x.dims,
             out.dims

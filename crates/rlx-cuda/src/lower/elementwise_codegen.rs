@@ -10,8 +10,8 @@
 //! `p[i % m]` / `p[i / d]` / `p[(i / d) % m]`; only the rest pay for `dims_offset`. The sizes
 //! are kernel arguments, so the text (and its compiled module) depends on the pattern and
 //! the dtypes, not on the shapes.
-use crate::bail;
-use crate::lower::{contiguous_strides, Bail, Dims8};
+use crate::lower::{Dims8, LowerError};
+use crate::unsupported;
 use rlx_ir::ops::region::chain_dtypes;
 use rlx_ir::{
     Activation, BinaryOp, ChainOperand, ChainStep, CompareOp, ComputeClass, DType, RegionPrologue,
@@ -164,12 +164,12 @@ fn settle(d: DType, e: String) -> String {
 }
 
 /// The read of an input of `in_dims` broadcast (numpy rules) to `out_dims`.
-fn classify(in_dims: &[usize], out_dims: &[usize]) -> Result<Read, Bail> {
+fn classify(in_dims: &[usize], out_dims: &[usize]) -> Result<Read, LowerError> {
     if in_dims.len() > out_dims.len() {
-        bail!("input {in_dims:?} has a higher rank than the output {out_dims:?}");
+        unsupported!("input {in_dims:?} has a higher rank than the output {out_dims:?}");
     }
     let lead = out_dims.len() - in_dims.len();
-    let cs = contiguous_strides(in_dims);
+    let cs = rlx_ir::strides(in_dims);
     // (size, stride) of the output axes that matter, neighbours merged when the input
     // steps through them as through one axis.
     let mut axes: Vec<(usize, usize)> = Vec::new();
@@ -180,7 +180,7 @@ fn classify(in_dims: &[usize], out_dims: &[usize]) -> Result<Read, Bail> {
             (in_dims[k - lead], cs[k - lead])
         };
         if d != o && d != 1 {
-            bail!("input {in_dims:?} does not broadcast to the output {out_dims:?}");
+            unsupported!("input {in_dims:?} does not broadcast to the output {out_dims:?}");
         }
         if o == 1 {
             continue;
@@ -210,21 +210,21 @@ fn classify(in_dims: &[usize], out_dims: &[usize]) -> Result<Read, Bail> {
 
 /// Input 0 under the ResizeNearest2x prologue: `[N,C,H,W]` seen as `[N,C,2H,2W]`, then
 /// broadcast to `out_dims`.
-fn classify_resize(in_dims: &[usize], out_dims: &[usize]) -> Result<Read, Bail> {
+fn classify_resize(in_dims: &[usize], out_dims: &[usize]) -> Result<Read, LowerError> {
     if in_dims.len() != 4 {
-        bail!("the ResizeNearest2x prologue needs a rank-4 input 0, got {in_dims:?}");
+        unsupported!("the ResizeNearest2x prologue needs a rank-4 input 0, got {in_dims:?}");
     }
     if out_dims.len() < 4 {
-        bail!("output {out_dims:?} has a lower rank than the resized input 0");
+        unsupported!("output {out_dims:?} has a lower rank than the resized input 0");
     }
     let eff = [in_dims[0], in_dims[1], 2 * in_dims[2], 2 * in_dims[3]];
     let lead = out_dims.len() - 4;
-    let cs = contiguous_strides(in_dims);
+    let cs = rlx_ir::strides(in_dims);
     let mut strides = vec![0usize; out_dims.len()];
     for k in 0..4 {
         let o = out_dims[lead + k];
         if eff[k] != o && eff[k] != 1 {
-            bail!("resized input {eff:?} does not broadcast to the output {out_dims:?}");
+            unsupported!("resized input {eff:?} does not broadcast to the output {out_dims:?}");
         }
         if eff[k] != 1 {
             strides[lead + k] = cs[k];
@@ -252,12 +252,12 @@ const LOOP: &str = "    const i64 stride = (i64)gridDim.x * blockDim.x;\n    \
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {\n";
 
 /// Generate the kernel of a chain.
-pub(crate) fn chain_kernel(spec: &Spec) -> Result<Kernel, Bail> {
+pub(crate) fn chain_kernel(spec: &Spec) -> Result<Kernel, LowerError> {
     let in_dtypes: Vec<DType> = spec.ins.iter().map(|(d, _)| *d).collect();
-    let step_dtypes = chain_dtypes(spec.chain, &in_dtypes).map_err(Bail)?;
+    let step_dtypes = chain_dtypes(spec.chain, &in_dtypes).map_err(LowerError::Unsupported)?;
     let result = step_dtypes[step_dtypes.len() - 1];
     if result != spec.out_dtype {
-        bail!(
+        unsupported!(
             "the chain yields {result} but the output is {}",
             spec.out_dtype
         );
@@ -280,7 +280,7 @@ pub(crate) fn chain_kernel(spec: &Spec) -> Result<Kernel, Bail> {
     // A sample's own output: the output with axis 0 of size 1.
     let per_dims: Vec<usize> = if spec.batch {
         if spec.out_dims.is_empty() {
-            bail!("a batch region's output needs an axis 0");
+            unsupported!("a batch region's output needs an axis 0");
         }
         let mut d = spec.out_dims.to_vec();
         d[0] = 1;
@@ -366,7 +366,7 @@ pub(crate) fn chain_kernel(spec: &Spec) -> Result<Kernel, Bail> {
         );
     }
     if bytes > MAX_PARAM_BYTES {
-        bail!("{bytes} bytes of kernel parameters (limit {MAX_PARAM_BYTES})");
+        unsupported!("{bytes} bytes of kernel parameters (limit {MAX_PARAM_BYTES})");
     }
     for (k, step) in spec.chain.iter().enumerate() {
         let dt = step_dtypes[k];
@@ -425,9 +425,9 @@ pub(crate) fn swiglu(
     in_dtype: DType,
     out_dtype: DType,
     gate_first: bool,
-) -> Result<(String, String), Bail> {
+) -> Result<(String, String), LowerError> {
     if !in_dtype.is_float() || !out_dtype.is_float() {
-        bail!("FusedSwiGLU runs from float to float, not {in_dtype} to {out_dtype}");
+        unsupported!("FusedSwiGLU runs from float to float, not {in_dtype} to {out_dtype}");
     }
     let (u, g) = if gate_first {
         ("base + half_n", "base")

@@ -8,8 +8,9 @@
 //! cast/settle semantics, batch chunking and the argument lists before any GPU sees them.
 //! Skips without g++ or the CUDA headers (`RLX_CUDA_INCLUDE`).
 use super::codegen::HELPERS;
-use super::{plan, Planned, Val};
+use super::{plan_chain, plan_stop_gradient, plan_swiglu, Planned, Val};
 use crate::lower::DevTensor;
+use crate::lower::LowerError;
 use rlx_cpu::CpuExecutable;
 use rlx_ir::ChainOperand::{Input, Step};
 use rlx_ir::ChainStep as S;
@@ -18,6 +19,29 @@ use rlx_ir::{
 };
 use rlx_testutil::{rel_l2, Rng};
 use std::collections::BTreeMap;
+
+/// The planner `lower_node` reaches for each op these cases use (the generator's entry points).
+fn plan(op: &Op, ins: &[DevTensor], out: &DevTensor) -> Result<Vec<Planned>, LowerError> {
+    use Input as I;
+    let none = RegionPrologue::None;
+    let one = |s: ChainStep| plan_chain(&[s], none, None, ins, out);
+    match op {
+        Op::Activation(a) => one(S::Activation(*a, I(0))),
+        Op::Binary(b) => one(S::Binary(*b, I(0), I(1))),
+        Op::Compare(c) => one(S::Compare(*c, I(0), I(1))),
+        Op::Where => one(S::Where(I(0), I(1), I(2))),
+        Op::Cast { to } => one(S::Cast(*to, I(0))),
+        Op::StopGradient => plan_stop_gradient(ins, out),
+        Op::FusedSwiGLU { gate_first, .. } => plan_swiglu(ins, out, *gate_first),
+        Op::ElementwiseRegion { chain, prologue } => plan_chain(chain, *prologue, None, ins, out),
+        Op::BatchElementwiseRegion {
+            chain,
+            num_batch_inputs,
+            prologue,
+        } => plan_chain(chain, *prologue, Some(*num_batch_inputs), ins, out),
+        op => panic!("no elementwise-generator case for {}", op.kind()),
+    }
+}
 use std::fmt::Write;
 use std::process::Command;
 

@@ -1,20 +1,23 @@
-//! CUDA lowering of the linalg ops (kernels in `kernels/linalg.cu`): MatMul and
-//! FusedMatMulBiasAct become one strided-batch cuBLASLt call each (NumPy broadcasting of the
+//! CUDA lowering of the linalg ops (kernels in `kernels/linalg.cu`; DequantMatMul in
+//! `linalg_quant.rs`, kernels in `kernels/quant.cu`): MatMul and FusedMatMulBiasAct become one strided-batch cuBLASLt call each (NumPy broadcasting of the
 //! batch dims through stride-0 batches, or by folding the batch into m); bias and Relu /
 //! tanh-GELU ride on cuBLASLt's epilogue, every other activation and f64 on a small kernel.
-use super::{Bail, DevTensor, Dims8, KArgs, Lowered, NodeCtx};
+use super::{DevTensor, Dims8, KArgs, LowerError, Lowered, NodeCtx};
 use crate::gemm::GemmDesc;
-use crate::kernels::Src;
-use rlx_ir::{Activation, DType, Op};
+use crate::kernels::{Lib, Src};
+use rlx_ir::{Activation, DType, QuantScheme};
 
-const SRC: Src = Src::Static("linalg");
+#[path = "linalg_quant.rs"]
+mod quant;
+
+const SRC: Src = Src::Lib(Lib::Linalg);
 
 /// cuBLASLt's heuristic assumes well-aligned pointers (it is not told the real ones), and its
 /// vectorised / TMA kernels need 16 bytes; operands below that are staged through scratch.
 pub(crate) const GEMM_ALIGN: u64 = 16;
 
 /// Kernel suffix of a float storage type, f64 included.
-pub(crate) fn sfx64(dtype: DType) -> Result<&'static str, Bail> {
+pub(crate) fn sfx64(dtype: DType) -> Result<&'static str, LowerError> {
     match dtype {
         DType::F64 => Ok("f64"),
         d => NodeCtx::float_sfx(d),
@@ -23,7 +26,7 @@ pub(crate) fn sfx64(dtype: DType) -> Result<&'static str, Bail> {
 
 /// A pointer to `t`'s bytes that cuBLASLt may read: `t` itself, or an aligned scratch copy
 /// refreshed every run.
-pub(crate) fn gemm_input(ctx: &mut NodeCtx, t: &DevTensor) -> Result<u64, Bail> {
+pub(crate) fn gemm_input(ctx: &mut NodeCtx, t: &DevTensor) -> Result<u64, LowerError> {
     if t.ptr.is_multiple_of(GEMM_ALIGN) {
         return Ok(t.ptr);
     }
@@ -34,7 +37,7 @@ pub(crate) fn gemm_input(ctx: &mut NodeCtx, t: &DevTensor) -> Result<u64, Bail> 
 
 /// Where cuBLASLt should write an output that lives at `ptr` (`bytes` long): `ptr` itself,
 /// or an aligned scratch that `gemm_output_done` copies back.
-pub(crate) fn gemm_output(ctx: &mut NodeCtx, ptr: u64, bytes: usize) -> Result<u64, Bail> {
+pub(crate) fn gemm_output(ctx: &mut NodeCtx, ptr: u64, bytes: usize) -> Result<u64, LowerError> {
     if ptr.is_multiple_of(GEMM_ALIGN) {
         Ok(ptr)
     } else {
@@ -121,17 +124,21 @@ pub(crate) fn bias_act(
     )
 }
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    match ctx.op() {
-        Op::MatMul => matmul(ctx, false, None),
-        Op::FusedMatMulBiasAct { activation } => matmul(ctx, true, *activation),
-        op => crate::bail!("{} is not a linalg op", op.kind()),
-    }
+pub(crate) fn matmul(ctx: &mut NodeCtx) -> Lowered {
+    gemm_node(ctx, false, None)
+}
+
+pub(crate) fn fused_matmul_bias_act(ctx: &mut NodeCtx, activation: Option<Activation>) -> Lowered {
+    gemm_node(ctx, true, activation)
+}
+
+pub(crate) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
+    quant::dequant_matmul(ctx, scheme)
 }
 
 /// NumPy broadcast of two batch-dim lists.
-fn broadcast(a: &[usize], b: &[usize]) -> Result<Vec<usize>, Bail> {
-    rlx_ir::broadcast_static(a, b).map_err(|e| Bail(format!("batch {e}")))
+fn broadcast(a: &[usize], b: &[usize]) -> Result<Vec<usize>, LowerError> {
+    rlx_ir::broadcast_static(a, b).map_err(|e| LowerError::Unsupported(format!("batch {e}")))
 }
 
 /// Element strides of each output batch dim for an operand with batch dims `own` (right-
@@ -219,7 +226,7 @@ fn gather(
     ob: &[usize],
     bs: &[usize],
     (rows, cols): (usize, usize),
-) -> Result<u64, Bail> {
+) -> Result<u64, LowerError> {
     let mut dims: Vec<usize> = Vec::new();
     let mut strides: Vec<usize> = Vec::new();
     for (&d, &s) in ob.iter().zip(bs) {
@@ -236,7 +243,7 @@ fn gather(
         2 => "mm_gather_b2",
         4 => "mm_gather_b4",
         8 => "mm_gather_b8",
-        s => crate::bail!("no gather for {s}-byte elements"),
+        s => crate::unsupported!("no gather for {s}-byte elements"),
     };
     let dst = ctx.scratch(total * dtype.size_bytes())?;
     let args = KArgs::new().ptr(src).ptr(dst).dims(view).i64(total as i64);
@@ -244,7 +251,7 @@ fn gather(
     Ok(dst)
 }
 
-fn matmul(ctx: &mut NodeCtx, fused: bool, act: Option<Activation>) -> Lowered {
+fn gemm_node(ctx: &mut NodeCtx, fused: bool, act: Option<Activation>) -> Lowered {
     let (a, b, out) = (
         ctx.input(0)?.clone(),
         ctx.input(1)?.clone(),
@@ -252,22 +259,22 @@ fn matmul(ctx: &mut NodeCtx, fused: bool, act: Option<Activation>) -> Lowered {
     );
     let dt = out.dtype;
     if !matches!(dt, DType::F32 | DType::F16 | DType::BF16 | DType::F64) {
-        crate::bail!("no {dt} matmul (float types only)");
+        crate::unsupported!("no {dt} matmul (float types only)");
     }
     if a.dtype != dt || b.dtype != dt {
-        crate::bail!("mixed dtypes {} @ {} -> {dt}", a.dtype, b.dtype);
+        crate::unsupported!("mixed dtypes {} @ {} -> {dt}", a.dtype, b.dtype);
     }
     let bias = if fused {
         let t = ctx.input(2)?.clone();
         if t.dtype != dt {
-            crate::bail!("bias dtype {} differs from {dt}", t.dtype);
+            crate::unsupported!("bias dtype {} differs from {dt}", t.dtype);
         }
         Some(t)
     } else {
         None
     };
     if a.rank() == 0 || b.rank() == 0 {
-        crate::bail!("matmul operands must have rank >= 1");
+        crate::unsupported!("matmul operands must have rank >= 1");
     }
     let ash = if a.rank() == 1 {
         vec![1, a.dims[0]]
@@ -282,17 +289,17 @@ fn matmul(ctx: &mut NodeCtx, fused: bool, act: Option<Activation>) -> Lowered {
     let (ar, br) = (ash.len(), bsh.len());
     let (m, k, n) = (ash[ar - 2], ash[ar - 1], bsh[br - 1]);
     if bsh[br - 2] != k {
-        crate::bail!("inner dims differ: {:?} @ {:?}", a.dims, b.dims);
+        crate::unsupported!("inner dims differ: {:?} @ {:?}", a.dims, b.dims);
     }
     let (ab, bb) = (&ash[..ar - 2], &bsh[..br - 2]);
     let ob = broadcast(ab, bb)?;
     let nb: usize = ob.iter().product();
     if nb * m * n != out.numel() {
-        crate::bail!("output {:?} does not hold {nb}×{m}×{n}", out.dims);
+        crate::unsupported!("output {:?} does not hold {nb}×{m}×{n}", out.dims);
     }
     if let Some(t) = &bias {
         if t.numel() != n {
-            crate::bail!("bias {:?} is not [{n}]", t.dims);
+            crate::unsupported!("bias {:?} is not [{n}]", t.dims);
         }
     }
     if out.numel() == 0 {

@@ -2,34 +2,61 @@
 //! over device pointers that are fixed for the life of the plan. One arm per op group lives
 //! in its own file (`lower/<group>.rs`, kernels in `kernels/<group>.cu`); the plumbing an arm
 //! needs — fetch inputs, normalise an axis, pick the storage suffix, launch — is here, so each
-//! arm is just the op. An arm that cannot lower a node returns `Bail` with the reason; the node
+//! arm is just the op. An arm that cannot lower a node returns `LowerError` with the reason; the node
 //! then runs on the CPU thunks (`RLX_TRACE=1` prints the reason).
-pub mod attention;
 pub mod audio;
 pub mod elementwise;
 pub mod linalg;
 pub mod norm;
-pub mod quant;
 pub mod reduce;
-pub mod shape_ops;
+pub mod region;
+pub mod shape;
+pub mod transformer;
 pub mod vision;
 
 use crate::gemm::GemmDesc;
 use crate::kernels::Src;
 use crate::plan::{LowerEnv, Step};
 use crate::precision::Precision;
-use rlx_ir::{DType, Node, Op};
+use crate::CudaError;
+use rlx_ir::{DType, Node, Op, OpKind, OpKindSet};
 
-/// Why a node was not lowered (printed by `RLX_TRACE=1`; the node falls back to the CPU).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Bail(pub String);
+/// Why lowering a node did not record its launches. The two cases are handled oppositely:
+/// `Unsupported` is a legitimate answer (the node runs on the CPU thunks and the dispatch
+/// report says why); `Internal` is a failure of the GPU path itself (NVRTC, module load,
+/// symbol lookup, cuBLASLt, a driver call, a lowering bug) and fails the compile, since a
+/// quiet CPU fallback would hide a broken install or kernel.
+#[derive(Debug)]
+pub enum LowerError {
+    /// Shape, dtype, rank or parameters outside what the kernels handle.
+    Unsupported(String),
+    /// The GPU path failed; never turned into a fallback.
+    Internal(CudaError),
+}
 
-pub type Lowered = Result<(), Bail>;
+impl From<CudaError> for LowerError {
+    fn from(e: CudaError) -> LowerError {
+        LowerError::Internal(e)
+    }
+}
 
-/// `bail!("...", args)`: return a `Bail` from a lowering arm.
+impl LowerError {
+    /// An internal failure described by `msg` (a lowering bug, not a device error).
+    pub fn internal(node: &Node, msg: impl Into<String>) -> LowerError {
+        LowerError::Internal(CudaError::Node {
+            node: node.label(),
+            msg: msg.into(),
+        })
+    }
+}
+
+pub type Lowered = Result<(), LowerError>;
+
+/// `unsupported!("...", args)`: return `LowerError::Unsupported` from a lowering function
+/// (the node then runs on the CPU).
 #[macro_export]
-macro_rules! bail {
-    ($($t:tt)*) => { return Err($crate::lower::Bail(format!($($t)*))) };
+macro_rules! unsupported {
+    ($($t:tt)*) => { return Err($crate::lower::LowerError::Unsupported(format!($($t)*))) };
 }
 
 /// A tensor in device memory: contiguous row-major, in its storage dtype.
@@ -52,20 +79,12 @@ impl DevTensor {
     }
     /// Row-major element strides.
     pub fn strides(&self) -> Vec<usize> {
-        contiguous_strides(&self.dims)
+        rlx_ir::strides(&self.dims)
     }
     /// Pointer to element `i`.
     pub fn at(&self, i: usize) -> u64 {
         self.ptr + (i * self.dtype.size_bytes()) as u64
     }
-}
-
-pub fn contiguous_strides(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1usize; dims.len()];
-    for k in (0..dims.len().saturating_sub(1)).rev() {
-        s[k] = s[k + 1] * dims[k + 1];
-    }
-    s
 }
 
 /// Mirrors `Dims8` in `kernels/common.cuh`: dims and element strides, rank <= 8.
@@ -80,9 +99,9 @@ pub struct Dims8 {
 
 impl Dims8 {
     /// Explicit dims and element strides.
-    pub fn new(dims: &[usize], strides: &[usize]) -> Result<Dims8, Bail> {
+    pub fn new(dims: &[usize], strides: &[usize]) -> Result<Dims8, LowerError> {
         if dims.len() > 8 || strides.len() != dims.len() {
-            bail!("rank {} is above the kernels' limit of 8", dims.len());
+            unsupported!("rank {} is above the kernels' limit of 8", dims.len());
         }
         let mut v = Dims8 {
             rank: dims.len() as i32,
@@ -96,24 +115,24 @@ impl Dims8 {
         }
         Ok(v)
     }
-    pub fn contiguous(dims: &[usize]) -> Result<Dims8, Bail> {
-        Dims8::new(dims, &contiguous_strides(dims))
+    pub fn contiguous(dims: &[usize]) -> Result<Dims8, LowerError> {
+        Dims8::new(dims, &rlx_ir::strides(dims))
     }
     /// A view of a contiguous tensor of `in_dims` broadcast (numpy rules, right-aligned) to
     /// `out_dims`: dims are `out_dims`, broadcast axes get stride 0.
-    pub fn broadcast(in_dims: &[usize], out_dims: &[usize]) -> Result<Dims8, Bail> {
+    pub fn broadcast(in_dims: &[usize], out_dims: &[usize]) -> Result<Dims8, LowerError> {
         if in_dims.len() > out_dims.len() {
-            bail!("cannot broadcast {in_dims:?} to {out_dims:?}");
+            unsupported!("cannot broadcast {in_dims:?} to {out_dims:?}");
         }
         let lead = out_dims.len() - in_dims.len();
-        let cs = contiguous_strides(in_dims);
+        let cs = rlx_ir::strides(in_dims);
         let mut strides = vec![0usize; out_dims.len()];
         for k in 0..in_dims.len() {
             let (i, o) = (in_dims[k], out_dims[lead + k]);
             if i == o {
                 strides[lead + k] = cs[k];
             } else if i != 1 {
-                bail!("cannot broadcast {in_dims:?} to {out_dims:?}");
+                unsupported!("cannot broadcast {in_dims:?} to {out_dims:?}");
             }
         }
         Dims8::new(out_dims, &strides)
@@ -188,32 +207,34 @@ impl<'a> NodeCtx<'a> {
         &self.node.op
     }
 
-    pub fn input(&self, i: usize) -> Result<&DevTensor, Bail> {
-        self.ins
-            .get(i)
-            .ok_or_else(|| Bail(format!("missing input {i} (have {})", self.ins.len())))
+    pub fn input(&self, i: usize) -> Result<&DevTensor, LowerError> {
+        self.ins.get(i).ok_or_else(|| {
+            LowerError::Unsupported(format!("missing input {i} (have {})", self.ins.len()))
+        })
     }
 
     /// Normalise a possibly negative axis against `rank`.
-    pub fn axis(&self, axis: i64, rank: usize) -> Result<usize, Bail> {
-        rlx_ir::normalize_axis(axis, rank).map_err(Bail)
+    pub fn axis(&self, axis: i64, rank: usize) -> Result<usize, LowerError> {
+        rlx_ir::normalize_axis(axis, rank).map_err(LowerError::Unsupported)
     }
 
     /// The kernel-name suffix of a float storage type; other dtypes bail (CPU fallback).
-    pub fn float_sfx(dtype: DType) -> Result<&'static str, Bail> {
+    pub fn float_sfx(dtype: DType) -> Result<&'static str, LowerError> {
         match dtype {
             DType::F32 => Ok("f32"),
             DType::F16 => Ok("f16"),
             DType::BF16 => Ok("bf16"),
-            d => Err(Bail(format!("no {d} kernel (f32/f16/bf16 only)"))),
+            d => Err(LowerError::Unsupported(format!(
+                "no {d} kernel (f32/f16/bf16 only)"
+            ))),
         }
     }
 
     /// A launch of kernel `func` of `src`, labelled with this node.
-    fn make_launch(&mut self, k: KernelLaunch) -> Result<crate::plan::Launch, Bail> {
+    fn make_launch(&mut self, k: KernelLaunch) -> Result<crate::plan::Launch, LowerError> {
         let f = self.env.function(&k.src, &k.func)?;
         if k.grid.contains(&0) || k.block.contains(&0) {
-            bail!(
+            unsupported!(
                 "empty launch of {}: grid {:?} block {:?}",
                 k.func,
                 k.grid,
@@ -272,7 +293,7 @@ impl<'a> NodeCtx<'a> {
     }
 
     /// Device scratch memory that lives as long as the plan (for per-node temporaries).
-    pub fn scratch(&mut self, bytes: usize) -> Result<u64, Bail> {
+    pub fn scratch(&mut self, bytes: usize) -> Result<u64, LowerError> {
         self.env.scratch(bytes)
     }
 
@@ -300,50 +321,130 @@ impl<'a> NodeCtx<'a> {
     }
 }
 
-/// Lower one node. Leaves never reach here.
+/// Lower one node: the one place an op is routed, exhaustive over `Op` (a new op does not
+/// build until it has a line here). Each line destructures the op's parameters and calls its
+/// group's typed function (`lower/<group>.rs`, groups as `OpKind::group`).
 pub(crate) fn lower_node(ctx: &mut NodeCtx) -> Lowered {
-    match ctx.op() {
+    let node = ctx.node;
+    match &node.op {
+        // Leaves own device buffers (params, constants, inputs); build_plan never lowers one.
         Op::Input { .. } | Op::Param { .. } | Op::Constant { .. } => {
-            bail!("leaves are not lowered")
+            Err(LowerError::internal(node, "a leaf reached lowering"))
         }
-        Op::Activation(_)
-        | Op::Binary(_)
-        | Op::Compare(_)
-        | Op::Where
-        | Op::Cast { .. }
-        | Op::StopGradient
-        | Op::ElementwiseRegion { .. }
-        | Op::BatchElementwiseRegion { .. }
-        | Op::FusedSwiGLU { .. } => elementwise::lower(ctx),
-        Op::MatMul | Op::FusedMatMulBiasAct { .. } => linalg::lower(ctx),
-        Op::DequantMatMul { .. } => quant::lower(ctx),
-        Op::LayerNorm { .. }
-        | Op::RmsNorm { .. }
-        | Op::FusedResidualLN { .. }
-        | Op::FusedResidualRmsNorm { .. } => norm::lower(ctx),
-        Op::Reduce { .. }
-        | Op::Softmax { .. }
-        | Op::ArgMax { .. }
-        | Op::SoftmaxCrossEntropy
-        | Op::SoftmaxCrossEntropyWithLogits
-        | Op::SoftmaxCrossEntropyBackward => reduce::lower(ctx),
-        Op::Reshape { .. }
-        | Op::Expand { .. }
-        | Op::Transpose { .. }
-        | Op::Narrow { .. }
-        | Op::Concat { .. }
-        | Op::Gather { .. }
-        | Op::Pad { .. }
-        | Op::Slice { .. }
-        | Op::TransformRegion { .. }
-        | Op::Rope { .. } => shape_ops::lower(ctx),
-        Op::Attention(_) => attention::lower(ctx),
-        Op::Conv(_)
-        | Op::Pool(_)
-        | Op::ResizeNearest2x
-        | Op::Conv2dBackwardInput { .. }
-        | Op::Conv2dBackwardWeight(_)
-        | Op::MaxPool2dBackward(_) => vision::lower(ctx),
-        Op::Fft { .. } | Op::LogMel | Op::LogMelBackward => audio::lower(ctx),
+        Op::Activation(a) => elementwise::activation(ctx, *a),
+        Op::Binary(op) => elementwise::binary(ctx, *op),
+        Op::Compare(op) => elementwise::compare(ctx, *op),
+        Op::Where => elementwise::where_(ctx),
+        Op::Cast { to } => elementwise::cast(ctx, *to),
+        Op::StopGradient => elementwise::stop_gradient(ctx),
+        Op::MatMul => linalg::matmul(ctx),
+        Op::FusedMatMulBiasAct { activation } => linalg::fused_matmul_bias_act(ctx, *activation),
+        Op::DequantMatMul { scheme } => linalg::dequant_matmul(ctx, *scheme),
+        Op::LayerNorm { axis, eps } => norm::layer_norm(ctx, *axis, *eps),
+        Op::RmsNorm { axis, eps } => norm::rms_norm(ctx, *axis, *eps),
+        Op::FusedResidualLN { has_bias, eps } => norm::fused_residual_ln(ctx, *has_bias, *eps),
+        Op::FusedResidualRmsNorm { has_bias, eps } => {
+            norm::fused_residual_rms_norm(ctx, *has_bias, *eps)
+        }
+        Op::Reduce { op, axes, .. } => reduce::reduce(ctx, *op, axes),
+        Op::Softmax { axis } => reduce::softmax(ctx, *axis),
+        Op::ArgMax { axis, .. } => reduce::argmax(ctx, *axis),
+        Op::SoftmaxCrossEntropy => reduce::softmax_cross_entropy(ctx),
+        Op::SoftmaxCrossEntropyWithLogits => reduce::softmax_cross_entropy_with_logits(ctx),
+        Op::SoftmaxCrossEntropyBackward => reduce::softmax_cross_entropy_backward(ctx),
+        // The bound target shape is the output's; the lowering reads it from there.
+        Op::Reshape { .. } => shape::reshape(ctx),
+        Op::Expand { .. } => shape::expand(ctx),
+        Op::Transpose { perm } => shape::transpose(ctx, perm),
+        Op::Narrow { axis, start, len } => shape::narrow(ctx, *axis, *start, *len),
+        Op::Concat { axis } => shape::concat(ctx, *axis),
+        Op::Gather { axis } => shape::gather(ctx, *axis),
+        Op::Pad { pads, value } => shape::pad(ctx, pads, *value),
+        Op::Slice {
+            axes,
+            starts,
+            ends,
+            steps,
+        } => shape::slice(ctx, axes, starts, ends, steps),
+        Op::Attention(spec) => transformer::attention(ctx, spec),
+        Op::Rope {
+            head_dim,
+            n_rot,
+            style,
+        } => transformer::rope(ctx, *head_dim, *n_rot, *style),
+        // `cast_to` is the output dtype, which the kernel reads from the output.
+        Op::FusedSwiGLU { gate_first, .. } => transformer::fused_swiglu(ctx, *gate_first),
+        Op::Conv(spec) => vision::conv(ctx, spec),
+        Op::Pool(spec) => vision::pool(ctx, spec),
+        Op::ResizeNearest2x => vision::resize_nearest2x(ctx),
+        Op::Conv2dBackwardInput { spec, input_hw } => {
+            vision::conv2d_backward_input(ctx, spec, *input_hw)
+        }
+        Op::Conv2dBackwardWeight(spec) => vision::conv2d_backward_weight(ctx, spec),
+        Op::MaxPool2dBackward(spec) => vision::max_pool2d_backward(ctx, spec),
+        Op::ElementwiseRegion { chain, prologue } => {
+            region::elementwise_region(ctx, chain, *prologue)
+        }
+        Op::BatchElementwiseRegion {
+            chain,
+            num_batch_inputs,
+            prologue,
+        } => region::batch_elementwise_region(ctx, chain, *num_batch_inputs, *prologue),
+        Op::TransformRegion { steps } => region::transform_region(ctx, steps),
+        Op::Fft { inverse, norm } => audio::fft(ctx, *inverse, *norm),
+        Op::LogMel => audio::log_mel(ctx),
+        Op::LogMelBackward => audio::log_mel_backward(ctx),
+    }
+}
+
+/// Whether this backend has a lowering for `kind` (it may still answer `Unsupported` for
+/// some shapes or dtypes, which then run on the CPU). Exhaustive, so a new kind must be
+/// placed here too; leaves are not lowered (they are device buffers).
+fn lowers(kind: OpKind) -> bool {
+    use OpKind::*;
+    match kind {
+        Input | Param | Constant => false,
+        Activation | Binary | Compare | Where | Cast | StopGradient => true,
+        MatMul | FusedMatMulBiasAct | DequantMatMul => true,
+        LayerNorm | RmsNorm | FusedResidualLN | FusedResidualRmsNorm => true,
+        Reduce
+        | Softmax
+        | ArgMax
+        | SoftmaxCrossEntropy
+        | SoftmaxCrossEntropyWithLogits
+        | SoftmaxCrossEntropyBackward => true,
+        Reshape | Expand | Transpose | Narrow | Concat | Gather | Pad | Slice => true,
+        Attention | Rope | FusedSwiGLU => true,
+        Conv | Pool | ResizeNearest2x | Conv2dBackwardInput | Conv2dBackwardWeight
+        | MaxPool2dBackward => true,
+        ElementwiseRegion | BatchElementwiseRegion | TransformRegion => true,
+        Fft | LogMel | LogMelBackward => true,
+    }
+}
+
+/// The op kinds this backend lowers to GPU code.
+pub fn native_kinds() -> OpKindSet {
+    OpKindSet::filter(lowers)
+}
+
+/// The fused kinds this backend lowers natively: what its pipeline's `Expand` keeps.
+pub fn native_fused_ops() -> OpKindSet {
+    OpKindSet::filter(|k| k.is_fused() && lowers(k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_compute_kind_is_native_and_no_leaf_is() {
+        for &k in OpKind::ALL {
+            assert_eq!(native_kinds().contains(k), !k.is_leaf(), "{k}");
+        }
+        assert_eq!(
+            native_fused_ops(),
+            OpKindSet::filter(OpKind::is_fused),
+            "every fused op has a CUDA lowering, so Expand keeps them all"
+        );
     }
 }

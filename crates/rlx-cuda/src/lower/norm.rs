@@ -2,33 +2,49 @@
 //! FusedResidualLN and FusedResidualRmsNorm all become one row kernel launch.
 use super::reduce::cached_rows;
 use super::{KArgs, Lowered, NodeCtx};
-use crate::bail;
-use crate::kernels::Src;
-use rlx_ir::Op;
+use crate::kernels::{Lib, Src};
+use crate::unsupported;
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    // (rms, first normalised axis or None for "last", eps, residual form, has bias)
-    let (rms, axis, eps, residual, has_bias) = match ctx.op() {
-        Op::LayerNorm { axis, eps } => (false, Some(*axis), *eps, false, false),
-        Op::RmsNorm { axis, eps } => (true, Some(*axis), *eps, false, false),
-        Op::FusedResidualLN { has_bias, eps } => (false, None, *eps, true, *has_bias),
-        Op::FusedResidualRmsNorm { has_bias, eps } => (true, None, *eps, true, *has_bias),
-        op => bail!("{} is not a norm op", op.kind()),
-    };
+pub(crate) fn layer_norm(ctx: &mut NodeCtx, axis: i64, eps: f32) -> Lowered {
+    norm_rows(ctx, false, Some(axis), eps, false, false)
+}
+
+pub(crate) fn rms_norm(ctx: &mut NodeCtx, axis: i64, eps: f32) -> Lowered {
+    norm_rows(ctx, true, Some(axis), eps, false, false)
+}
+
+pub(crate) fn fused_residual_ln(ctx: &mut NodeCtx, has_bias: bool, eps: f32) -> Lowered {
+    norm_rows(ctx, false, None, eps, true, has_bias)
+}
+
+pub(crate) fn fused_residual_rms_norm(ctx: &mut NodeCtx, has_bias: bool, eps: f32) -> Lowered {
+    norm_rows(ctx, true, None, eps, true, has_bias)
+}
+
+/// Every norm: `rms` or layer norm over axes `axis..` (None: the last), with the residual
+/// form's extra input and optional bias.
+fn norm_rows(
+    ctx: &mut NodeCtx,
+    rms: bool,
+    axis: Option<i64>,
+    eps: f32,
+    residual: bool,
+    has_bias: bool,
+) -> Lowered {
     let x = ctx.input(0)?.clone();
     let sfx = NodeCtx::float_sfx(x.dtype)?;
     if let Some(t) = ctx.ins.iter().find(|t| t.dtype != x.dtype) {
-        bail!(
+        unsupported!(
             "mixed dtypes: x is {}, another input is {}",
             x.dtype,
             t.dtype
         );
     }
     if ctx.out.dtype != x.dtype || ctx.out.numel() != x.numel() {
-        bail!("output {:?} does not match x {:?}", ctx.out, x);
+        unsupported!("output {:?} does not match x {:?}", ctx.out, x);
     }
     if x.rank() == 0 {
-        bail!("x must have rank >= 1");
+        unsupported!("x must have rank >= 1");
     }
     let a = match axis {
         Some(a) => ctx.axis(a, x.rank())?,
@@ -39,7 +55,7 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
         return Ok(());
     }
     if len > i32::MAX as usize {
-        bail!("rows of {len} values exceed the kernels' 32-bit in-row index");
+        unsupported!("rows of {len} values exceed the kernels' 32-bit in-row index");
     }
     let rows = x.numel() / len;
 
@@ -55,15 +71,15 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
     let g = next(true);
     let be = next(ctx.ins.len() > if residual { 3 + has_bias as usize } else { 2 });
     if i != ctx.ins.len() {
-        bail!("{} inputs do not fit {}", ctx.ins.len(), ctx.op().kind());
+        unsupported!("{} inputs do not fit {}", ctx.ins.len(), ctx.op().kind());
     }
-    let ptr = |k: Option<usize>, want: usize| -> Result<u64, super::Bail> {
+    let ptr = |k: Option<usize>, want: usize| -> Result<u64, super::LowerError> {
         match k {
             None => Ok(0),
             Some(k) => {
                 let t = ctx.input(k)?;
                 if t.numel() != want {
-                    bail!("input {k} holds {} values, expected {want}", t.numel());
+                    unsupported!("input {k} holds {} values, expected {want}", t.numel());
                 }
                 Ok(t.ptr)
             }
@@ -97,7 +113,7 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
         .i64(len as i64)
         .f32(eps)
         .i32(rms as i32);
-    ctx.launch(Src::Static("norm"), &name, grid, block, 0, args)
+    ctx.launch(Src::Lib(Lib::Norm), &name, grid, block, 0, args)
 }
 
 /// The vectorised warp-per-row kernel (`norm_v<V>`) when the row is a multiple of four

@@ -3,10 +3,10 @@
 #[path = "reduce_softmax.rs"]
 mod softmax;
 
-use super::{Bail, Dims8, KArgs, Lowered, NodeCtx};
-use crate::bail;
-use crate::kernels::Src;
-use rlx_ir::{ops::reduce::reduce_axes, DType, Op, ReduceOp};
+use super::{Dims8, KArgs, LowerError, Lowered, NodeCtx};
+use crate::kernels::{Lib, Src};
+use crate::unsupported;
+use rlx_ir::{ops::reduce::reduce_axes, DType, ReduceOp};
 
 /// Grid cap for kernels that loop over their rows / columns (any count works).
 pub(crate) const MAX_GRID: usize = 1 << 20;
@@ -61,16 +61,18 @@ pub(crate) fn col_grid(ncol: usize) -> u32 {
     ncol.div_ceil(32).clamp(1, MAX_GRID) as u32
 }
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    match ctx.op() {
-        Op::Reduce { op, axes, .. } => reduce(ctx, *op, axes),
-        Op::Softmax { axis } => softmax::softmax(ctx, *axis),
-        Op::ArgMax { axis, .. } => softmax::argmax(ctx, *axis),
-        Op::SoftmaxCrossEntropy
-        | Op::SoftmaxCrossEntropyWithLogits
-        | Op::SoftmaxCrossEntropyBackward => softmax::cross_entropy(ctx),
-        op => bail!("{} is not a reduction op", op.kind()),
-    }
+pub(crate) use softmax::{argmax, softmax};
+
+pub(crate) fn softmax_cross_entropy(ctx: &mut NodeCtx) -> Lowered {
+    softmax::cross_entropy(ctx, softmax::CrossEntropy::Dense)
+}
+
+pub(crate) fn softmax_cross_entropy_with_logits(ctx: &mut NodeCtx) -> Lowered {
+    softmax::cross_entropy(ctx, softmax::CrossEntropy::Sparse)
+}
+
+pub(crate) fn softmax_cross_entropy_backward(ctx: &mut NodeCtx) -> Lowered {
+    softmax::cross_entropy(ctx, softmax::CrossEntropy::Backward)
 }
 
 /// Input dims with size-1 dims dropped and neighbours of one kind (reduced or kept) merged:
@@ -90,7 +92,7 @@ fn merged_groups(dims: &[usize], axes: &[usize]) -> Vec<(usize, bool)> {
     g
 }
 
-fn reduce(ctx: &mut NodeCtx, op: ReduceOp, axes: &[i64]) -> Lowered {
+pub(crate) fn reduce(ctx: &mut NodeCtx, op: ReduceOp, axes: &[i64]) -> Lowered {
     let x = ctx.input(0)?.clone();
     let (sfx, int) = match x.dtype {
         DType::I32 => ("i32", true),
@@ -98,23 +100,23 @@ fn reduce(ctx: &mut NodeCtx, op: ReduceOp, axes: &[i64]) -> Lowered {
         d => (NodeCtx::float_sfx(d)?, false),
     };
     if ctx.out.dtype != x.dtype {
-        bail!(
+        unsupported!(
             "output dtype {} differs from x's {}",
             ctx.out.dtype,
             x.dtype
         );
     }
-    let axes = reduce_axes(axes, x.rank()).map_err(Bail)?;
+    let axes = reduce_axes(axes, x.rank()).map_err(LowerError::Unsupported)?;
     let cnt: usize = axes.iter().map(|&a| x.dims[a]).product();
     let nout = ctx.out.numel();
     if nout * cnt != x.numel() {
-        bail!("output {:?} does not fit x {:?}", ctx.out.dims, x.dims);
+        unsupported!("output {:?} does not fit x {:?}", ctx.out.dims, x.dims);
     }
     if nout == 0 {
         return Ok(());
     }
     if cnt == 0 && (matches!(op, ReduceOp::Max | ReduceOp::Min) || int) {
-        bail!("{op:?} over an empty axis of {:?}", x.dims);
+        unsupported!("{op:?} over an empty axis of {:?}", x.dims);
     }
     if cnt == 1 {
         // Every op of one value is that value (mean: · 1/1 or / 1).
@@ -153,7 +155,7 @@ fn reduce(ctx: &mut NodeCtx, op: ReduceOp, axes: &[i64]) -> Lowered {
     } else {
         // General strided reduction over the merged groups.
         let sizes: Vec<usize> = groups.iter().map(|g| g.0).collect();
-        let strides = super::contiguous_strides(&sizes);
+        let strides = rlx_ir::strides(&sizes);
         let pick = |want: bool| -> (Vec<usize>, Vec<usize>) {
             groups
                 .iter()
@@ -186,7 +188,7 @@ fn reduce(ctx: &mut NodeCtx, op: ReduceOp, axes: &[i64]) -> Lowered {
     let mut args = KArgs::new().ptr(x.ptr).ptr(ctx.out.ptr).ptr(part);
     args.vals.extend(args_tail.vals);
     let args = args.i32(mean as i32).i64(cnt as i64);
-    let src = Src::Static("reduce");
+    let src = Src::Lib(Lib::Reduce);
     ctx.launch(src.clone(), &kernel, grid, block, 0, args)?;
     if splits > 1 {
         let args = KArgs::new()

@@ -1,11 +1,11 @@
 //! Softmax, ArgMax and the softmax cross-entropy family (kernels in `kernels/reduce.cu`).
 use super::{cached_rows, col_grid, stream_rows};
-use crate::bail;
-use crate::kernels::Src;
+use crate::kernels::{Lib, Src};
 use crate::lower::{DevTensor, KArgs, Lowered, NodeCtx};
-use rlx_ir::{DType, Op};
+use crate::unsupported;
+use rlx_ir::DType;
 
-const SRC: Src = Src::Static("reduce");
+const SRC: Src = Src::Lib(Lib::Reduce);
 
 /// (outer, len, inner) around `axis`.
 fn outer_inner(dims: &[usize], axis: usize) -> (usize, usize, usize) {
@@ -14,11 +14,11 @@ fn outer_inner(dims: &[usize], axis: usize) -> (usize, usize, usize) {
     (outer, dims[axis], inner)
 }
 
-pub(super) fn softmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
+pub(crate) fn softmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     let x = ctx.input(0)?.clone();
     let sfx = NodeCtx::float_sfx(x.dtype)?;
     if ctx.out.dtype != x.dtype || ctx.out.numel() != x.numel() {
-        bail!("output {:?} does not match x {:?}", ctx.out, x);
+        unsupported!("output {:?} does not match x {:?}", ctx.out, x);
     }
     let a = ctx.axis(axis, x.rank())?;
     if x.numel() == 0 {
@@ -66,7 +66,7 @@ fn launch_cols(
     ctx.launch(SRC, name, [col_grid(ncol), 1, 1], [32, 8, 1], 0, args)
 }
 
-pub(super) fn argmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
+pub(crate) fn argmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     let x = ctx.input(0)?.clone();
     let sfx = match x.dtype {
         DType::I32 => "i32",
@@ -76,10 +76,10 @@ pub(super) fn argmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     let a = ctx.axis(axis, x.rank())?;
     let (outer, len, inner) = outer_inner(&x.dims, a);
     if ctx.out.dtype != DType::I64 || ctx.out.numel() != outer * inner {
-        bail!("output {:?} is not the I64 argmax of x {:?}", ctx.out, x);
+        unsupported!("output {:?} is not the I64 argmax of x {:?}", ctx.out, x);
     }
     if len == 0 {
-        bail!("ArgMax over an empty axis of {:?}", x.dims);
+        unsupported!("ArgMax over an empty axis of {:?}", x.dims);
     }
     if ctx.out.numel() == 0 {
         return Ok(());
@@ -127,7 +127,7 @@ fn dtype_code(d: DType) -> i32 {
 
 fn check_numel(what: &str, t: &DevTensor, want: usize) -> Lowered {
     if t.numel() != want {
-        bail!("{what} holds {} values, expected {want}", t.numel());
+        unsupported!("{what} holds {} values, expected {want}", t.numel());
     }
     Ok(())
 }
@@ -136,35 +136,43 @@ fn check_numel(what: &str, t: &DevTensor, want: usize) -> Lowered {
 /// label that is not a class index gives a NaN loss where the CPU reference errors) and
 /// SoftmaxCrossEntropyBackward (either target form). Labels, targets and d_loss may have
 /// any dtype; logits are a float storage type.
-pub(super) fn cross_entropy(ctx: &mut NodeCtx) -> Lowered {
-    let op = ctx.op();
+/// The three cross-entropy ops: dense targets, class indices, and the backward (dense
+/// when its targets are rank 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CrossEntropy {
+    Dense,
+    Sparse,
+    Backward,
+}
+
+pub(super) fn cross_entropy(ctx: &mut NodeCtx, form: CrossEntropy) -> Lowered {
     let x = ctx.input(0)?.clone();
     let lab = ctx.input(1)?.clone();
     let sfx = NodeCtx::float_sfx(x.dtype)?;
     if x.rank() != 2 {
-        bail!("logits must be [N, C], got {:?}", x.dims);
+        unsupported!("logits must be [N, C], got {:?}", x.dims);
     }
     let (n, c) = (x.dims[0], x.dims[1]);
     if c == 0 {
-        bail!("logits {:?} have no classes", x.dims);
+        unsupported!("logits {:?} have no classes", x.dims);
     }
     if ctx.out.dtype != x.dtype {
-        bail!(
+        unsupported!(
             "output dtype {} differs from the logits' {}",
             ctx.out.dtype,
             x.dtype
         );
     }
-    let dense = match op {
-        Op::SoftmaxCrossEntropy => true,
-        Op::SoftmaxCrossEntropyWithLogits => false,
-        _ => lab.rank() == 2,
+    let dense = match form {
+        CrossEntropy::Dense => true,
+        CrossEntropy::Sparse => false,
+        CrossEntropy::Backward => lab.rank() == 2,
     };
     check_numel("targets", &lab, if dense { n * c } else { n })?;
     if dense && !lab.dtype.is_float() {
-        bail!("dense targets must be a float type, got {}", lab.dtype);
+        unsupported!("dense targets must be a float type, got {}", lab.dtype);
     }
-    let backward = matches!(op, Op::SoftmaxCrossEntropyBackward);
+    let backward = form == CrossEntropy::Backward;
     check_numel("output", &ctx.out, if backward { n * c } else { n })?;
     if n == 0 {
         return Ok(());

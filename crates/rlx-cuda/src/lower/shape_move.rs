@@ -3,11 +3,11 @@
 //! tensor). Dims are coalesced first, then the cheapest kernel that reads and writes
 //! coalesced is picked: a memcpy, a row copy (contiguous last axis, vectorised up to 16
 //! bytes), a shared-memory tiled transpose (contiguous axis moved), or a generic gather.
-use super::super::{contiguous_strides, Bail, DevTensor, Dims8, KArgs, Lowered, NodeCtx};
-use crate::bail;
-use crate::kernels::Src;
+use super::super::{DevTensor, Dims8, KArgs, LowerError, Lowered, NodeCtx};
+use crate::kernels::{Lib, Src};
+use crate::unsupported;
 
-const SRC: Src = Src::Static("shape_ops");
+const SRC: Src = Src::Lib(Lib::ShapeOps);
 
 /// Dims, element strides (may be 0 or negative) and element offset into a buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,15 +27,15 @@ impl View {
     }
 
     /// A contiguous `in_dims` read broadcast (NumPy, right-aligned) to `out_dims`.
-    pub fn broadcast(in_dims: &[usize], out_dims: &[usize]) -> Result<View, Bail> {
+    pub fn broadcast(in_dims: &[usize], out_dims: &[usize]) -> Result<View, LowerError> {
         View::contiguous(in_dims).expand(out_dims)
     }
 
     /// This view broadcast to `out_dims`: new leading axes and size-1 axes get stride 0.
-    pub fn expand(&self, out_dims: &[usize]) -> Result<View, Bail> {
+    pub fn expand(&self, out_dims: &[usize]) -> Result<View, LowerError> {
         let r = self.dims.len();
         if r > out_dims.len() {
-            bail!("cannot expand {:?} to {out_dims:?}", self.dims);
+            unsupported!("cannot expand {:?} to {out_dims:?}", self.dims);
         }
         let lead = out_dims.len() - r;
         let mut strides = vec![0i64; out_dims.len()];
@@ -44,7 +44,7 @@ impl View {
             if i == o && i != 1 {
                 strides[lead + k] = self.strides[k];
             } else if i != 1 {
-                bail!("cannot expand {:?} to {out_dims:?}", self.dims);
+                unsupported!("cannot expand {:?} to {out_dims:?}", self.dims);
             }
         }
         Ok(View {
@@ -74,14 +74,14 @@ impl View {
 }
 
 pub(crate) fn istrides(dims: &[usize]) -> Vec<i64> {
-    contiguous_strides(dims)
+    rlx_ir::strides(dims)
         .into_iter()
         .map(|s| s as i64)
         .collect()
 }
 
 /// A `Dims8` with signed strides.
-pub(crate) fn dims8(dims: &[usize], strides: &[i64]) -> Result<Dims8, Bail> {
+pub(crate) fn dims8(dims: &[usize], strides: &[i64]) -> Result<Dims8, LowerError> {
     let mut v = Dims8::new(dims, &vec![0; dims.len()])?;
     for (k, &s) in strides.iter().enumerate() {
         v.s[k] = s;
@@ -90,14 +90,14 @@ pub(crate) fn dims8(dims: &[usize], strides: &[i64]) -> Result<Dims8, Bail> {
 }
 
 /// Kernel suffix of a unit of `bytes`.
-pub(crate) fn unit_sfx(bytes: usize) -> Result<&'static str, Bail> {
+pub(crate) fn unit_sfx(bytes: usize) -> Result<&'static str, LowerError> {
     Ok(match bytes {
         1 => "b1",
         2 => "b2",
         4 => "b4",
         8 => "b8",
         16 => "b16",
-        b => bail!("no {b}-byte copy kernel"),
+        b => unsupported!("no {b}-byte copy kernel"),
     })
 }
 

@@ -1,36 +1,44 @@
 //! CUDA lowering of the vision ops (kernels in `kernels/vision.cu`): pooling, its max
 //! gradient and nearest 2× upsampling here; the convolutions in `vision_conv.rs`.
 use super::{DevTensor, KArgs, Lowered, NodeCtx};
-use crate::bail;
-use crate::kernels::Src;
-use rlx_ir::{Op, PoolKind, PoolSpec};
+use crate::kernels::{Lib, Src};
+use crate::unsupported;
+use rlx_ir::{ConvSpec, PoolKind, PoolSpec};
 
 #[path = "vision_conv.rs"]
 mod conv;
 
-const SRC: Src = Src::Static("vision");
+const SRC: Src = Src::Lib(Lib::Vision);
 
 /// The kernels index with 32-bit ints; a tensor must stay well below 2^31 elements so a
 /// grid-stride index never overflows.
 const MAX_ELEMS: usize = 1 << 30;
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    match ctx.op() {
-        Op::Conv(spec) => conv::forward(ctx, spec),
-        Op::Conv2dBackwardInput { spec, input_hw } => conv::backward_input(ctx, spec, *input_hw),
-        Op::Conv2dBackwardWeight(spec) => conv::backward_weight(ctx, spec),
-        Op::Pool(spec) => pool(ctx, spec),
-        Op::MaxPool2dBackward(spec) => max_pool_backward(ctx, spec),
-        Op::ResizeNearest2x => resize_nearest2x(ctx),
-        op => bail!("{} is not a vision op", op.kind()),
-    }
+pub(crate) fn conv(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
+    conv::forward(ctx, spec)
+}
+
+pub(crate) fn conv2d_backward_input(
+    ctx: &mut NodeCtx,
+    spec: &ConvSpec,
+    input_hw: [usize; 2],
+) -> Lowered {
+    conv::backward_input(ctx, spec, input_hw)
+}
+
+pub(crate) fn conv2d_backward_weight(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
+    conv::backward_weight(ctx, spec)
+}
+
+pub(crate) fn max_pool2d_backward(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
+    max_pool_backward(ctx, spec)
 }
 
 /// Every tensor in `ts` is small enough for the kernels' 32-bit index math.
 fn check_sizes(ts: &[&DevTensor]) -> Lowered {
     for t in ts {
         if t.numel() >= MAX_ELEMS {
-            bail!(
+            unsupported!(
                 "tensor {:?} has {} elements; the vision kernels take fewer than {MAX_ELEMS}",
                 t.dims,
                 t.numel()
@@ -41,19 +49,19 @@ fn check_sizes(ts: &[&DevTensor]) -> Lowered {
 }
 
 /// Pool geometry over x `[N, C, H, W]`: (planes, h, w, ho, wo).
-fn pool_geom(spec: &PoolSpec, x: &DevTensor) -> Result<[usize; 5], super::Bail> {
+fn pool_geom(spec: &PoolSpec, x: &DevTensor) -> Result<[usize; 5], super::LowerError> {
     if x.rank() != 4 {
-        bail!("pool input must be rank 4, got {:?}", x.dims);
+        unsupported!("pool input must be rank 4, got {:?}", x.dims);
     }
     let mut out = [0usize; 2];
     for i in 0..2 {
         let (k, s, p) = (spec.kernel_size[i], spec.stride[i], spec.padding[i]);
         if p > k / 2 {
-            bail!("pool padding {:?} exceeds half the kernel", spec.padding);
+            unsupported!("pool padding {:?} exceeds half the kernel", spec.padding);
         }
         out[i] = match rlx_ir::ops::vision::conv_out_len(x.dims[2 + i], k, s, p, 1) {
             Some(v) => v,
-            None => bail!("pool kernel is larger than the padded input"),
+            None => unsupported!("pool kernel is larger than the padded input"),
         };
     }
     Ok([x.dims[0] * x.dims[1], x.dims[2], x.dims[3], out[0], out[1]])
@@ -71,13 +79,13 @@ fn pool_args(a: KArgs, spec: &PoolSpec, [planes, h, w, ho, wo]: [usize; 5]) -> K
     a
 }
 
-fn pool(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
+pub(crate) fn pool(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
     let x = ctx.input(0)?.clone();
     let sfx = NodeCtx::float_sfx(x.dtype)?;
     let geom = pool_geom(spec, &x)?;
     let [planes, _, _, ho, wo] = geom;
     if ctx.out.dims != [x.dims[0], x.dims[1], ho, wo] || ctx.out.dtype != x.dtype {
-        bail!("pool output {:?} does not match the geometry", ctx.out.dims);
+        unsupported!("pool output {:?} does not match the geometry", ctx.out.dims);
     }
     check_sizes(&[&x, &ctx.out])?;
     let n = planes * ho * wo;
@@ -91,7 +99,7 @@ fn pool(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
 
 fn max_pool_backward(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
     if spec.kind != PoolKind::Max {
-        bail!("MaxPool2dBackward needs a max PoolSpec");
+        unsupported!("MaxPool2dBackward needs a max PoolSpec");
     }
     let x = ctx.input(0)?.clone();
     let dy = ctx.input(1)?.clone();
@@ -99,10 +107,10 @@ fn max_pool_backward(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
     let geom = pool_geom(spec, &x)?;
     let [planes, h, w, ho, wo] = geom;
     if dy.dims != [x.dims[0], x.dims[1], ho, wo] || dy.dtype != x.dtype {
-        bail!("dy {:?} does not match the pool output", dy.dims);
+        unsupported!("dy {:?} does not match the pool output", dy.dims);
     }
     if ctx.out.dims != x.dims || ctx.out.dtype != x.dtype {
-        bail!("dx {:?} does not match x {:?}", ctx.out.dims, x.dims);
+        unsupported!("dx {:?} does not match x {:?}", ctx.out.dims, x.dims);
     }
     check_sizes(&[&x, &dy])?;
     let n = planes * h * w;
@@ -150,14 +158,14 @@ fn max_pool_backward(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
 }
 
 /// Any dtype: the kernel only moves elements, so it is picked by element size.
-fn resize_nearest2x(ctx: &mut NodeCtx) -> Lowered {
+pub(crate) fn resize_nearest2x(ctx: &mut NodeCtx) -> Lowered {
     let x = ctx.input(0)?.clone();
     if x.rank() != 4 {
-        bail!("ResizeNearest2x input must be rank 4, got {:?}", x.dims);
+        unsupported!("ResizeNearest2x input must be rank 4, got {:?}", x.dims);
     }
     let d = &x.dims;
     if ctx.out.dims != [d[0], d[1], 2 * d[2], 2 * d[3]] || ctx.out.dtype != x.dtype {
-        bail!(
+        unsupported!(
             "ResizeNearest2x output {:?} is not 2x the input",
             ctx.out.dims
         );
@@ -168,7 +176,7 @@ fn resize_nearest2x(ctx: &mut NodeCtx) -> Lowered {
         2 => "b2",
         4 => "b4",
         8 => "b8",
-        s => bail!("no ResizeNearest2x kernel for {s}-byte elements"),
+        s => unsupported!("no ResizeNearest2x kernel for {s}-byte elements"),
     };
     let n = x.numel();
     if n == 0 {

@@ -13,9 +13,9 @@
 //! taken only when every operand pointer is; otherwise the direct kernels run (correct for
 //! any geometry, just slower on large reductions).
 use super::{check_sizes, MAX_ELEMS, SRC};
-use crate::bail;
 use crate::gemm::GemmDesc;
-use crate::lower::{Bail, KArgs, Lowered, NodeCtx};
+use crate::lower::{KArgs, LowerError, Lowered, NodeCtx};
+use crate::unsupported;
 use rlx_ir::ops::vision::{conv_out_len, conv_spec_2d};
 use rlx_ir::{ConvSpec, DType, Dim};
 
@@ -74,14 +74,14 @@ struct Geo {
 
 impl Geo {
     /// From x's dims `[N, C, H, W]` and the out-channel count, as the CPU's `Geom::new`.
-    fn new(spec: &ConvSpec, x: &[usize], o: usize) -> Result<Geo, Bail> {
+    fn new(spec: &ConvSpec, x: &[usize], o: usize) -> Result<Geo, LowerError> {
         if x.len() != 4 {
-            bail!("conv input must be rank 4, got {x:?}");
+            unsupported!("conv input must be rank 4, got {x:?}");
         }
         let s2 = conv_spec_2d(spec, &Dim::Static(x[2]));
         let g = s2.groups;
         if g == 0 || !x[1].is_multiple_of(g) || !o.is_multiple_of(g) {
-            bail!("channels {} / {o} are not divisible by groups {g}", x[1]);
+            unsupported!("channels {} / {o} are not divisible by groups {g}", x[1]);
         }
         let mut out = [0usize; 2];
         for i in 0..2 {
@@ -93,7 +93,7 @@ impl Geo {
             );
             out[i] = match conv_out_len(x[2 + i], k, s, p, d) {
                 Some(v) => v,
-                None => bail!("conv kernel is larger than the padded input"),
+                None => unsupported!("conv kernel is larger than the padded input"),
             };
         }
         Ok(Geo {
@@ -146,7 +146,7 @@ impl Geo {
     fn direct_input(&self) -> bool {
         self.og() * self.taps() <= 144 || (self.groups > 1 && self.og() <= 4)
     }
-    fn args(&self) -> Result<ConvG, Bail> {
+    fn args(&self) -> Result<ConvG, LowerError> {
         let v = [
             self.n,
             self.c,
@@ -172,7 +172,7 @@ impl Geo {
             || self.w + 2 * self.p[1] >= MAX_ELEMS
             || v.iter().any(|&e| e >= MAX_ELEMS)
         {
-            bail!("conv geometry {v:?} is too large for the kernels' 32-bit index math");
+            unsupported!("conv geometry {v:?} is too large for the kernels' 32-bit index math");
         }
         let i = |k: usize| v[k] as i32;
         Ok(ConvG {
@@ -342,14 +342,14 @@ struct ColLayout {
 }
 
 impl ColLayout {
-    fn new(g: &Geo, rows: usize, bytes_per_image: usize) -> Result<ColLayout, Bail> {
+    fn new(g: &Geo, rows: usize, bytes_per_image: usize) -> Result<ColLayout, LowerError> {
         let nb = g.images_per_chunk(g.groups * rows * g.pp(), bytes_per_image);
         let ld = round_up(nb * g.pp(), LD_PAD);
         let gs = round_up(rows * ld, GROUP_PAD);
         if g.groups * gs + g.groups * round_up(g.og() * round_up(rows, LD_PAD), GROUP_PAD)
             >= MAX_ELEMS
         {
-            bail!(
+            unsupported!(
                 "one image's column buffer ({} elements) is too large for the conv kernels",
                 g.groups * rows * g.pp()
             );
@@ -369,11 +369,11 @@ pub(super) fn forward(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
     let dtype = x.dtype;
     let sfx = NodeCtx::float_sfx(dtype)?;
     if w.rank() != 4 || w.dtype != dtype || y.dtype != dtype {
-        bail!("conv weight {:?} / dtypes do not match the input", w.dims);
+        unsupported!("conv weight {:?} / dtypes do not match the input", w.dims);
     }
     let g = Geo::new(spec, &x.dims, w.dims[0])?;
     if w.numel() != g.w_len() || y.dims != [g.n, g.o, g.ho, g.wo] {
-        bail!(
+        unsupported!(
             "conv weight {:?} / output {:?} do not match the geometry",
             w.dims,
             y.dims
@@ -381,7 +381,7 @@ pub(super) fn forward(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
     }
     if let Some(b) = &bias {
         if b.numel() != g.o || b.dtype != dtype {
-            bail!("conv bias {:?} does not match {} out channels", b.dims, g.o);
+            unsupported!("conv bias {:?} does not match {} out channels", b.dims, g.o);
         }
     }
     check_sizes(&[&x, &w, &y])?;
@@ -390,7 +390,7 @@ pub(super) fn forward(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
         return Ok(());
     }
     if g.kg() == 0 {
-        bail!("conv over zero input channels");
+        unsupported!("conv over zero input channels");
     }
     let es = Elems(dtype.size_bytes());
     let label = label(ctx);
@@ -487,7 +487,7 @@ pub(super) fn backward_input(ctx: &mut NodeCtx, spec: &ConvSpec, input_hw: [usiz
     let dtype = dy.dtype;
     let sfx = NodeCtx::float_sfx(dtype)?;
     if w.rank() != 4 || dx.rank() != 4 || w.dtype != dtype || dx.dtype != dtype {
-        bail!(
+        unsupported!(
             "conv weight {:?} / dx {:?} do not match dy",
             w.dims,
             dx.dims
@@ -496,7 +496,7 @@ pub(super) fn backward_input(ctx: &mut NodeCtx, spec: &ConvSpec, input_hw: [usiz
     let xd = [dx.dims[0], dx.dims[1], input_hw[0], input_hw[1]];
     let g = Geo::new(spec, &xd, w.dims[0])?;
     if dx.dims != xd || w.numel() != g.w_len() || dy.dims != [g.n, g.o, g.ho, g.wo] {
-        bail!(
+        unsupported!(
             "dy {:?} / weight {:?} / dx {:?} do not match the conv geometry",
             dy.dims,
             w.dims,
@@ -589,11 +589,11 @@ pub(super) fn backward_weight(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
     let dtype = x.dtype;
     let sfx = NodeCtx::float_sfx(dtype)?;
     if dy.rank() != 4 || dy.dtype != dtype || dw.dtype != dtype {
-        bail!("dy {:?} / dw dtypes do not match x", dy.dims);
+        unsupported!("dy {:?} / dw dtypes do not match x", dy.dims);
     }
     let g = Geo::new(spec, &x.dims, dy.dims[1])?;
     if dw.numel() != g.w_len() || dy.dims != [g.n, g.o, g.ho, g.wo] {
-        bail!(
+        unsupported!(
             "dy {:?} / dw {:?} do not match the conv geometry",
             dy.dims,
             dw.dims

@@ -1,96 +1,109 @@
-//! CUDA lowering of the shape ops (kernels in `kernels/shape_ops.cu`). Every op except Gather,
-//! Pad and Rope is a strided view of its input (dims, element strides, element offset) that one
-//! copy materialises; `move_ops` picks the copy kernel for a view. Data movement is
-//! dtype-agnostic: kernels move 1/2/4/8/16-byte units, so every dtype is lowered.
+//! CUDA lowering of the shape ops (kernels in `kernels/shape_ops.cu`). Expand, Transpose,
+//! Narrow and Slice are strided views of their input (dims, element strides, element
+//! offset) that one copy materialises; `move_ops` picks the copy kernel for a view. Reshape
+//! is a copy, Concat row copies, Pad a fill plus a copy, Gather indexed row copies. Data
+//! movement is dtype-agnostic: kernels move 1/2/4/8/16-byte units, so every dtype is lowered.
+#[path = "shape_gather.rs"]
+mod gather_rows;
 #[path = "shape_move.rs"]
-mod move_ops;
-#[path = "shape_region.rs"]
-mod region;
-#[path = "shape_rope.rs"]
-mod rope;
+pub(crate) mod move_ops;
 
-use super::{contiguous_strides, Lowered, NodeCtx};
-use crate::bail;
+use super::{DevTensor, Lowered, NodeCtx};
+use crate::unsupported;
 use rlx_ir::ops::shape_ops::{slice_params, slice_range};
-use rlx_ir::{DType, Op};
+use rlx_ir::DType;
 
 pub(crate) use move_ops::View;
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
+/// Data movement keeps the element width (a shape op never converts).
+fn same_width(ctx: &NodeCtx) -> Result<DevTensor, super::LowerError> {
     let x = ctx.input(0)?.clone();
-    if ctx.out.dtype.size_bytes() != x.dtype.size_bytes() && !matches!(ctx.op(), Op::Rope { .. }) {
-        bail!(
+    if ctx.out.dtype.size_bytes() != x.dtype.size_bytes() {
+        unsupported!(
             "output {} differs from input {} in width",
             ctx.out.dtype,
             x.dtype
         );
     }
-    let view = match ctx.op() {
-        Op::Reshape { .. } => return reshape(ctx),
-        Op::Concat { axis } => return concat(ctx, *axis),
-        Op::Pad { pads, value } => return pad(ctx, pads, *value),
-        Op::Gather { axis } => return rope::gather(ctx, *axis),
-        Op::Rope {
-            head_dim,
-            n_rot,
-            style,
-        } => return rope::rope(ctx, *head_dim, *n_rot, *style),
-        Op::TransformRegion { steps } => return region::lower(ctx, steps),
-        Op::Expand { .. } => View::broadcast(&x.dims, &ctx.out.dims)?,
-        Op::Transpose { perm } => {
-            let r = x.rank();
-            let mut seen = vec![false; r];
-            if perm.len() != r
-                || !perm
-                    .iter()
-                    .all(|&p| p < r && !std::mem::replace(&mut seen[p], true))
-            {
-                bail!("perm {perm:?} is not a permutation of rank {r}");
-            }
-            View::contiguous(&x.dims).permute(perm)
-        }
-        Op::Narrow { axis, start, len } => {
-            let a = ctx.axis(*axis, x.rank())?;
-            if start + len > x.dims[a] {
-                bail!(
-                    "narrow [{start}, +{len}) out of range for dim {}",
-                    x.dims[a]
-                );
-            }
-            View::contiguous(&x.dims).narrow(a, *start, *len)
-        }
-        Op::Slice {
-            axes,
-            starts,
-            ends,
-            steps,
-        } => {
-            let mut v = View::contiguous(&x.dims);
-            let params = slice_params(x.rank(), axes, starts, ends, steps).map_err(super::Bail)?;
-            for (a, s, e, step) in params {
-                let (first, len) = slice_range(x.dims[a], s, e, step);
-                v.offset += first as i64 * v.strides[a];
-                // With one element the step is never taken (and a huge step must not overflow).
-                v.strides[a] = if len > 1 { v.strides[a] * step } else { 0 };
-                v.dims[a] = len;
-            }
-            v
-        }
-        op => bail!("{} is not a shape op", op.kind()),
-    };
+    Ok(x)
+}
+
+/// Materialise `view` of input 0 into the output.
+fn copy_out(ctx: &mut NodeCtx, x: &DevTensor, view: View) -> Lowered {
     if view.dims != ctx.out.dims {
-        bail!(
+        unsupported!(
             "view {:?} does not give the output {:?}",
             view.dims,
             ctx.out.dims
         );
     }
     let out = ctx.out.clone();
-    move_ops::copy_view(ctx, &x, &view, out.ptr)
+    move_ops::copy_view(ctx, x, &view, out.ptr)
+}
+
+pub(crate) fn expand(ctx: &mut NodeCtx) -> Lowered {
+    let x = same_width(ctx)?;
+    let view = View::broadcast(&x.dims, &ctx.out.dims)?;
+    copy_out(ctx, &x, view)
+}
+
+pub(crate) fn transpose(ctx: &mut NodeCtx, perm: &[usize]) -> Lowered {
+    let x = same_width(ctx)?;
+    let r = x.rank();
+    let mut seen = vec![false; r];
+    if perm.len() != r
+        || !perm
+            .iter()
+            .all(|&p| p < r && !std::mem::replace(&mut seen[p], true))
+    {
+        unsupported!("perm {perm:?} is not a permutation of rank {r}");
+    }
+    let view = View::contiguous(&x.dims).permute(perm);
+    copy_out(ctx, &x, view)
+}
+
+pub(crate) fn narrow(ctx: &mut NodeCtx, axis: i64, start: usize, len: usize) -> Lowered {
+    let x = same_width(ctx)?;
+    let a = ctx.axis(axis, x.rank())?;
+    if start + len > x.dims[a] {
+        unsupported!(
+            "narrow [{start}, +{len}) out of range for dim {}",
+            x.dims[a]
+        );
+    }
+    let view = View::contiguous(&x.dims).narrow(a, start, len);
+    copy_out(ctx, &x, view)
+}
+
+pub(crate) fn slice(
+    ctx: &mut NodeCtx,
+    axes: &[i64],
+    starts: &[i64],
+    ends: &[i64],
+    steps: &[i64],
+) -> Lowered {
+    let x = same_width(ctx)?;
+    let mut v = View::contiguous(&x.dims);
+    let params = slice_params(x.rank(), axes, starts, ends, steps)
+        .map_err(super::LowerError::Unsupported)?;
+    for (a, s, e, step) in params {
+        let (first, len) = slice_range(x.dims[a], s, e, step);
+        v.offset += first as i64 * v.strides[a];
+        // With one element the step is never taken (and a huge step must not overflow).
+        v.strides[a] = if len > 1 { v.strides[a] * step } else { 0 };
+        v.dims[a] = len;
+    }
+    copy_out(ctx, &x, v)
+}
+
+pub(crate) fn gather(ctx: &mut NodeCtx, axis: i64) -> Lowered {
+    same_width(ctx)?;
+    gather_rows::gather(ctx, axis)
 }
 
 /// A plain copy, or a broadcast when a 1-element tensor expands.
-fn reshape(ctx: &mut NodeCtx) -> Lowered {
+pub(crate) fn reshape(ctx: &mut NodeCtx) -> Lowered {
+    same_width(ctx)?;
     let (x, out) = (ctx.input(0)?.clone(), ctx.out.clone());
     if x.numel() == out.numel() {
         if x.ptr == out.ptr {
@@ -99,7 +112,7 @@ fn reshape(ctx: &mut NodeCtx) -> Lowered {
         return ctx.copy(out.ptr, x.ptr, out.bytes());
     }
     if x.numel() != 1 {
-        bail!("cannot reshape {:?} into {:?}", x.dims, out.dims);
+        unsupported!("cannot reshape {:?} into {:?}", x.dims, out.dims);
     }
     let v = View {
         strides: vec![0; out.rank()],
@@ -110,7 +123,8 @@ fn reshape(ctx: &mut NodeCtx) -> Lowered {
 }
 
 /// One row copy per input: input i's rows (outer × its slab) land at its column offset.
-fn concat(ctx: &mut NodeCtx, axis: i64) -> Lowered {
+pub(crate) fn concat(ctx: &mut NodeCtx, axis: i64) -> Lowered {
+    same_width(ctx)?;
     let out = ctx.out.clone();
     let a = ctx.axis(axis, out.rank())?;
     let es = out.dtype.size_bytes();
@@ -120,7 +134,7 @@ fn concat(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     let mut off = 0usize;
     for x in ctx.ins.clone() {
         if x.rank() != out.rank() || x.dtype.size_bytes() != es {
-            bail!(
+            unsupported!(
                 "concat input {:?} {} does not match output {:?}",
                 x.dims,
                 x.dtype,
@@ -129,7 +143,7 @@ fn concat(ctx: &mut NodeCtx, axis: i64) -> Lowered {
         }
         let w = x.dims[a] * inner;
         if off + w > total {
-            bail!("concat inputs overflow the output axis");
+            unsupported!("concat inputs overflow the output axis");
         }
         move_ops::row_copy(
             ctx,
@@ -144,7 +158,7 @@ fn concat(ctx: &mut NodeCtx, axis: i64) -> Lowered {
         off += w;
     }
     if off != total {
-        bail!("concat inputs fill {off} of {total} columns");
+        unsupported!("concat inputs fill {off} of {total} columns");
     }
     Ok(())
 }
@@ -166,11 +180,12 @@ fn pad_bits(value: f64, dtype: DType) -> u64 {
     }
 }
 
-fn pad(ctx: &mut NodeCtx, pads: &[[usize; 2]], value: f64) -> Lowered {
+pub(crate) fn pad(ctx: &mut NodeCtx, pads: &[[usize; 2]], value: f64) -> Lowered {
+    same_width(ctx)?;
     let (x, out) = (ctx.input(0)?.clone(), ctx.out.clone());
     let r = x.rank();
     if pads.len() != r {
-        bail!("pad lists {} pairs for rank {r}", pads.len());
+        unsupported!("pad lists {} pairs for rank {r}", pads.len());
     }
     let want: Vec<usize> = x
         .dims
@@ -179,7 +194,7 @@ fn pad(ctx: &mut NodeCtx, pads: &[[usize; 2]], value: f64) -> Lowered {
         .map(|(d, p)| d + p[0] + p[1])
         .collect();
     if want != out.dims {
-        bail!(
+        unsupported!(
             "pad of {:?} gives {want:?}, output is {:?}",
             x.dims,
             out.dims
@@ -193,10 +208,7 @@ fn pad(ctx: &mut NodeCtx, pads: &[[usize; 2]], value: f64) -> Lowered {
     }
     let es = out.dtype.size_bytes();
     let sfx = move_ops::unit_sfx(es)?;
-    let xs: Vec<i64> = contiguous_strides(&x.dims)
-        .iter()
-        .map(|&s| s as i64)
-        .collect();
+    let xs: Vec<i64> = rlx_ir::strides(&x.dims).iter().map(|&s| s as i64).collect();
     let before: Vec<i64> = pads[..r - 1].iter().map(|p| p[0] as i64).collect();
     let od = move_ops::dims8(&out.dims[..r - 1], &xs[..r - 1])?;
     let pd = move_ops::dims8(&x.dims[..r - 1], &before)?;
@@ -214,7 +226,7 @@ fn pad(ctx: &mut NodeCtx, pads: &[[usize; 2]], value: f64) -> Lowered {
         .i64(x.dims[r - 1] as i64)
         .pod(pad_bits(value, out.dtype));
     ctx.launch(
-        crate::kernels::Src::Static("shape_ops"),
+        crate::kernels::Src::Lib(crate::kernels::Lib::ShapeOps),
         &format!("pad_rows_{sfx}"),
         [grid[0], 1, 1],
         block,

@@ -6,9 +6,9 @@
 //! head sizes); when there are few query rows (decode) `attn_split_*` spreads each row's
 //! keys over blocks and `attn_combine_*` merges the chunks. The layouts differ only in
 //! element strides, which are computed here, so one kernel serves Packed, Bshd and Bhsd.
-use super::{Bail, DevTensor, KArgs, KernelLaunch, Lowered, NodeCtx};
-use crate::kernels::Src;
-use rlx_ir::{AttentionLayout, AttentionSpec, DType, MaskKind, Op};
+use super::super::{DevTensor, KArgs, KernelLaunch, LowerError, Lowered, NodeCtx};
+use crate::kernels::{Lib, Src};
+use rlx_ir::{AttentionLayout, AttentionSpec, DType, MaskKind};
 
 /// Mirrors `AttnArgs` in `attention.cu` (same field order; 152 bytes, no padding).
 #[repr(C)]
@@ -55,15 +55,12 @@ const SMEM_DEFAULT: usize = 48 * 1024;
 /// Opt-in limit of sm_80+/sm_90 (227 KiB).
 const SMEM_MAX: usize = 227 * 1024;
 
-fn fits_i32(n: usize) -> Result<i32, Bail> {
-    i32::try_from(n).map_err(|_| Bail(format!("size {n} does not fit the kernels' i32")))
+fn fits_i32(n: usize) -> Result<i32, LowerError> {
+    i32::try_from(n)
+        .map_err(|_| LowerError::Unsupported(format!("size {n} does not fit the kernels' i32")))
 }
 
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    let Op::Attention(spec) = ctx.op() else {
-        crate::bail!("{} is not Attention", ctx.op().kind());
-    };
-    let spec: &AttentionSpec = spec;
+pub(super) fn lower(ctx: &mut NodeCtx, spec: &AttentionSpec) -> Lowered {
     let (q, k, v) = (
         ctx.input(0)?.clone(),
         ctx.input(1)?.clone(),
@@ -72,7 +69,7 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
     let out = ctx.out.clone();
     let sfx = NodeCtx::float_sfx(q.dtype)?;
     if k.dtype != q.dtype || v.dtype != q.dtype || out.dtype != q.dtype {
-        crate::bail!("q, k, v and the output must share a dtype");
+        crate::unsupported!("q, k, v and the output must share a dtype");
     }
     let (h, d, dv) = (spec.num_heads, spec.head_dim, spec.v_dim());
     let rank = if spec.layout == AttentionLayout::Packed {
@@ -81,7 +78,7 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
         4
     };
     if q.rank() != rank || k.rank() != rank || v.rank() != rank || out.rank() != rank {
-        crate::bail!("q/k/v/out ranks do not match the {:?} layout", spec.layout);
+        crate::unsupported!("q/k/v/out ranks do not match the {:?} layout", spec.layout);
     }
     let (b, sq, sk, hkv) = match spec.layout {
         AttentionLayout::Packed => (q.dims[0], q.dims[1], k.dims[1], k.dims[2] / d),
@@ -89,10 +86,10 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
         AttentionLayout::Bhsd => (q.dims[0], q.dims[2], k.dims[2], k.dims[1]),
     };
     if hkv == 0 || !h.is_multiple_of(hkv) {
-        crate::bail!("{h} query heads are not a multiple of {hkv} KV heads");
+        crate::unsupported!("{h} query heads are not a multiple of {hkv} KV heads");
     }
     if dv > 256 {
-        crate::bail!("v_head_dim {dv} is above the kernels' 256");
+        crate::unsupported!("v_head_dim {dv} is above the kernels' 256");
     }
     if out.numel() == 0 {
         return Ok(());
@@ -139,7 +136,7 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
     };
     fits_i32(b * h * sq.max(1))?;
     if b * sk > i32::MAX as usize {
-        crate::bail!("batch × keys {} is above the kernels' i32 range", b * sk);
+        crate::unsupported!("batch × keys {} is above the kernels' i32 range", b * sk);
     }
 
     let tensor_cores = matches!(q.dtype, DType::F16 | DType::BF16)
@@ -165,10 +162,10 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
 
 /// The keep-mask as u8 (nonzero = attend): u8/bool masks are used in place, others are
 /// converted once per run into scratch.
-fn keep_mask(ctx: &mut NodeCtx, n: usize) -> Result<u64, Bail> {
+fn keep_mask(ctx: &mut NodeCtx, n: usize) -> Result<u64, LowerError> {
     let m = ctx.input(3)?.clone();
     if m.numel() != n {
-        crate::bail!("keep-mask has {} elements, want {n}", m.numel());
+        crate::unsupported!("keep-mask has {} elements, want {n}", m.numel());
     }
     let sfx = match m.dtype {
         DType::U8 | DType::Bool => return Ok(m.ptr),
@@ -182,7 +179,7 @@ fn keep_mask(ctx: &mut NodeCtx, n: usize) -> Result<u64, Bail> {
     let keep = ctx.scratch(n)?;
     let args = KArgs::new().ptr(m.ptr).ptr(keep).i64(n as i64);
     ctx.launch_1d(
-        Src::Static("attention"),
+        Src::Lib(Lib::Attention),
         &format!("attn_keep_{sfx}"),
         n,
         args,
@@ -230,7 +227,7 @@ fn lower_flash(ctx: &mut NodeCtx, io: &Io, a: &AttnArgs, bh: usize) -> Lowered {
         cands.push(candidate(ctx, name, grid, THREADS, smem, io, a)?);
     }
     if cands.is_empty() {
-        crate::bail!(
+        crate::unsupported!(
             "head_dim {d} / {sq} queries fit no query tile ({} B of shared memory at 16 rows)",
             flash_smem(1, kj, d, dv)
         );
@@ -271,10 +268,10 @@ fn candidate(
     smem: usize,
     io: &Io,
     a: &AttnArgs,
-) -> Result<KernelLaunch, Bail> {
+) -> Result<KernelLaunch, LowerError> {
     allow_smem(ctx, &func, smem)?;
     Ok(KernelLaunch {
-        src: Src::Static("attention"),
+        src: Src::Lib(Lib::Attention),
         func,
         grid,
         block: [threads, 1, 1],
@@ -303,7 +300,7 @@ fn lower_mma(ctx: &mut NodeCtx, io: &Io, a: &AttnArgs, bh: usize) -> Lowered {
         cands.push(candidate(ctx, name, grid, 32 * warps as u32, smem, io, a)?);
     }
     if cands.is_empty() {
-        crate::bail!("{sq} queries need more query tiles than the grid allows");
+        crate::unsupported!("{sq} queries need more query tiles than the grid allows");
     }
     let key = format!("attn_mma {sfx} bh={bh} keep={} {a:?}", io.keep != 0);
     ctx.launch_fastest(&key, cands)
@@ -318,7 +315,7 @@ fn lower_split(ctx: &mut NodeCtx, io: &Io, a: &mut AttnArgs, rows: usize) -> Low
     let chunk = sk.div_ceil(want).clamp(64, 4096).div_ceil(32) * 32;
     let nsplit = sk.div_ceil(chunk).max(1);
     if nsplit > 65535 {
-        crate::bail!("{sk} keys need {nsplit} chunks (grid limit 65535)");
+        crate::unsupported!("{sk} keys need {nsplit} chunks (grid limit 65535)");
     }
     a.chunk = chunk as i32;
     a.nsplit = nsplit as i32;
@@ -332,7 +329,7 @@ fn lower_split(ctx: &mut NodeCtx, io: &Io, a: &mut AttnArgs, rows: usize) -> Low
     };
     let args = io.ptrs().ptr(part).pod(*a);
     ctx.launch(
-        Src::Static("attention"),
+        Src::Lib(Lib::Attention),
         &name,
         [fits_i32(rows)? as u32, nsplit as u32, 1],
         [THREADS, 1, 1],
@@ -343,7 +340,7 @@ fn lower_split(ctx: &mut NodeCtx, io: &Io, a: &mut AttnArgs, rows: usize) -> Low
         let args = KArgs::new().ptr(part).ptr(io.out.ptr).pod(*a);
         let block = (dv.div_ceil(32) * 32).min(256) as u32;
         ctx.launch(
-            Src::Static("attention"),
+            Src::Lib(Lib::Attention),
             &format!("attn_combine_{sfx}"),
             [rows as u32, 1, 1],
             [block, 1, 1],
@@ -360,7 +357,7 @@ fn allow_smem(ctx: &mut NodeCtx, name: &str, bytes: usize) -> Lowered {
     if bytes <= SMEM_DEFAULT {
         return Ok(());
     }
-    let f = ctx.env.function(&Src::Static("attention"), name)?;
+    let f = ctx.env.function(&Src::Lib(Lib::Attention), name)?;
     // SAFETY: f is a function of a module loaded in the context `function` just bound.
     unsafe {
         cudarc::driver::result::function::set_function_attribute(
@@ -369,5 +366,6 @@ fn allow_smem(ctx: &mut NodeCtx, name: &str, bytes: usize) -> Lowered {
             bytes as i32,
         )
     }
-    .map_err(|e| Bail(format!("{name}: cannot allow {bytes} B of shared memory: {e:?}")))
+    // The callers keep `bytes` within SMEM_MAX, so a refusal is a driver failure.
+    .map_err(|e| LowerError::Internal(crate::CudaError::driver("cuFuncSetAttribute (max dynamic shared memory)", format!("{name}: {bytes} B: {e:?}"))))
 }

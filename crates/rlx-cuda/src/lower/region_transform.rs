@@ -1,26 +1,34 @@
 //! TransformRegion: the steps are composed at lowering into one strided view of the input and
 //! materialised by one copy. A Reshape that no view can express (merging axes that are not
 //! contiguous in memory) materialises the view so far into scratch and continues from there.
-use super::super::{Bail, Lowered, NodeCtx};
-use super::move_ops::{copy_view_raw, View};
-use crate::bail;
+use super::super::shape::move_ops::{copy_view_raw, View};
+use super::super::{LowerError, Lowered, NodeCtx};
+use crate::unsupported;
 use rlx_ir::ops::shape_ops::transform_step_dims;
 use rlx_ir::{Dim, TransformStep};
 
 pub(super) fn lower(ctx: &mut NodeCtx, steps: &[TransformStep]) -> Lowered {
     let x = ctx.input(0)?.clone();
+    if ctx.out.dtype.size_bytes() != x.dtype.size_bytes() {
+        unsupported!(
+            "output {} differs from input {} in width",
+            ctx.out.dtype,
+            x.dtype
+        );
+    }
     let out = ctx.out.clone();
     let es = x.dtype.size_bytes();
     let mut base = x.ptr;
     let mut v = View::contiguous(&x.dims);
     for (i, step) in steps.iter().enumerate() {
         let cur: Vec<Dim> = v.dims.iter().map(|&d| Dim::Static(d)).collect();
-        let next = transform_step_dims(&cur, step).map_err(|e| Bail(format!("step {i}: {e}")))?;
+        let next = transform_step_dims(&cur, step)
+            .map_err(|e| LowerError::Unsupported(format!("step {i}: {e}")))?;
         let next: Vec<usize> = match next.iter().map(Dim::as_static).collect::<Option<_>>() {
             Some(d) => d,
             // A symbolic Expand target: only the last step's is known (the output dims).
             None if i + 1 == steps.len() && next.len() == out.rank() => out.dims.clone(),
-            None => bail!("step {i} ({step:?}) has a symbolic size"),
+            None => unsupported!("step {i} ({step:?}) has a symbolic size"),
         };
         v = match step {
             TransformStep::Transpose(p) => v.permute(p),
@@ -38,7 +46,7 @@ pub(super) fn lower(ctx: &mut NodeCtx, steps: &[TransformStep]) -> Lowered {
                         offset: v.offset,
                     }
                 } else if v.numel() != n {
-                    bail!("step {i}: cannot reshape {:?} into {next:?}", v.dims);
+                    unsupported!("step {i}: cannot reshape {:?} into {next:?}", v.dims);
                 } else if let Some(strides) = reshape_strides(&v.dims, &v.strides, &next) {
                     View {
                         dims: next,
@@ -55,7 +63,7 @@ pub(super) fn lower(ctx: &mut NodeCtx, steps: &[TransformStep]) -> Lowered {
         };
     }
     if v.dims != out.dims {
-        bail!("steps give {:?}, the output is {:?}", v.dims, out.dims);
+        unsupported!("steps give {:?}, the output is {:?}", v.dims, out.dims);
     }
     copy_view_raw(ctx, base, &v, out.ptr, es)
 }

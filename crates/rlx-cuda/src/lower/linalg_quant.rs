@@ -1,26 +1,19 @@
-//! CUDA lowering of the quant ops (kernels in `kernels/quant.cu`): DequantMatMul. Decode-size
+//! CUDA lowering of DequantMatMul, a linalg op (kernels in `kernels/quant.cu`). Decode-size
 //! products (M ≤ 8 rows) read the packed blocks directly in a warp-per-column GEMV; larger M
 //! dequantise the weight chunk by chunk into a bounded scratch and hand each chunk to cuBLASLt.
-use super::linalg::{gemm_input, gemm_output, gemm_output_done};
-use super::{KArgs, Lowered, NodeCtx};
+use super::super::{KArgs, Lowered, NodeCtx};
+use super::{gemm_input, gemm_output, gemm_output_done};
 use crate::gemm::GemmDesc;
-use crate::kernels::Src;
-use rlx_ir::{DType, Op, QuantScheme};
+use crate::kernels::{Lib, Src};
+use rlx_ir::{DType, QuantScheme};
 
-const SRC: Src = Src::Static("quant");
+const SRC: Src = Src::Lib(Lib::Quant);
 
 /// Rows up to which the GEMV kernel is used (its accumulator count, `GEMV_MAX_M`).
 const GEMV_MAX_M: usize = 8;
 
 /// Bound on the dequantised weight scratch of one node; larger weights go in column chunks.
 const DEQUANT_SCRATCH: usize = 32 << 20;
-
-pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
-    match ctx.op() {
-        Op::DequantMatMul { scheme } => dequant_matmul(ctx, *scheme),
-        op => crate::bail!("{} is not a quant op", op.kind()),
-    }
-}
 
 fn scheme_name(s: QuantScheme) -> &'static str {
     match s {
@@ -30,7 +23,7 @@ fn scheme_name(s: QuantScheme) -> &'static str {
     }
 }
 
-fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
+pub(super) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
     let (x, w, out) = (
         ctx.input(0)?.clone(),
         ctx.input(1)?.clone(),
@@ -39,27 +32,27 @@ fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
     let dt = x.dtype;
     let sfx = NodeCtx::float_sfx(dt)?;
     if out.dtype != dt {
-        crate::bail!("output dtype {} differs from x's {dt}", out.dtype);
+        crate::unsupported!("output dtype {} differs from x's {dt}", out.dtype);
     }
     if w.dtype != DType::U8 || w.rank() != 2 {
-        crate::bail!(
+        crate::unsupported!(
             "packed weight must be u8 [N, bytes], got {} {:?}",
             w.dtype,
             w.dims
         );
     }
     if x.rank() == 0 {
-        crate::bail!("x must have rank >= 1");
+        crate::unsupported!("x must have rank >= 1");
     }
     let k = x.dims[x.rank() - 1];
     let n = w.dims[0];
     let rb = k / QuantScheme::BLOCK * scheme.block_bytes();
     if !k.is_multiple_of(QuantScheme::BLOCK) || w.dims[1] != rb {
-        crate::bail!("weight {:?} does not pack [{n}, {k}] as {scheme:?}", w.dims);
+        crate::unsupported!("weight {:?} does not pack [{n}, {k}] as {scheme:?}", w.dims);
     }
     let m = x.numel().checked_div(k).unwrap_or(0);
     if out.numel() != m * n {
-        crate::bail!("output {:?} does not hold {m}×{n}", out.dims);
+        crate::unsupported!("output {:?} does not hold {m}×{n}", out.dims);
     }
     if out.numel() == 0 {
         return Ok(());
@@ -72,7 +65,7 @@ fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
         let warps = 8usize;
         let blocks = n.div_ceil(warps);
         if blocks > i32::MAX as usize {
-            crate::bail!("N = {n} is too large for one launch");
+            crate::unsupported!("N = {n} is too large for one launch");
         }
         let args = KArgs::new()
             .ptr(x.ptr)

@@ -1,0 +1,267 @@
+//! Building a plan for one binding of the dynamic dims: concrete shapes, the memory plan
+//! (one arena, views into it), lowering node by node, and the segments to replay. Lowering's
+//! outcome decides each node: lowered, a CPU fallback (`Unsupported`, with its cached CPU
+//! executable), or a hard error (`Internal`, see `outcome`).
+use super::replay::{capture, Segment};
+use super::{bytes_of, node_err, trace_on, CudaExecutable, Plan};
+use crate::device::{device_lock, DevBuf};
+use crate::lower::{lower_node, DevTensor, LowerError, Lowered, NodeCtx};
+use crate::plan::{CpuStep, LowerEnv, Step};
+use crate::CudaError;
+use rlx_ir::ops::infer_shape;
+use rlx_ir::{Node, Op, Shape};
+use rlx_opt::{plan_memory, PlanOptions};
+use std::collections::HashMap;
+
+/// What lowering `n` came to: `None` when it was lowered, `Some(reason)` when it runs on
+/// the CPU (`Unsupported`), and an error naming the node when the GPU path itself failed
+/// (`Internal`): those are never turned into a fallback.
+pub(super) fn outcome(n: &Node, r: Lowered) -> Result<Option<String>, CudaError> {
+    match r {
+        Ok(()) => Ok(None),
+        Err(LowerError::Unsupported(why)) => Ok(Some(why)),
+        Err(LowerError::Internal(e)) => Err(CudaError::Lowering {
+            node: n.label(),
+            kind: n.op.kind(),
+            source: Box::new(e),
+        }),
+    }
+}
+
+impl CudaExecutable {
+    /// Concrete shapes (and ops with bound symbols) for this binding.
+    fn bind_graph(
+        &self,
+        bindings: &HashMap<String, usize>,
+    ) -> Result<(Vec<Vec<usize>>, Vec<Node>), CudaError> {
+        let mut shapes: Vec<Shape> = Vec::with_capacity(self.graph.nodes.len());
+        let mut nodes = Vec::with_capacity(self.graph.nodes.len());
+        for n in &self.graph.nodes {
+            let op =
+                rlx_ir::ops::shape_ops::bind_op(&n.op, bindings).unwrap_or_else(|| n.op.clone());
+            let s = if n.op.is_leaf() {
+                n.shape.bind(bindings)
+            } else {
+                let ins: Vec<&Shape> = n.inputs.iter().map(|i| &shapes[i.0]).collect();
+                infer_shape(&op, &ins).map_err(|m| node_err(n, m))?
+            };
+            if !s.is_static() {
+                return Err(node_err(n, format!("shape {s} has an unbound dynamic dim")));
+            }
+            nodes.push(Node {
+                op,
+                shape: s.clone(),
+                ..n.clone()
+            });
+            shapes.push(s);
+        }
+        Ok((
+            shapes
+                .iter()
+                .map(|s| s.static_dims().expect("static"))
+                .collect(),
+            nodes,
+        ))
+    }
+
+    pub(super) fn build_plan(&self, bindings: &HashMap<String, usize>) -> Result<Plan, CudaError> {
+        // Lowering allocates and sets up cuBLASLt; capture must not overlap any of that (in
+        // any thread), so the whole build holds the device lock.
+        let _dev = device_lock();
+        let (shapes, nodes) = self.bind_graph(bindings)?;
+        let g = &self.graph;
+        // Verify mode keeps every node's value (no reuse, no views) so each can be compared.
+        let keep_all = self.opts.verify;
+        let (slots, views, arena_bytes) = if keep_all {
+            let mut off = 0usize;
+            let mut slots = vec![None; g.nodes.len()];
+            for n in &g.nodes {
+                if !n.op.is_leaf() {
+                    slots[n.id.0] = Some(off);
+                    off += bytes_of(&shapes[n.id.0], n).div_ceil(256) * 256;
+                }
+            }
+            (slots, vec![None; g.nodes.len()], off)
+        } else {
+            let mp = plan_memory(
+                g,
+                &shapes,
+                |_| 0,
+                |n| n.shape.dtype.size_bytes(),
+                &PlanOptions {
+                    alignment: 256,
+                    views: true,
+                    views_of_leaves: true,
+                },
+            )?;
+            let slots = mp.slots.iter().map(|s| s.map(|s| s.offset)).collect();
+            let views = mp
+                .views
+                .iter()
+                .map(|v| v.map(|v| (v.base.0, v.offset)))
+                .collect();
+            (slots, views, mp.pool_sizes.first().copied().unwrap_or(0))
+        };
+        let arena = DevBuf::new(&self.gpu, arena_bytes)?;
+        let mut inputs = HashMap::new();
+        let mut tensors: Vec<DevTensor> = Vec::with_capacity(g.nodes.len());
+        for n in &g.nodes {
+            let i = n.id.0;
+            let dims = shapes[i].clone();
+            let ptr = if let Some((base, off)) = views[i] {
+                tensors[base].ptr + off as u64
+            } else if let Some(off) = slots[i] {
+                arena.ptr + off as u64
+            } else if let Op::Input { .. } = n.op {
+                let b = DevBuf::new(&self.gpu, bytes_of(&dims, n))?;
+                let p = b.ptr;
+                inputs.insert(i, b);
+                p
+            } else if let Some(b) = self.leaves.get(&i) {
+                b.ptr
+            } else {
+                return Err(node_err(n, "no memory was planned for this node"));
+            };
+            tensors.push(DevTensor {
+                ptr,
+                dims,
+                dtype: n.shape.dtype,
+            });
+        }
+        let mut env = LowerEnv::new(self.gpu.clone(), &self.streams, self.opts.force_variant);
+        let mut dispatch = Vec::new();
+        let trace = trace_on();
+        for (n, bound) in g.nodes.iter().zip(&nodes) {
+            if n.op.is_leaf() || views[n.id.0].is_some() {
+                continue;
+            }
+            let before = env.steps.len();
+            let mut ctx = NodeCtx {
+                node: bound,
+                ins: n.inputs.iter().map(|i| tensors[i.0].clone()).collect(),
+                out: tensors[n.id.0].clone(),
+                precision: self.opts.precision,
+                env: &mut env,
+            };
+            let r = lower_node(&mut ctx);
+            match outcome(n, r)? {
+                None => dispatch.push((n.id, n.op.kind(), None)),
+                Some(why) => {
+                    env.steps.truncate(before);
+                    if trace {
+                        eprintln!(
+                            "[rlx-trace] {} ({}) -> CPU fallback: {why}",
+                            n.label(),
+                            n.op.kind(),
+                        );
+                    }
+                    env.steps.push(Step::Cpu(Box::new(CpuStep::new(
+                        bound,
+                        n.inputs.iter().map(|i| tensors[i.0].clone()).collect(),
+                        tensors[n.id.0].clone(),
+                    )?)));
+                    dispatch.push((n.id, n.op.kind(), Some(why)));
+                }
+            }
+        }
+        let mut segments = Vec::new();
+        let mut cur = Vec::new();
+        for s in env.steps.drain(..) {
+            match s {
+                Step::Cpu(c) => {
+                    if !cur.is_empty() {
+                        segments.push(Segment::Gpu {
+                            steps: std::mem::take(&mut cur),
+                            graph: None,
+                        });
+                    }
+                    segments.push(Segment::Cpu(c));
+                }
+                s => cur.push(s),
+            }
+        }
+        if !cur.is_empty() {
+            segments.push(Segment::Gpu {
+                steps: cur,
+                graph: None,
+            });
+        }
+        if self.opts.cuda_graph {
+            for seg in &mut segments {
+                if let Segment::Gpu { steps, graph } = seg {
+                    *graph = Some(capture(&self.streams, steps)?);
+                }
+            }
+        }
+        Ok(Plan {
+            tensors,
+            inputs,
+            segments,
+            dispatch,
+            arena_bytes,
+            _arena: arena,
+            _scratch: std::mem::take(&mut env.scratch),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::outcome;
+    use crate::lower::{LowerError, Lowered};
+    use crate::CudaError;
+    use rlx_ir::{DType, Graph, OpKind, Shape};
+
+    fn node() -> rlx_ir::Node {
+        let mut g = Graph::new("t");
+        let x = g.input("x", Shape::new(&[4, 8], DType::F32)).unwrap();
+        let y = g.softmax(x, -1).unwrap();
+        let mut n = g.nodes[y.0].clone();
+        n.name = Some("probs".into());
+        n
+    }
+
+    /// What a lowering function returns when a kernel source fails to compile: a
+    /// `CudaError` raised with `?`, as `NodeCtx::launch` does after `Gpu::function`.
+    fn failing_compile() -> Lowered {
+        Err(CudaError::Compile {
+            name: "reduce".into(),
+            log: "error: expected a ';'".into(),
+        })?;
+        Ok(())
+    }
+
+    #[test]
+    fn internal_errors_fail_loudly_and_name_the_node() {
+        let n = node();
+        match outcome(&n, failing_compile()) {
+            Err(CudaError::Lowering { node, kind, source }) => {
+                assert!(node.contains("%1") && node.contains("probs"), "{node}");
+                assert_eq!(kind, OpKind::Softmax);
+                assert!(matches!(*source, CudaError::Compile { .. }), "{source:?}");
+            }
+            other => panic!("an NVRTC failure must not become a fallback: {other:?}"),
+        }
+        let missing = Err(LowerError::Internal(CudaError::Compile {
+            name: "norm".into(),
+            log: "kernel norm_rows_f32 not found in module".into(),
+        }));
+        assert!(
+            outcome(&n, missing).is_err(),
+            "a missing symbol is internal"
+        );
+        let e = outcome(&n, Err(LowerError::internal(&n, "empty launch"))).unwrap_err();
+        assert!(e.to_string().contains("probs"), "{e}");
+    }
+
+    #[test]
+    fn unsupported_falls_back_with_its_reason() {
+        let n = node();
+        let r: Lowered = (|| crate::unsupported!("rank {} is above 8", 9))();
+        assert_eq!(
+            outcome(&n, r).unwrap(),
+            Some("rank 9 is above 8".to_string())
+        );
+        assert_eq!(outcome(&n, Ok(())).unwrap(), None);
+    }
+}
