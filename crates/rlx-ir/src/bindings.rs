@@ -48,7 +48,9 @@ pub enum BindError {
         name: String,
         shape: String,
     },
-    #[error("input \"{name}\": dim {symbol} = {got}, but input \"{bound_by}\" bound it to {bound}")]
+    #[error(
+        "input \"{name}\": dim {symbol} = {got}, but input \"{bound_by}\" bound it to {bound}"
+    )]
     InconsistentDim {
         name: String,
         symbol: String,
@@ -72,6 +74,8 @@ pub struct Binding {
     pub kind: &'static str,
     pub name: String,
     pub node: NodeId,
+    /// Position among the graph's inputs (or params), in node order.
+    pub index: usize,
     /// The declared shape (dynamic dims as symbols).
     pub shape: Shape,
     /// `(axis, symbol)` for each dynamic dim of the declared shape.
@@ -79,7 +83,7 @@ pub struct Binding {
 }
 
 impl Binding {
-    fn new(kind: &'static str, name: &str, node: NodeId, shape: &Shape) -> Binding {
+    fn new(kind: &'static str, name: &str, node: NodeId, index: usize, shape: &Shape) -> Binding {
         let dynamic = (shape.dims.iter().enumerate())
             .filter_map(|(k, d)| match d {
                 Dim::Dynamic(s) => Some((k, s.clone())),
@@ -90,6 +94,7 @@ impl Binding {
             kind,
             name: name.into(),
             node,
+            index,
             shape: shape.clone(),
             dynamic,
         }
@@ -213,7 +218,7 @@ impl IoBindings {
                 });
             }
             index.insert(name.clone(), list.len());
-            list.push(Binding::new(kind, name, n.id, &n.shape));
+            list.push(Binding::new(kind, name, n.id, list.len(), &n.shape));
         }
         Ok(io)
     }
@@ -267,7 +272,7 @@ impl IoBindings {
         let mut tensors = Vec::with_capacity(self.inputs.len());
         for (name, t) in inputs {
             let b = self.input(name)?;
-            let k = self.input_index[name];
+            let k = b.index;
             if std::mem::replace(&mut seen[k], true) {
                 return Err(BindError::DuplicateInput { name: name.into() });
             }
