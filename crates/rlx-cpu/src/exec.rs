@@ -1,23 +1,48 @@
-//! The executor: binds shapes, plans the arena, runs one thunk per node.
+//! The executor: binds shapes, plans the arena, runs one thunk per node. Constants and
+//! params are shared by every run (behind a read-write lock: a write-back or `set_param`
+//! waits for runs in flight); each run takes its own arena from a pool, so runs from
+//! several threads proceed in parallel. Inputs are checked by `rlx_ir::IoBindings`, once.
 use crate::buffer::{Buf, BufMut, OutView, Storage, TensorView};
 use crate::error::CpuError;
 use crate::plan::{make_plan, Loc, Plan, PlanMode};
 use half::{bf16, f16};
-use rlx_ir::{ComputeClass, DType, Dim, Graph, HostTensor, Node, Op, Shape};
-use std::collections::HashMap;
+use rlx_ir::{
+    CheckedInputs, ComputeClass, DType, DimBindings, Graph, HostTensor, IoBindings, Node, Op,
+};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+mod alloc;
+mod pool;
+#[cfg(test)]
+mod tests;
 mod writeback;
 
-/// A graph ready to run on the CPU.
+use pool::{Arena, ArenaPool};
+
+/// A plan and the dynamic-dim sizes it was made for.
+struct BoundPlan {
+    dims: DimBindings,
+    plan: Plan,
+}
+
+/// A graph ready to run on the CPU. `Send + Sync`: runs may share it across threads.
 pub struct CpuExecutable {
     graph: Graph,
-    leaves: Vec<Option<Storage>>,
-    plan: Option<Plan>,
-    bindings: HashMap<String, usize>,
+    io: IoBindings,
+    /// Constant and param values by node id (inputs live in each run's arena).
+    leaves: RwLock<Vec<Option<Storage>>>,
     mode: PlanMode,
-    f32a: Vec<f32>,
-    f64a: Vec<f64>,
-    i64a: Vec<i64>,
+    /// The plan of the last binding of dynamic dims seen.
+    plan: Mutex<Option<Arc<BoundPlan>>>,
+    pool: ArenaPool,
+}
+
+/// Which values a run returns.
+enum Want<'a> {
+    /// The graph's outputs, less these output indices.
+    Outputs { skip: &'a [usize] },
+    /// Every node's value (verify mode).
+    All,
 }
 
 /// Convert a host tensor into the compute class of `dtype`.
@@ -70,6 +95,7 @@ impl CpuExecutable {
     /// Take a graph; constants are decoded now, params wait for `set_param`.
     pub fn new(graph: Graph) -> Result<CpuExecutable, CpuError> {
         graph.verify()?;
+        let io = IoBindings::new(&graph)?;
         let mut leaves = vec![None; graph.nodes.len()];
         for n in &graph.nodes {
             if let Op::Constant { data } = &n.op {
@@ -78,19 +104,26 @@ impl CpuExecutable {
                     op: "Constant",
                     msg: "constant with a dynamic dim".into(),
                 })?;
-                let t = HostTensor::new(&dims, n.shape.dtype, data.clone())?;
-                leaves[n.id.0] = Some(to_storage(&t));
+                let want = (dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)))
+                    .and_then(|k| k.checked_mul(n.shape.dtype.size_bytes()));
+                if want != Some(data.len()) {
+                    return Err(CpuError::Op {
+                        node: label(n),
+                        op: "Constant",
+                        msg: format!("{} bytes for shape {}", data.len(), n.shape),
+                    });
+                }
+                let what = || format!("constant {}", label(n));
+                leaves[n.id.0] = Some(alloc::decode(data, n.shape.dtype, &what)?);
             }
         }
         Ok(CpuExecutable {
             graph,
-            leaves,
-            plan: None,
-            bindings: HashMap::new(),
+            io,
+            leaves: RwLock::new(leaves),
             mode: PlanMode::Reuse,
-            f32a: vec![],
-            f64a: vec![],
-            i64a: vec![],
+            plan: Mutex::new(None),
+            pool: ArenaPool::default(),
         })
     }
 
@@ -98,164 +131,198 @@ impl CpuExecutable {
         &self.graph
     }
 
+    /// The graph's input/param binding table.
+    pub fn io(&self) -> &IoBindings {
+        &self.io
+    }
+
+    fn current_plan(&self) -> Option<Arc<BoundPlan>> {
+        self.plan
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// Arena bytes of the current plan (0 before the first run).
     pub fn arena_bytes(&self) -> usize {
-        self.plan.as_ref().map_or(0, |p| p.planned_bytes)
+        self.current_plan().map_or(0, |p| p.plan.planned_bytes)
     }
 
     /// What the arena would take with one buffer per node (0 before the first run).
     pub fn unplanned_bytes(&self) -> usize {
-        self.plan.as_ref().map_or(0, |p| p.unplanned_bytes)
+        self.current_plan().map_or(0, |p| p.plan.unplanned_bytes)
+    }
+
+    /// The most runs that have held an arena at the same time (1 if runs never overlapped).
+    pub fn peak_concurrent_runs(&self) -> usize {
+        self.pool.peak()
     }
 
     /// Choose the arena layout (takes effect at the next run).
     pub fn set_plan_mode(&mut self, mode: PlanMode) {
         if mode != self.mode {
             self.mode = mode;
-            self.plan = None;
+            *self.plan.get_mut().unwrap_or_else(PoisonError::into_inner) = None;
         }
-    }
-
-    /// The graph's param node called `name`.
-    fn param_node(&self, name: &str) -> Result<&rlx_ir::Node, CpuError> {
-        self.graph
-            .nodes
-            .iter()
-            .find(|n| matches!(&n.op, Op::Param { name: p } if p == name))
-            .ok_or_else(|| CpuError::Param {
-                name: name.into(),
-                msg: "the graph has no such param".into(),
-            })
     }
 
     /// Set a weight by name; its shape and dtype must match the graph's param.
     pub fn set_param(&mut self, name: &str, value: &HostTensor) -> Result<(), CpuError> {
-        let node = self.param_node(name)?;
-        check_tensor(&node.shape, value, &HashMap::new()).map_err(|msg| CpuError::Param {
-            name: name.into(),
-            msg,
-        })?;
-        let id = node.id.0;
-        self.leaves[id] = Some(to_storage(value));
+        self.io.check_param(name, value)?;
+        self.set_param_checked(name, value)
+    }
+
+    /// Set a weight whose value the binding table has already checked (waits for runs in
+    /// flight). The name must still be a param's.
+    pub fn set_param_checked(&self, name: &str, value: &HostTensor) -> Result<(), CpuError> {
+        let id = self.io.param(name)?.node.0;
+        let what = || format!("param \"{name}\"");
+        // Converted before taking the lock, so runs are held up only by the store.
+        let v = alloc::storage_of(value, &what)?;
+        self.leaves.write().unwrap_or_else(PoisonError::into_inner)[id] = Some(v);
         Ok(())
+    }
+
+    /// Check inputs (and that every param is set) for the `&mut self` entry points, which
+    /// callers use without a session in front.
+    fn check<'a>(
+        &self,
+        inputs: &'a [(&'a str, HostTensor)],
+    ) -> Result<CheckedInputs<'a>, CpuError> {
+        let checked = self.io.check_inputs(inputs.iter().map(|(n, t)| (*n, t)))?;
+        let leaves = self.leaves.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(p) = self.io.params().iter().find(|p| leaves[p.node.0].is_none()) {
+            return Err(CpuError::Param {
+                name: p.name.clone(),
+                msg: "not set: call set_param first".into(),
+            });
+        }
+        Ok(checked)
     }
 
     /// Run with named inputs; returns the graph's outputs in order.
     pub fn run(&mut self, inputs: &[(&str, HostTensor)]) -> Result<Vec<HostTensor>, CpuError> {
-        let values = self.run_nodes(inputs, false, &[])?;
-        Ok(values.into_iter().flatten().collect())
+        let checked = self.check(inputs)?;
+        self.run_checked(&checked, &[], Want::Outputs { skip: &[] })
     }
 
     /// Run and return every node's value (leaves included), indexed by node id.
     /// Used by verify mode to find the first diverging node.
     pub fn run_all(&mut self, inputs: &[(&str, HostTensor)]) -> Result<Vec<HostTensor>, CpuError> {
         self.set_plan_mode(PlanMode::KeepAll);
-        let values = self.run_nodes(inputs, true, &[])?;
-        Ok(values.into_iter().flatten().collect())
+        let checked = self.check(inputs)?;
+        self.run_checked(&checked, &[], Want::All)
     }
 
-    fn run_nodes(
-        &mut self,
-        inputs: &[(&str, HostTensor)],
-        all: bool,
-        skip_outputs: &[usize],
-    ) -> Result<Vec<Option<HostTensor>>, CpuError> {
-        let mut bindings = HashMap::new();
-        let mut seen = vec![false; self.graph.nodes.len()];
-        for (name, t) in inputs {
-            let node = self
-                .graph
-                .nodes
-                .iter()
-                .find(|n| matches!(&n.op, Op::Input { name: p } if p == name))
-                .ok_or_else(|| CpuError::Input {
-                    name: name.to_string(),
-                    msg: "the graph has no such input".into(),
-                })?;
-            if seen[node.id.0] {
-                return Err(CpuError::Input {
-                    name: name.to_string(),
-                    msg: "given twice".into(),
-                });
-            }
-            seen[node.id.0] = true;
-            check_tensor(&node.shape, t, &bindings).map_err(|msg| CpuError::Input {
-                name: name.to_string(),
-                msg,
-            })?;
-            for (d, &n) in node.shape.dims.iter().zip(&t.shape) {
-                if let Dim::Dynamic(s) = d {
-                    bindings.insert(s.clone(), n);
-                }
-            }
-            self.leaves[node.id.0] = Some(to_storage(t));
+    /// Run with inputs the binding table has checked; params must all be set. With
+    /// `writes`, output `k` then replaces param `p` for each `(k, p)` (the run holds the
+    /// params exclusively); outputs listed there are left out unless `return_written`.
+    /// Runs without writes share the params and proceed in parallel.
+    pub fn run_bound(
+        &self,
+        inputs: &CheckedInputs,
+        writes: &[(usize, &str)],
+        return_written: bool,
+    ) -> Result<Vec<HostTensor>, CpuError> {
+        let mut targets = Vec::with_capacity(writes.len());
+        for &(out, name) in writes {
+            targets.push((out, self.io.param(name)?.node.0));
         }
-        for n in &self.graph.nodes {
-            match &n.op {
-                Op::Input { name } if !seen[n.id.0] => {
-                    return Err(CpuError::Input {
-                        name: name.clone(),
-                        msg: "missing: every graph input must be fed".into(),
-                    })
-                }
-                Op::Param { name } if self.leaves[n.id.0].is_none() => {
-                    return Err(CpuError::Param {
-                        name: name.clone(),
-                        msg: "not set: call set_param first".into(),
-                    })
-                }
-                _ => {}
-            }
-        }
-        if self.plan.is_none() || bindings != self.bindings {
-            self.plan = Some(make_plan(&self.graph, &bindings, self.mode)?);
-            self.bindings = bindings;
-            let p = self.plan.as_ref().expect("plan");
-            self.f32a.resize(p.sizes[0], 0.0);
-            self.f64a.resize(p.sizes[1], 0.0);
-            self.i64a.resize(p.sizes[2], 0);
-        }
-        self.execute()?;
-        let plan = self.plan.as_ref().expect("plan");
-        let want: Vec<usize> = if all {
-            (0..self.graph.nodes.len()).collect()
+        let skip: Vec<usize> = if return_written {
+            vec![]
         } else {
-            (self.graph.outputs.iter().enumerate())
-                .filter(|(k, _)| !skip_outputs.contains(k))
-                .map(|(_, o)| o.0)
-                .collect()
+            targets.iter().map(|t| t.0).collect()
         };
-        let mut out = Vec::with_capacity(want.len());
-        for i in want {
+        self.run_checked(inputs, &targets, Want::Outputs { skip: &skip })
+    }
+
+    /// The plan for these dynamic-dim sizes: the cached one, or a new one.
+    fn plan_for(&self, dims: &DimBindings) -> Result<Arc<BoundPlan>, CpuError> {
+        let mut cur = self.plan.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(p) = cur.as_ref().filter(|p| p.dims == *dims) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(BoundPlan {
+            dims: dims.clone(),
+            plan: make_plan(&self.graph, dims, self.mode)?,
+        });
+        *cur = Some(p.clone());
+        Ok(p)
+    }
+
+    /// The run itself: `writes` holds `(output index, param node id)`.
+    fn run_checked(
+        &self,
+        inputs: &CheckedInputs,
+        writes: &[(usize, usize)],
+        want: Want,
+    ) -> Result<Vec<HostTensor>, CpuError> {
+        let bp = self.plan_for(inputs.dims())?;
+        let plan = &bp.plan;
+        let mut arena = self
+            .pool
+            .checkout(plan.sizes, self.graph.nodes.len(), &self.graph.name)?;
+        for &(name, t) in inputs.tensors() {
+            let id = self.io.input(name)?.node.0;
+            let what = || format!("input \"{name}\"");
+            arena.inputs[id] = Some(alloc::storage_of(t, &what)?);
+        }
+        if writes.is_empty() {
+            let leaves = self.leaves.read().unwrap_or_else(PoisonError::into_inner);
+            self.execute_plan(plan, &mut arena, &leaves)?;
+            return self.collect(plan, &arena, &leaves, &want);
+        }
+        let mut leaves = self.leaves.write().unwrap_or_else(PoisonError::into_inner);
+        self.execute_plan(plan, &mut arena, &leaves)?;
+        let values = self.collect(plan, &arena, &leaves, &want)?;
+        self.write_back(plan, &arena, &mut leaves, writes)?;
+        Ok(values)
+    }
+
+    /// The values a run returns, in fresh (fallibly allocated) host tensors.
+    fn collect(
+        &self,
+        plan: &Plan,
+        arena: &Arena,
+        leaves: &[Option<Storage>],
+        want: &Want,
+    ) -> Result<Vec<HostTensor>, CpuError> {
+        let ids: Vec<usize> = match want {
+            Want::All => (0..self.graph.nodes.len()).collect(),
+            Want::Outputs { skip } => (self.graph.outputs.iter().enumerate())
+                .filter(|(k, _)| !skip.contains(k))
+                .map(|(_, o)| o.0)
+                .collect(),
+        };
+        let mut out = Vec::with_capacity(ids.len());
+        for i in ids {
             let node = &self.graph.nodes[i];
-            let buf = self.buf_of(plan, i);
-            out.push(Some(from_buf(buf, &plan.shapes[i], node.shape.dtype)));
+            let buf = buf_of(plan, arena, leaves, node)?;
+            let what = || format!("the value of node {}", label(node));
+            out.push(alloc::tensor_of(
+                buf,
+                &plan.shapes[i],
+                node.shape.dtype,
+                &what,
+            )?);
         }
         Ok(out)
     }
 
-    fn buf_of<'a>(&'a self, plan: &Plan, i: usize) -> Buf<'a> {
+    fn execute_plan(
+        &self,
+        plan: &Plan,
+        arena: &mut Arena,
+        leaves: &[Option<Storage>],
+    ) -> Result<(), CpuError> {
         let arenas = Arenas {
-            f32: (self.f32a.as_ptr() as *mut f32, self.f32a.len()),
-            f64: (self.f64a.as_ptr() as *mut f64, self.f64a.len()),
-            i64: (self.i64a.as_ptr() as *mut i64, self.i64a.len()),
+            f32: (arena.f32.as_mut_ptr(), arena.f32.len()),
+            f64: (arena.f64.as_mut_ptr(), arena.f64.len()),
+            i64: (arena.i64.as_mut_ptr(), arena.i64.len()),
         };
-        // SAFETY: a shared borrow of self covers the arenas for 'a; nothing writes meanwhile.
-        unsafe { read_loc(&arenas, &self.leaves, plan.locs[i]) }
-    }
-
-    fn execute(&mut self) -> Result<(), CpuError> {
-        let plan = self.plan.take().expect("plan");
-        let result = self.execute_plan(&plan);
-        self.plan = Some(plan);
-        result
-    }
-
-    fn execute_plan(&mut self, plan: &Plan) -> Result<(), CpuError> {
-        let arenas = Arenas {
-            f32: (self.f32a.as_mut_ptr(), self.f32a.len()),
-            f64: (self.f64a.as_mut_ptr(), self.f64a.len()),
-            i64: (self.i64a.as_mut_ptr(), self.i64a.len()),
+        let leaves = Leaves {
+            shared: leaves,
+            inputs: &arena.inputs,
         };
         for (i, node) in self.graph.nodes.iter().enumerate() {
             let Loc::Arena { pool, off, len } = plan.locs[i] else {
@@ -287,7 +354,8 @@ impl CpuExecutable {
                 let j = inp.0;
                 // SAFETY: bounds are checked in read_loc; the output slice below is disjoint
                 // from every input (checked above) and from leaf storage.
-                let data = unsafe { read_loc(&arenas, &self.leaves, plan.locs[j]) };
+                let data = unsafe { read_loc(&arenas, &leaves, plan.locs[j]) }
+                    .ok_or_else(|| no_value(&self.graph.nodes[j]))?;
                 ins.push(TensorView {
                     shape: &plan.shapes[j],
                     dtype: self.graph.nodes[j].shape.dtype,
@@ -324,6 +392,50 @@ impl CpuExecutable {
     }
 }
 
+fn no_value(n: &Node) -> CpuError {
+    CpuError::Op {
+        node: label(n),
+        op: n.op.kind().name(),
+        msg: match &n.op {
+            Op::Param { name } => format!("param \"{name}\" is not set: call set_param first"),
+            Op::Input { name } => format!("input \"{name}\" was not fed"),
+            _ => "no value (or a plan range outside it)".into(),
+        },
+    }
+}
+
+/// The value of node `n` after a run (a shared borrow of the arena: nothing writes it).
+fn buf_of<'a>(
+    plan: &Plan,
+    arena: &'a Arena,
+    leaves: &'a [Option<Storage>],
+    n: &Node,
+) -> Result<Buf<'a>, CpuError> {
+    let arenas = Arenas {
+        f32: (arena.f32.as_ptr() as *mut f32, arena.f32.len()),
+        f64: (arena.f64.as_ptr() as *mut f64, arena.f64.len()),
+        i64: (arena.i64.as_ptr() as *mut i64, arena.i64.len()),
+    };
+    let leaves = Leaves {
+        shared: leaves,
+        inputs: &arena.inputs,
+    };
+    // SAFETY: the shared borrow of the arena covers 'a; nothing writes it meanwhile.
+    unsafe { read_loc(&arenas, &leaves, plan.locs[n.id.0]) }.ok_or_else(|| no_value(n))
+}
+
+/// Where leaf values live during a run: the run's inputs, else the shared constants and params.
+struct Leaves<'a> {
+    shared: &'a [Option<Storage>],
+    inputs: &'a [Option<Storage>],
+}
+
+impl<'a> Leaves<'a> {
+    fn get(&self, node: usize) -> Option<&'a Storage> {
+        (self.inputs.get(node)?.as_ref()).or_else(|| self.shared.get(node)?.as_ref())
+    }
+}
+
 /// Raw views of the three arenas, so one node's output and its inputs (disjoint ranges of
 /// the same arena, as planned) can be borrowed at once.
 struct Arenas {
@@ -355,68 +467,39 @@ impl Arenas {
     }
 }
 
+/// The values at `loc`, or `None` for an unset leaf or a range outside its storage.
+///
 /// # Safety
 /// The range must not be mutably borrowed while the returned view lives.
-unsafe fn read_loc<'a>(arenas: &Arenas, leaves: &'a [Option<Storage>], loc: Loc) -> Buf<'a> {
+unsafe fn read_loc<'a>(arenas: &Arenas, leaves: &Leaves<'a>, loc: Loc) -> Option<Buf<'a>> {
     match loc {
-        Loc::Leaf { node, off, len } => match leaves[node].as_ref().expect("leaf set").as_buf() {
-            Buf::F32(s) => Buf::F32(&s[off..off + len]),
-            Buf::F64(s) => Buf::F64(&s[off..off + len]),
-            Buf::I64(s) => Buf::I64(&s[off..off + len]),
-        },
+        Loc::Leaf { node, off, len } => {
+            let r = off..off.checked_add(len)?;
+            Some(match leaves.get(node)?.as_buf() {
+                Buf::F32(s) => Buf::F32(s.get(r)?),
+                Buf::F64(s) => Buf::F64(s.get(r)?),
+                Buf::I64(s) => Buf::I64(s.get(r)?),
+            })
+        }
         Loc::Arena { pool, off, len } => {
-            let get = |(p, n): (*mut f32, usize)| {
-                assert!(off + len <= n, "arena read out of bounds");
-                Buf::F32(std::slice::from_raw_parts(p.add(off), len))
-            };
+            let fits = |n: usize| off.checked_add(len).is_some_and(|e| e <= n);
             match pool {
-                0 => get(arenas.f32),
-                1 => {
-                    assert!(off + len <= arenas.f64.1, "arena read out of bounds");
-                    Buf::F64(std::slice::from_raw_parts(arenas.f64.0.add(off), len))
-                }
-                _ => {
-                    assert!(off + len <= arenas.i64.1, "arena read out of bounds");
-                    Buf::I64(std::slice::from_raw_parts(arenas.i64.0.add(off), len))
-                }
+                0 if fits(arenas.f32.1) => Some(Buf::F32(std::slice::from_raw_parts(
+                    arenas.f32.0.add(off),
+                    len,
+                ))),
+                1 if fits(arenas.f64.1) => Some(Buf::F64(std::slice::from_raw_parts(
+                    arenas.f64.0.add(off),
+                    len,
+                ))),
+                2 if fits(arenas.i64.1) => Some(Buf::I64(std::slice::from_raw_parts(
+                    arenas.i64.0.add(off),
+                    len,
+                ))),
+                _ => None,
             }
         }
     }
-}
-
-/// Check a host tensor against a declared shape; dynamic dims must agree with `bindings`.
-fn check_tensor(
-    want: &Shape,
-    t: &HostTensor,
-    bindings: &HashMap<String, usize>,
-) -> Result<(), String> {
-    if t.dtype != want.dtype {
-        return Err(format!(
-            "dtype {} given, the graph declares {}",
-            t.dtype, want.dtype
-        ));
-    }
-    let bytes = t.numel() * t.dtype.size_bytes();
-    if t.data.len() != bytes {
-        return Err(format!(
-            "{} bytes given for shape {:?} of {}, need {bytes}",
-            t.data.len(),
-            t.shape,
-            t.dtype
-        ));
-    }
-    let ok = t.shape.len() == want.rank()
-        && want.dims.iter().zip(&t.shape).all(|(d, &n)| match d {
-            Dim::Static(m) => *m == n,
-            Dim::Dynamic(s) => bindings.get(s).is_none_or(|&b| b == n),
-        });
-    if !ok {
-        return Err(format!(
-            "shape {:?} given, the graph declares {want}",
-            t.shape
-        ));
-    }
-    Ok(())
 }
 
 /// Build, run once and return the outputs: the shortest path from a graph to numbers.

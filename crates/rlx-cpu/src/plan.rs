@@ -43,6 +43,14 @@ fn label(node: &Node) -> String {
     node.label()
 }
 
+fn too_big(node: &Node, dims: &[usize]) -> CpuError {
+    CpuError::Op {
+        node: label(node),
+        op: node.op.kind().name(),
+        msg: format!("shape {dims:?} has more elements than memory can address"),
+    }
+}
+
 /// Bind dynamic dims, infer concrete shapes, and lay out the arena.
 pub(crate) fn make_plan(
     g: &Graph,
@@ -78,7 +86,17 @@ pub(crate) fn make_plan(
         .into_iter()
         .map(|s| s.static_dims().expect("checked static"))
         .collect();
-    let numel = |i: usize| shapes[i].iter().product::<usize>();
+    // Checked: a shape whose element count overflows must fail here, not wrap into a
+    // small arena that the thunks then overrun.
+    let mut counts = Vec::with_capacity(shapes.len());
+    for (s, node) in shapes.iter().zip(&g.nodes) {
+        counts.push(
+            s.iter()
+                .try_fold(1usize, |a, &d| a.checked_mul(d))
+                .ok_or_else(|| too_big(node, s))?,
+        );
+    }
+    let numel = |i: usize| counts[i];
     let n = g.nodes.len();
     let mut locs = Vec::with_capacity(n);
     let mut is_view = vec![false; n];
@@ -102,8 +120,11 @@ pub(crate) fn make_plan(
                         off: sizes[pool],
                         len: numel(i),
                     });
-                    sizes[pool] += numel(i);
-                    total += numel(i) * class_elem_bytes(node);
+                    let bytes = numel(i).checked_mul(class_elem_bytes(node));
+                    sizes[pool] = (sizes[pool].checked_add(numel(i)))
+                        .ok_or_else(|| too_big(node, &shapes[i]))?;
+                    total = (bytes.and_then(|b| b.checked_add(total)))
+                        .ok_or_else(|| too_big(node, &shapes[i]))?;
                 }
             }
             planned_bytes = total;

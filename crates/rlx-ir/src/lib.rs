@@ -1,5 +1,6 @@
 //! rlx-ir: the tensor IR of rlx — graph, shapes, the op set, builders with shape
 //! inference, verifier, serialization and text dump.
+mod bindings;
 mod display;
 mod dtype;
 mod error;
@@ -12,6 +13,7 @@ mod shape;
 mod tensor;
 mod verify;
 
+pub use bindings::{BindError, Binding, CheckedInputs, DimBindings, IoBindings};
 pub use dtype::{ComputeClass, DType};
 pub use error::IrError;
 pub use graph::{AxisArg, Graph, Node, NodeId};

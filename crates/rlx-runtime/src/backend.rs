@@ -1,136 +1,77 @@
-//! The executor behind a `CompiledGraph`: the CPU reference or the CUDA backend.
+//! The one interface a compiled graph runs through, whatever the device. Backends never
+//! depend on rlx-runtime, so the trait lives here with its implementations for each
+//! backend's executable (`cpu.rs`, `cuda.rs`); a new backend adds one file.
+//!
+//! Inputs reach an executable already checked by the session's binding table
+//! (`CheckedInputs` can only be made by `IoBindings::check_inputs`), params already
+//! checked against their declaration: implementations trust both.
 use crate::Error;
-use rlx_cpu::CpuExecutable;
-use rlx_cuda::CudaExecutable;
-use rlx_ir::{Graph, HostTensor, NodeId};
+use rlx_ir::{CheckedInputs, Graph, HostTensor, NodeId, OpKind};
 
-pub(crate) enum Backend {
-    Cpu(Box<CpuExecutable>),
-    Cuda(Box<CudaExecutable>),
-}
+mod cpu;
+mod cuda;
 
-impl Backend {
-    pub fn set_param(&mut self, name: &str, value: &HostTensor) -> Result<(), Error> {
-        match self {
-            Backend::Cpu(e) => Ok(e.set_param(name, value)?),
-            Backend::Cuda(e) => Ok(e.set_param(name, value)?),
-        }
-    }
+pub use cpu::CpuBackend;
+pub use cuda::CudaBackend;
 
-    pub fn run(&mut self, inputs: &[(&str, HostTensor)]) -> Result<Vec<HostTensor>, Error> {
-        match self {
-            Backend::Cpu(e) => Ok(e.run(inputs)?),
-            Backend::Cuda(e) => Ok(e.run(inputs)?),
-        }
-    }
+/// A graph compiled for one device. Shared by every thread that runs the compiled graph:
+/// implementations lock what they must (the CPU runs concurrently; the GPU serialises).
+pub trait Executable: Send + Sync {
+    /// The graph as it runs (after the optimisation pipeline).
+    fn graph(&self) -> Graph;
 
-    /// Outputs bound to a param are left out unless `return_updated`.
-    pub fn run_writeback(
-        &mut self,
-        inputs: &[(&str, HostTensor)],
+    /// Store a param's value (checked by the caller).
+    fn set_param(&self, name: &str, value: &HostTensor) -> Result<(), Error>;
+
+    /// The current value of a param (after bound updates, the updated one).
+    fn param_value(&self, name: &str) -> Result<HostTensor, Error>;
+
+    /// Run once; then output `k` replaces param `p` for each `(k, p)` in `writes`. Returns
+    /// the outputs in order, leaving out those in `writes` unless `return_updated`.
+    fn run(
+        &self,
+        inputs: &CheckedInputs,
         writes: &[(usize, &str)],
         return_updated: bool,
-    ) -> Result<Vec<HostTensor>, Error> {
-        match self {
-            Backend::Cpu(e) => Ok(e.run_writeback(inputs, writes, return_updated)?),
-            Backend::Cuda(e) => Ok(e
-                .run_writeback(inputs, writes, return_updated)?
-                .into_iter()
-                .flatten()
-                .collect()),
-        }
-    }
+    ) -> Result<Vec<HostTensor>, Error>;
 
-    /// Per-kernel device times on the GPU; `None` on the CPU (no kernels to break down).
-    pub fn profile(
-        &mut self,
-        inputs: &[(&str, HostTensor)],
-        iters: usize,
-    ) -> Result<Option<Vec<rlx_cuda::ProfileRow>>, Error> {
-        match self {
-            Backend::Cuda(e) => Ok(Some(e.profile(inputs, iters)?)),
-            Backend::Cpu(_) => Ok(None),
-        }
-    }
-
-    /// Median milliseconds of one run with these inputs (and the bound updates): device
-    /// time between CUDA events on the GPU, wall time on the CPU.
-    pub fn time_runs(
-        &mut self,
-        inputs: &[(&str, HostTensor)],
+    /// Median milliseconds of one run with these inputs (and the bound updates). By default
+    /// the wall time of whole runs; a device with its own clock overrides it.
+    fn time_runs(
+        &self,
+        inputs: &CheckedInputs,
         writes: &[(usize, &str)],
         warmup: usize,
         iters: usize,
     ) -> Result<f64, Error> {
-        match self {
-            Backend::Cuda(e) => Ok(e.time_replays(inputs, writes, warmup, iters)?),
-            Backend::Cpu(e) => {
-                let mut ts = Vec::with_capacity(iters);
-                for i in 0..warmup + iters.max(1) {
-                    let t0 = std::time::Instant::now();
-                    e.run_writeback(inputs, writes, false)?;
-                    if i >= warmup {
-                        ts.push(t0.elapsed().as_secs_f64() * 1e3);
-                    }
-                }
-                ts.sort_by(|a, b| a.total_cmp(b));
-                Ok(ts[ts.len() / 2])
+        let mut ts = Vec::with_capacity(iters.max(1));
+        for i in 0..warmup + iters.max(1) {
+            let t0 = std::time::Instant::now();
+            self.run(inputs, writes, false)?;
+            if i >= warmup {
+                ts.push(t0.elapsed().as_secs_f64() * 1e3);
             }
         }
+        ts.sort_by(|a, b| a.total_cmp(b));
+        Ok(ts[ts.len() / 2])
     }
 
-    pub fn param_value(&self, name: &str) -> Result<HostTensor, Error> {
-        match self {
-            Backend::Cpu(e) => Ok(e.param_value(name)?),
-            Backend::Cuda(e) => Ok(e.param_value(name)?),
-        }
+    /// Per-kernel device times; `None` where there are no kernels to break down (the CPU).
+    fn profile(
+        &self,
+        _inputs: &CheckedInputs,
+        _iters: usize,
+    ) -> Result<Option<Vec<rlx_cuda::ProfileRow>>, Error> {
+        Ok(None)
     }
 
-    pub fn graph(&self) -> &Graph {
-        match self {
-            Backend::Cpu(e) => e.graph(),
-            Backend::Cuda(e) => e.graph(),
-        }
-    }
+    /// Per compute node: id, kind and `Some(reason)` when it runs on the CPU instead of the
+    /// compiled device.
+    fn dispatch(&self) -> Vec<(NodeId, OpKind, Option<String>)>;
 
-    pub fn arena_bytes(&self) -> usize {
-        match self {
-            Backend::Cpu(e) => e.arena_bytes(),
-            Backend::Cuda(e) => e.arena_bytes(),
-        }
-    }
+    /// Arena bytes of the current memory plan.
+    fn arena_bytes(&self) -> usize;
 
-    pub fn unplanned_bytes(&self) -> usize {
-        match self {
-            Backend::Cpu(e) => e.unplanned_bytes(),
-            // One buffer per node in storage bytes.
-            Backend::Cuda(e) => e
-                .graph()
-                .nodes
-                .iter()
-                .filter(|n| !n.op.is_leaf())
-                .map(|n| {
-                    n.shape
-                        .static_dims()
-                        .map_or(0, |d| d.iter().product::<usize>())
-                        * n.shape.dtype.size_bytes()
-                })
-                .sum(),
-        }
-    }
-
-    /// Per compute node: kind and `Some(reason)` when it runs on the CPU (CUDA only; the
-    /// CPU backend runs everything natively).
-    pub fn dispatch(&self) -> Vec<(NodeId, rlx_ir::OpKind, Option<String>)> {
-        match self {
-            Backend::Cpu(e) => e
-                .graph()
-                .nodes
-                .iter()
-                .filter(|n| !n.op.is_leaf())
-                .map(|n| (n.id, n.op.kind(), None))
-                .collect(),
-            Backend::Cuda(e) => e.dispatch(),
-        }
-    }
+    /// Arena bytes one buffer per node would take (what the plan saves against).
+    fn unplanned_bytes(&self) -> usize;
 }

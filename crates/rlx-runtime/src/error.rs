@@ -1,6 +1,6 @@
 //! The runtime's error type: every variant names the tensor, node or device concerned.
 use rlx_cpu::CpuError;
-use rlx_ir::IrError;
+use rlx_ir::{BindError, IrError};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -50,6 +50,23 @@ pub enum Error {
     },
     #[error("param \"{param}\" is already updated by output {existing}")]
     DuplicateUpdate { param: String, existing: usize },
+    #[error(
+        "input \"{name}\": dim {symbol} = {got}, but input \"{bound_by}\" bound it to {bound}"
+    )]
+    InconsistentDim {
+        name: String,
+        symbol: String,
+        got: usize,
+        bound: usize,
+        bound_by: String,
+    },
+    #[error("two {kind}s are named \"{name}\" (nodes {first} and {second}): names must be unique")]
+    DuplicateName {
+        kind: &'static str,
+        name: String,
+        first: rlx_ir::NodeId,
+        second: rlx_ir::NodeId,
+    },
     #[error("device {device} is not available: {reason}")]
     DeviceUnavailable { device: String, reason: String },
     #[error(transparent)]
@@ -60,4 +77,75 @@ pub enum Error {
     Cpu(#[from] CpuError),
     #[error(transparent)]
     Cuda(#[from] rlx_cuda::CudaError),
+}
+
+impl From<BindError> for Error {
+    fn from(e: BindError) -> Error {
+        match e {
+            BindError::UnknownInput { name, known } => Error::UnknownInput { name, known },
+            BindError::UnknownParam { name, known } => Error::UnknownParam { name, known },
+            BindError::MissingInput { name, shape } => Error::MissingInput { name, shape },
+            BindError::DuplicateInput { name } => Error::DuplicateInput { name },
+            BindError::WrongLength {
+                kind,
+                name,
+                shape,
+                expected,
+                got,
+            } => Error::WrongLength {
+                kind,
+                name,
+                shape,
+                expected,
+                got,
+            },
+            BindError::WrongShape {
+                kind,
+                name,
+                expected,
+                got,
+            } => Error::WrongShape {
+                kind,
+                name,
+                expected,
+                got,
+            },
+            BindError::WrongDtype {
+                kind,
+                name,
+                expected,
+                got,
+            } => Error::WrongDtype {
+                kind,
+                name,
+                expected,
+                got,
+            },
+            BindError::Unbindable { name, shape, .. } => Error::Unbindable { name, shape },
+            BindError::InconsistentDim {
+                name,
+                symbol,
+                got,
+                bound,
+                bound_by,
+            } => Error::InconsistentDim {
+                name,
+                symbol,
+                got,
+                bound,
+                bound_by,
+            },
+            BindError::DuplicateName {
+                kind,
+                name,
+                first,
+                second,
+            } => Error::DuplicateName {
+                kind,
+                name,
+                first,
+                second,
+            },
+        }
+    }
 }

@@ -3,6 +3,7 @@ mod backend;
 mod error;
 mod session;
 
+pub use backend::Executable;
 pub use error::Error;
 pub use rlx_cuda::{CudaError, Precision, ProfileRow};
 pub use session::{cpu_pipeline, cuda_pipeline, CompileOptions, CompiledGraph, Device, Session};

@@ -1,13 +1,15 @@
-//! Devices, sessions and compiled graphs. Inputs and params are checked here, against the
-//! graph's declarations, so every backend reports user mistakes the same way.
-use crate::backend::Backend;
+//! Devices, sessions and compiled graphs. Inputs and params are checked here, once,
+//! through the graph's binding table (`rlx_ir::IoBindings`), so every backend reports user
+//! mistakes the same way and trusts what it is handed.
+use crate::backend::{CpuBackend, CudaBackend, Executable};
 use crate::Error;
 use rlx_cpu::{CpuConstEvaluator, CpuExecutable};
 use rlx_cuda::{CudaExecutable, CudaOptions, Precision};
-use rlx_ir::{Dim, Graph, HostTensor, Op, Shape};
+use rlx_ir::{CheckedInputs, Graph, HostTensor, IoBindings};
 use rlx_opt::{Autocast, ConstFold, Expand, Pipeline};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -138,14 +140,15 @@ impl Session {
     ) -> Result<CompiledGraph, Error> {
         let graph = graph.into();
         graph.verify()?;
-        let exe = match self.device {
+        let io = IoBindings::new(&graph)?;
+        let exe: Box<dyn Executable> = match self.device {
             Device::Cpu => {
                 let optimized = if opts.optimize {
                     cpu_pipeline().run(&graph)?.0
                 } else {
                     graph.clone()
                 };
-                Backend::Cpu(Box::new(CpuExecutable::new(optimized)?))
+                Box::new(CpuBackend(CpuExecutable::new(optimized)?))
             }
             Device::Cuda(n) => {
                 rlx_cuda::check_available(n).map_err(|e| Error::DeviceUnavailable {
@@ -163,17 +166,18 @@ impl Session {
                     verify: opts.verify,
                     force_variant: None,
                 };
-                Backend::Cuda(Box::new(CudaExecutable::new(optimized, n, cuda)?))
+                Box::new(CudaBackend::new(CudaExecutable::new(optimized, n, cuda)?))
             }
         };
         if std::env::var("RLX_DISPATCH_REPORT").is_ok_and(|v| v == "1") {
-            eprint!("{}", dispatch_report(&exe, self.device));
+            eprint!("{}", dispatch_report(exe.as_ref(), self.device));
         }
         Ok(CompiledGraph {
             device: self.device,
+            params_set: io.params().iter().map(|_| AtomicBool::new(false)).collect(),
             graph,
-            exe: Mutex::new(exe),
-            params_set: Mutex::new(HashMap::new()),
+            io,
+            exe,
             updates: Mutex::new(Vec::new()),
         })
     }
@@ -182,7 +186,7 @@ impl Session {
 /// Per op kind: how many nodes run natively on the device and how many fall back to the
 /// CPU (with the first reason). A graph with dynamic dims is lowered at its first run; its
 /// report then lists what is known at compile time.
-fn dispatch_report(exe: &Backend, device: Device) -> String {
+fn dispatch_report(exe: &dyn Executable, device: Device) -> String {
     let mut counts: BTreeMap<&str, (usize, usize, Option<String>)> = BTreeMap::new();
     for (_, kind, reason) in exe.dispatch() {
         let e = counts.entry(kind.name()).or_default();
@@ -212,20 +216,18 @@ fn dispatch_report(exe: &Backend, device: Device) -> String {
     s
 }
 
-/// A graph prepared for one device: set params once, run many times.
+/// A graph prepared for one device: set params once, run many times — from several
+/// threads at once if need be (on the CPU such runs proceed in parallel).
 pub struct CompiledGraph {
     device: Device,
     graph: Graph,
-    exe: Mutex<Backend>,
-    params_set: Mutex<HashMap<String, bool>>,
+    /// The graph's inputs and params: every run and param is checked against it.
+    io: IoBindings,
+    exe: Box<dyn Executable>,
+    /// Per param (in `io.params()` order): set at least once.
+    params_set: Vec<AtomicBool>,
     /// `(output index, param name)`: after each run the output replaces the param.
     updates: Mutex<Vec<(usize, String)>>,
-}
-
-fn names<'a>(it: impl Iterator<Item = (&'a str, &'a Shape)>) -> String {
-    it.map(|(n, s)| format!("{n}: {s}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 impl CompiledGraph {
@@ -237,52 +239,18 @@ impl CompiledGraph {
         &self.graph
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Backend> {
-        // A panic inside a thunk would poison the lock; the executor holds no invariant a
-        // later run could trip on (it re-plans and overwrites every value), so carry on.
-        self.exe.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn param_shape(&self, name: &str) -> Result<&Shape, Error> {
-        self.graph
-            .params()
-            .find(|(n, _)| *n == name)
-            .map(|(_, s)| s)
-            .ok_or_else(|| Error::UnknownParam {
-                name: name.into(),
-                known: names(self.graph.params()),
-            })
-    }
-
     /// Set a param from f32 values (converted to the param's dtype).
     pub fn set_param(&self, name: &str, data: &[f32]) -> Result<(), Error> {
-        let shape = self.param_shape(name)?.clone();
-        let dims = shape.static_dims().ok_or_else(|| Error::Unbindable {
-            name: name.into(),
-            shape: shape.to_string(),
-        })?;
-        let n: usize = dims.iter().product();
-        if data.len() != n {
-            return Err(Error::WrongLength {
-                kind: "param",
-                name: name.into(),
-                shape: shape.to_string(),
-                expected: n,
-                got: data.len(),
-            });
-        }
-        self.set_param_typed(name, HostTensor::from_f32_as(&dims, data, shape.dtype))
+        let b = self.io.param(name)?;
+        let dims = b.flat_dims(data.len())?;
+        self.set_param_typed(name, HostTensor::from_f32_as(&dims, data, b.shape.dtype))
     }
 
     /// Set a param from a typed tensor (shape and dtype must match the graph's).
     pub fn set_param_typed(&self, name: &str, value: HostTensor) -> Result<(), Error> {
-        let shape = self.param_shape(name)?.clone();
-        check_tensor("param", name, &shape, &value)?;
-        self.lock().set_param(name, &value)?;
-        self.params_set
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.into(), true);
+        let b = self.io.check_param(name, &value)?;
+        self.exe.set_param(name, &value)?;
+        self.params_set[b.index].store(true, Ordering::Release);
         Ok(())
     }
 
@@ -295,9 +263,9 @@ impl CompiledGraph {
         for (name, data) in inputs {
             let name = name.as_ref();
             let data = data.as_ref();
-            let shape = self.input_shape(name)?;
-            let dims = bind_flat(name, shape, data.len())?;
-            typed.push((name, HostTensor::from_f32_as(&dims, data, shape.dtype)));
+            let b = self.io.input(name)?;
+            let dims = b.flat_dims(data.len())?;
+            typed.push((name, HostTensor::from_f32_as(&dims, data, b.shape.dtype)));
         }
         Ok(self
             .run_typed(&typed)?
@@ -321,57 +289,27 @@ impl CompiledGraph {
         inputs: &[(N, HostTensor)],
         all_outputs: bool,
     ) -> Result<Vec<HostTensor>, Error> {
-        self.check_inputs(inputs)?;
-        let refs: Vec<(&str, HostTensor)> = inputs
-            .iter()
-            .map(|(n, t)| (n.as_ref(), t.clone()))
-            .collect();
-        self.run_checked(&refs, all_outputs)
-    }
-
-    fn check_inputs<N: AsRef<str>>(&self, inputs: &[(N, HostTensor)]) -> Result<(), Error> {
-        let mut seen: HashMap<&str, ()> = HashMap::new();
-        for (name, t) in inputs {
-            let name = name.as_ref();
-            let shape = self.input_shape(name)?;
-            if seen.insert(name, ()).is_some() {
-                return Err(Error::DuplicateInput { name: name.into() });
-            }
-            check_tensor("input", name, shape, t)?;
-        }
-        for (name, shape) in self.graph.inputs() {
-            if !seen.contains_key(name) {
-                return Err(Error::MissingInput {
-                    name: name.into(),
-                    shape: shape.to_string(),
-                });
-            }
-        }
-        let set = self.params_set.lock().unwrap_or_else(|p| p.into_inner());
-        for (name, _) in self.graph.params() {
-            if !set.contains_key(name) {
-                return Err(Error::ParamNotSet { name: name.into() });
-            }
-        }
-        Ok(())
-    }
-
-    fn run_checked(
-        &self,
-        inputs: &[(&str, HostTensor)],
-        return_updated: bool,
-    ) -> Result<Vec<HostTensor>, Error> {
-        let updates = self
-            .updates
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let mut exe = self.lock();
-        if updates.is_empty() {
-            return exe.run(inputs);
-        }
+        let checked = self.check_inputs(inputs)?;
+        let updates = self.updates();
         let writes: Vec<(usize, &str)> = updates.iter().map(|(k, n)| (*k, n.as_str())).collect();
-        exe.run_writeback(inputs, &writes, return_updated)
+        self.exe.run(&checked, &writes, all_outputs)
+    }
+
+    /// The one check of a run: the inputs against the binding table, then that every param
+    /// has been set.
+    fn check_inputs<'a, N: AsRef<str>>(
+        &self,
+        inputs: &'a [(N, HostTensor)],
+    ) -> Result<CheckedInputs<'a>, Error> {
+        let checked = (self.io).check_inputs(inputs.iter().map(|(n, t)| (n.as_ref(), t)))?;
+        if let Some(p) =
+            (self.io.params().iter()).find(|p| !self.params_set[p.index].load(Ordering::Acquire))
+        {
+            return Err(Error::ParamNotSet {
+                name: p.name.clone(),
+            });
+        }
+        Ok(checked)
     }
 
     /// Declare that after every run, output `output` overwrites param `param` in place (a
@@ -383,7 +321,7 @@ impl CompiledGraph {
             index: output,
             count,
         })?;
-        let pshape = self.param_shape(param)?;
+        let pshape = &self.io.param(param)?.shape;
         let oshape = self.graph.shape(out)?;
         if oshape != pshape || pshape.static_dims().is_none() {
             return Err(Error::UpdateShapeMismatch {
@@ -423,50 +361,33 @@ impl CompiledGraph {
 
     /// The current value of a param (after bound updates, the updated one).
     pub fn param(&self, name: &str) -> Result<HostTensor, Error> {
-        self.param_shape(name)?;
-        if !self
-            .params_set
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains_key(name)
-        {
+        let b = self.io.param(name)?;
+        if !self.params_set[b.index].load(Ordering::Acquire) {
             return Err(Error::ParamNotSet { name: name.into() });
         }
-        self.lock().param_value(name)
-    }
-
-    fn input_shape(&self, name: &str) -> Result<&Shape, Error> {
-        self.graph
-            .nodes
-            .iter()
-            .find(|n| matches!(&n.op, Op::Input { name: p } if p == name))
-            .map(|n| &n.shape)
-            .ok_or_else(|| Error::UnknownInput {
-                name: name.into(),
-                known: names(self.graph.inputs()),
-            })
+        self.exe.param_value(name)
     }
 
     /// Arena bytes of the last run's memory plan.
     pub fn arena_bytes(&self) -> usize {
-        self.lock().arena_bytes()
+        self.exe.arena_bytes()
     }
 
     /// Arena bytes one buffer per node would take (what the plan saves against).
     pub fn unplanned_bytes(&self) -> usize {
-        self.lock().unplanned_bytes()
+        self.exe.unplanned_bytes()
     }
 
     /// The graph as it runs: after the optimisation pipeline.
     pub fn optimized_graph(&self) -> Graph {
-        self.lock().graph().clone()
+        self.exe.graph()
     }
 
     /// Per compute node of the optimised graph: op kind and `Some(reason)` when it runs on
     /// the CPU instead of the compiled device (CUDA graphs with dynamic dims are lowered at
     /// their first run).
     pub fn dispatch(&self) -> Vec<(rlx_ir::NodeId, rlx_ir::OpKind, Option<String>)> {
-        self.lock().dispatch()
+        self.exe.dispatch()
     }
 
     /// Median milliseconds of one run (bound updates included) after `warmup` runs: on a
@@ -478,14 +399,10 @@ impl CompiledGraph {
         warmup: usize,
         iters: usize,
     ) -> Result<f64, Error> {
-        self.check_inputs(inputs)?;
-        let refs: Vec<(&str, HostTensor)> = inputs
-            .iter()
-            .map(|(n, t)| (n.as_ref(), t.clone()))
-            .collect();
+        let checked = self.check_inputs(inputs)?;
         let updates = self.updates();
         let writes: Vec<(usize, &str)> = updates.iter().map(|(k, n)| (*k, n.as_str())).collect();
-        self.lock().time_runs(&refs, &writes, warmup, iters)
+        self.exe.time_runs(&checked, &writes, warmup, iters)
     }
 
     /// Where a GPU run's time goes: each kernel and cuBLASLt call of the plan launched on its
@@ -496,12 +413,8 @@ impl CompiledGraph {
         inputs: &[(N, HostTensor)],
         iters: usize,
     ) -> Result<Option<Vec<crate::ProfileRow>>, Error> {
-        self.check_inputs(inputs)?;
-        let refs: Vec<(&str, HostTensor)> = inputs
-            .iter()
-            .map(|(n, t)| (n.as_ref(), t.clone()))
-            .collect();
-        self.lock().profile(&refs, iters)
+        let checked = self.check_inputs(inputs)?;
+        self.exe.profile(&checked, iters)
     }
 
     /// Run `iters` times with the same inputs and return the median wall time of one run.
@@ -519,75 +432,4 @@ impl CompiledGraph {
         ts.sort();
         Ok(ts[ts.len() / 2])
     }
-}
-
-/// Dims of an input fed as a flat slice: static dims as declared; one dynamic dim can be
-/// solved from the length.
-fn bind_flat(name: &str, shape: &Shape, len: usize) -> Result<Vec<usize>, Error> {
-    let known: usize = shape.dims.iter().filter_map(Dim::as_static).product();
-    let unknown = shape
-        .dims
-        .iter()
-        .filter(|d| d.as_static().is_none())
-        .count();
-    match unknown {
-        0 => {
-            if len != known {
-                return Err(Error::WrongLength {
-                    kind: "input",
-                    name: name.into(),
-                    shape: shape.to_string(),
-                    expected: known,
-                    got: len,
-                });
-            }
-            Ok(shape.static_dims().expect("static"))
-        }
-        1 if known > 0 && len.is_multiple_of(known) => Ok(shape
-            .dims
-            .iter()
-            .map(|d| d.as_static().unwrap_or(len / known))
-            .collect()),
-        _ => Err(Error::Unbindable {
-            name: name.into(),
-            shape: shape.to_string(),
-        }),
-    }
-}
-
-fn check_tensor(kind: &'static str, name: &str, want: &Shape, t: &HostTensor) -> Result<(), Error> {
-    if t.dtype != want.dtype {
-        return Err(Error::WrongDtype {
-            kind,
-            name: name.into(),
-            expected: want.dtype,
-            got: t.dtype,
-        });
-    }
-    let rank_ok = t.shape.len() == want.rank();
-    let dims_ok = rank_ok
-        && want
-            .dims
-            .iter()
-            .zip(&t.shape)
-            .all(|(d, &n)| d.as_static().is_none_or(|m| m == n));
-    if !dims_ok {
-        return Err(Error::WrongShape {
-            kind,
-            name: name.into(),
-            expected: want.to_string(),
-            got: t.shape.clone(),
-        });
-    }
-    let bytes = t.numel() * t.dtype.size_bytes();
-    if t.data.len() != bytes {
-        return Err(Error::WrongLength {
-            kind,
-            name: name.into(),
-            shape: want.to_string(),
-            expected: bytes / t.dtype.size_bytes().max(1),
-            got: t.data.len() / t.dtype.size_bytes().max(1),
-        });
-    }
-    Ok(())
 }

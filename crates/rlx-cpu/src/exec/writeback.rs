@@ -1,10 +1,13 @@
 //! Training support: after a run, computed outputs overwrite param leaves in place (one
 //! copy in the compute class, no host-tensor round trip), so the next run sees the updated
 //! weights and optimizer state.
-use super::{label, CpuExecutable};
-use crate::buffer::{Buf, Storage};
+use super::pool::Arena;
+use super::{alloc, buf_of, label, CpuExecutable, Want};
+use crate::buffer::Storage;
 use crate::error::CpuError;
-use rlx_ir::{HostTensor, Op};
+use crate::plan::Plan;
+use rlx_ir::HostTensor;
+use std::sync::PoisonError;
 
 impl CpuExecutable {
     /// Check that output `output` may write back into param `name`: the output exists and
@@ -15,11 +18,9 @@ impl CpuExecutable {
             msg,
         };
         let param = self
-            .graph
-            .nodes
-            .iter()
-            .find(|n| matches!(&n.op, Op::Param { name: p } if p == name))
-            .ok_or_else(|| err("the graph has no such param".into()))?;
+            .io
+            .param(name)
+            .map_err(|_| err("the graph has no such param".into()))?;
         let out = self.graph.outputs.get(output).ok_or_else(|| {
             err(format!(
                 "output {output} does not exist (the graph has {})",
@@ -33,7 +34,7 @@ impl CpuExecutable {
                 param.shape
             )));
         }
-        Ok(param.id.0)
+        Ok(param.node.0)
     }
 
     /// Run, then for every `(output index, param name)` in `writes` replace the param's value
@@ -61,24 +62,27 @@ impl CpuExecutable {
         } else {
             targets.iter().map(|t| t.0).collect()
         };
-        let values = self.run_nodes(inputs, false, &skip)?;
-        let plan = self.plan.take().ok_or_else(|| CpuError::Op {
-            node: self.graph.name.clone(),
-            op: "WriteBack",
-            msg: "no plan after a run".into(),
-        })?;
-        let mut fresh = Vec::with_capacity(targets.len());
-        for &(out, _) in &targets {
-            let i = self.graph.outputs[out].0;
-            fresh.push(match self.buf_of(&plan, i) {
-                Buf::F32(s) => Storage::F32(s.to_vec()),
-                Buf::F64(s) => Storage::F64(s.to_vec()),
-                Buf::I64(s) => Storage::I64(s.to_vec()),
-            });
+        let checked = self.check(inputs)?;
+        self.run_checked(&checked, &targets, Want::Outputs { skip: &skip })
+    }
+
+    /// Copy every write's source out of the run's values, then store them as the params'
+    /// new values (`writes`: output index, param node id).
+    pub(super) fn write_back(
+        &self,
+        plan: &Plan,
+        arena: &Arena,
+        leaves: &mut [Option<Storage>],
+        writes: &[(usize, usize)],
+    ) -> Result<(), CpuError> {
+        let mut fresh = Vec::with_capacity(writes.len());
+        for &(out, leaf) in writes {
+            let node = &self.graph.nodes[self.graph.outputs[out].0];
+            let what = || format!("the new value of {}", label(&self.graph.nodes[leaf]));
+            fresh.push(alloc::copy_buf(buf_of(plan, arena, leaves, node)?, &what)?);
         }
-        self.plan = Some(plan);
-        for ((_, leaf), value) in targets.into_iter().zip(fresh) {
-            match &self.leaves[leaf] {
+        for (&(_, leaf), value) in writes.iter().zip(fresh) {
+            match &leaves[leaf] {
                 Some(old) if old.len() != value.len() => {
                     return Err(CpuError::Op {
                         node: label(&self.graph.nodes[leaf]),
@@ -86,25 +90,25 @@ impl CpuExecutable {
                         msg: format!("{} values computed for {} slots", value.len(), old.len()),
                     })
                 }
-                _ => self.leaves[leaf] = Some(value),
+                _ => leaves[leaf] = Some(value),
             }
         }
-        Ok(values.into_iter().flatten().collect())
+        Ok(())
     }
 
     /// The current value of a param (after write-backs, the updated one).
     pub fn param_value(&self, name: &str) -> Result<HostTensor, CpuError> {
-        let node = self.param_node(name)?;
-        let dims = node.shape.static_dims().ok_or_else(|| CpuError::Param {
+        let b = self.io.param(name)?;
+        let dims = b.shape.static_dims().ok_or_else(|| CpuError::Param {
             name: name.into(),
-            msg: format!("dynamic shape {}", node.shape),
+            msg: format!("dynamic shape {}", b.shape),
         })?;
-        let value = self.leaves[node.id.0]
-            .as_ref()
-            .ok_or_else(|| CpuError::Param {
-                name: name.into(),
-                msg: "not set: call set_param first".into(),
-            })?;
-        Ok(super::from_buf(value.as_buf(), &dims, node.shape.dtype))
+        let leaves = self.leaves.read().unwrap_or_else(PoisonError::into_inner);
+        let value = leaves[b.node.0].as_ref().ok_or_else(|| CpuError::Param {
+            name: name.into(),
+            msg: "not set: call set_param first".into(),
+        })?;
+        let what = || format!("the value of param \"{name}\"");
+        alloc::tensor_of(value.as_buf(), &dims, b.shape.dtype, &what)
     }
 }

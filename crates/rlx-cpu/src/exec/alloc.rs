@@ -1,0 +1,224 @@
+//! Fallible allocation for everything the executor sizes from a graph (arenas, params,
+//! inputs, outputs, write-backs): a request the machine cannot meet becomes a typed
+//! `CpuError::Alloc` saying how much was asked and what is available, not an abort.
+use crate::buffer::{Buf, Storage};
+use crate::error::CpuError;
+use half::{bf16, f16};
+use rlx_ir::{DType, HostTensor};
+
+/// Requests above this many bytes are first compared with all the memory the process could
+/// ever have (RAM + swap, or the cgroup limit): with overcommit the reservation itself would
+/// succeed and the run would be killed when it first touches the pages.
+const CHECK_ABOVE: u128 = 1 << 30;
+
+/// Room for exactly `n` elements, or the typed error.
+pub(crate) fn with_capacity<T>(n: usize, what: &dyn Fn() -> String) -> Result<Vec<T>, CpuError> {
+    let mut v = Vec::new();
+    reserve(&mut v, n, what)?;
+    Ok(v)
+}
+
+/// `n` copies of `fill`.
+pub(crate) fn filled<T: Clone>(
+    n: usize,
+    fill: T,
+    what: &dyn Fn() -> String,
+) -> Result<Vec<T>, CpuError> {
+    let mut v = with_capacity(n, what)?;
+    v.resize(n, fill);
+    Ok(v)
+}
+
+/// Grow `v` to `n` elements of `fill` (never shrinks: a larger arena serves a smaller plan).
+pub(crate) fn grow<T: Clone>(
+    v: &mut Vec<T>,
+    n: usize,
+    fill: T,
+    what: &dyn Fn() -> String,
+) -> Result<(), CpuError> {
+    if v.len() < n {
+        // The old contents are dead (every thunk writes its whole output): free them first
+        // so the peak is the new size, not old + new.
+        *v = filled(n, fill, what)?;
+    }
+    Ok(())
+}
+
+fn reserve<T>(v: &mut Vec<T>, n: usize, what: &dyn Fn() -> String) -> Result<(), CpuError> {
+    let requested = n as u128 * std::mem::size_of::<T>() as u128;
+    let fail = || CpuError::Alloc {
+        what: what(),
+        requested,
+        available: memory_available(),
+    };
+    if requested > CHECK_ABOVE && memory_ceiling().is_some_and(|c| requested > c as u128) {
+        return Err(fail());
+    }
+    v.try_reserve_exact(n.saturating_sub(v.len()))
+        .map_err(|_| fail())
+}
+
+/// `key:` value of /proc/meminfo in bytes (Linux); `None` elsewhere.
+fn meminfo(key: &str) -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = s.lines().find(|l| l.starts_with(key))?;
+    let kb: u64 = line[key.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kb.checked_mul(1024)
+}
+
+/// The cgroup (v2) memory limit and current use, where one is set.
+fn cgroup() -> Option<(u64, u64)> {
+    let read = |f: &str| -> Option<u64> {
+        std::fs::read_to_string(format!("/sys/fs/cgroup/{f}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some((read("memory.max")?, read("memory.current").unwrap_or(0)))
+}
+
+/// The most memory this process could ever hold.
+fn memory_ceiling() -> Option<u64> {
+    let sys = meminfo("MemTotal:")?.saturating_add(meminfo("SwapTotal:").unwrap_or(0));
+    Some(cgroup().map_or(sys, |(max, _)| max.min(sys)))
+}
+
+/// Memory the system could give now.
+pub(crate) fn memory_available() -> Option<u64> {
+    let sys = meminfo("MemAvailable:")?.saturating_add(meminfo("SwapFree:").unwrap_or(0));
+    Some(cgroup().map_or(sys, |(max, cur)| max.saturating_sub(cur).min(sys)))
+}
+
+fn arr<const N: usize>(c: &[u8]) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(c);
+    a
+}
+
+fn collect<T>(
+    n: usize,
+    it: impl Iterator<Item = T>,
+    what: &dyn Fn() -> String,
+) -> Result<Vec<T>, CpuError> {
+    let mut v = with_capacity(n, what)?;
+    v.extend(it);
+    Ok(v)
+}
+
+/// Little-endian `dtype` bytes in the dtype's compute class (what `to_storage` gives).
+pub(crate) fn decode(
+    bytes: &[u8],
+    dtype: DType,
+    what: &dyn Fn() -> String,
+) -> Result<Storage, CpuError> {
+    let n = bytes.len() / dtype.size_bytes().max(1);
+    Ok(match dtype {
+        DType::F32 => Storage::F32(collect(
+            n,
+            bytes.chunks_exact(4).map(|c| f32::from_le_bytes(arr(c))),
+            what,
+        )?),
+        DType::F16 => Storage::F32(collect(
+            n,
+            bytes
+                .chunks_exact(2)
+                .map(|c| f16::from_le_bytes(arr(c)).to_f32()),
+            what,
+        )?),
+        DType::BF16 => Storage::F32(collect(
+            n,
+            bytes
+                .chunks_exact(2)
+                .map(|c| bf16::from_le_bytes(arr(c)).to_f32()),
+            what,
+        )?),
+        DType::F64 => Storage::F64(collect(
+            n,
+            bytes.chunks_exact(8).map(|c| f64::from_le_bytes(arr(c))),
+            what,
+        )?),
+        DType::I32 => Storage::I64(collect(
+            n,
+            bytes
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes(arr(c)) as i64),
+            what,
+        )?),
+        DType::I64 => Storage::I64(collect(
+            n,
+            bytes.chunks_exact(8).map(|c| i64::from_le_bytes(arr(c))),
+            what,
+        )?),
+        DType::U8 | DType::Bool => Storage::I64(collect(n, bytes.iter().map(|&b| b as i64), what)?),
+    })
+}
+
+/// A host tensor's values in its compute class.
+pub(crate) fn storage_of(t: &HostTensor, what: &dyn Fn() -> String) -> Result<Storage, CpuError> {
+    decode(&t.data, t.dtype, what)
+}
+
+/// An owned copy of computed values (a write-back's new param value).
+pub(crate) fn copy_buf(buf: Buf, what: &dyn Fn() -> String) -> Result<Storage, CpuError> {
+    fn copy<T: Copy>(s: &[T], what: &dyn Fn() -> String) -> Result<Vec<T>, CpuError> {
+        let mut v = with_capacity(s.len(), what)?;
+        v.extend_from_slice(s);
+        Ok(v)
+    }
+    Ok(match buf {
+        Buf::F32(s) => Storage::F32(copy(s, what)?),
+        Buf::F64(s) => Storage::F64(copy(s, what)?),
+        Buf::I64(s) => Storage::I64(copy(s, what)?),
+    })
+}
+
+/// One value into `dtype` bytes, as `HostTensor::from_f64_as` rounds or truncates it.
+fn push_f64(out: &mut Vec<u8>, v: f64, dtype: DType) {
+    match dtype {
+        DType::F32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
+        DType::F64 => out.extend_from_slice(&v.to_le_bytes()),
+        DType::F16 => out.extend_from_slice(&f16::from_f64(v).to_le_bytes()),
+        DType::BF16 => out.extend_from_slice(&bf16::from_f64(v).to_le_bytes()),
+        DType::I32 => out.extend_from_slice(&(v as i32).to_le_bytes()),
+        DType::I64 => out.extend_from_slice(&(v as i64).to_le_bytes()),
+        DType::U8 => out.push(v as u8),
+        DType::Bool => out.push((v != 0.0) as u8),
+    }
+}
+
+/// Computed values back into a `dtype` host tensor (what `from_buf` gives).
+pub(crate) fn tensor_of(
+    buf: Buf,
+    shape: &[usize],
+    dtype: DType,
+    what: &dyn Fn() -> String,
+) -> Result<HostTensor, CpuError> {
+    let n = match buf {
+        Buf::F32(s) => s.len(),
+        Buf::F64(s) => s.len(),
+        Buf::I64(s) => s.len(),
+    };
+    let mut data = with_capacity(n.saturating_mul(dtype.size_bytes()), what)?;
+    match (buf, dtype) {
+        (Buf::F32(s), DType::F32) => s
+            .iter()
+            .for_each(|v| data.extend_from_slice(&v.to_le_bytes())),
+        (Buf::F32(s), _) => s.iter().for_each(|&v| push_f64(&mut data, v as f64, dtype)),
+        (Buf::F64(s), _) => s.iter().for_each(|&v| push_f64(&mut data, v, dtype)),
+        (Buf::I64(s), DType::I64) => s
+            .iter()
+            .for_each(|v| data.extend_from_slice(&v.to_le_bytes())),
+        (Buf::I64(s), _) => s.iter().for_each(|&v| push_f64(&mut data, v as f64, dtype)),
+    }
+    Ok(HostTensor {
+        shape: shape.to_vec(),
+        dtype,
+        data,
+    })
+}
