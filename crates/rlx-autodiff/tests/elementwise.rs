@@ -1,120 +1,16 @@
-//! Finite-difference checks of the elementwise VJP rules, and the core's behaviour:
-//! fan-out accumulation, StopGradient, integer inputs, missing rules, grad_with_loss.
+//! Finite-difference checks of the elementwise VJP rules (the per-op cases come from
+//! rlx-testutil's case table), and the core's behaviour: ties, fan-out accumulation,
+//! StopGradient, integer inputs, missing rules, grad_with_loss.
 mod common;
 use common::*;
+use rlx_testutil::run::grad;
+
+rlx_testutil::case_tests!(elementwise, grad);
 use rlx_autodiff::{grad, grad_with_loss, AdError, D_OUTPUT};
 use rlx_ir::{
     Activation, BinaryOp, ChainOperand, ChainStep, CompareOp, DType, Graph, HostTensor, Op,
     RegionPrologue, Shape,
 };
-
-/// Inputs inside each activation's domain, off its kinks.
-fn activation_input(act: Activation, rng: &mut Rng, n: usize) -> Vec<f64> {
-    match act {
-        Activation::Log | Activation::Sqrt | Activation::Rsqrt => rng.uniforms(n, 0.3, 3.0),
-        Activation::Recip => rng
-            .uniforms(n, 0.4, 2.5)
-            .into_iter()
-            .map(|v| if rng.uniform() < 0.5 { -v } else { v })
-            .collect(),
-        Activation::Relu | Activation::Abs => rng.normals_away(n, 0.01),
-        _ => rng.normals(n).into_iter().map(|v| 1.5 * v).collect(),
-    }
-}
-
-#[test]
-fn activation_vjps_match_finite_differences() {
-    let mut rng = Rng::new("activation_vjps_match_finite_differences");
-    for act in Activation::ALL {
-        for dims in [vec![3, 5], vec![7]] {
-            let mut g = Graph::new("act");
-            let x = f64_input(&mut g, "x", &dims);
-            let y = g.activation(act, x).unwrap();
-            g.set_outputs(vec![y]);
-            let n = dims.iter().product();
-            let xv = activation_input(act, &mut rng, n);
-            gradcheck(
-                &format!("{act:?} {dims:?}"),
-                &g,
-                &[("x", HostTensor::from_f64(&dims, &xv))],
-                &[x],
-                &mut rng,
-            );
-        }
-    }
-}
-
-fn binary_operands(op: BinaryOp, rng: &mut Rng, na: usize, nb: usize) -> (Vec<f64>, Vec<f64>) {
-    match op {
-        BinaryOp::Pow => (rng.uniforms(na, 0.4, 2.5), rng.uniforms(nb, -2.0, 2.0)),
-        BinaryOp::Div => (rng.normals(na), rng.normals_away(nb, 0.5)),
-        BinaryOp::Max | BinaryOp::Min => {
-            // Distinct values spaced ≥ 0.05 apart so no perturbation crosses a tie.
-            let mut pool: Vec<f64> = (0..na + nb).map(|i| (i as f64) * 0.1 - 1.0).collect();
-            for i in (1..pool.len()).rev() {
-                pool.swap(i, rng.below(i + 1));
-            }
-            (pool[..na].to_vec(), pool[na..].to_vec())
-        }
-        _ => (rng.normals(na), rng.normals(nb)),
-    }
-}
-
-const BINARY: [BinaryOp; 7] = [
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::Div,
-    BinaryOp::Max,
-    BinaryOp::Min,
-    BinaryOp::Pow,
-];
-
-fn check_binary(what: &str, op: BinaryOp, da: &[usize], db: &[usize], rng: &mut Rng) {
-    let mut g = Graph::new("bin");
-    let a = f64_input(&mut g, "a", da);
-    let b = f64_input(&mut g, "b", db);
-    let y = g.binary(op, a, b).unwrap();
-    g.set_outputs(vec![y]);
-    let (na, nb) = (da.iter().product(), db.iter().product());
-    let (av, bv) = binary_operands(op, rng, na, nb);
-    gradcheck(
-        &format!("{what} {op:?} {da:?} {db:?}"),
-        &g,
-        &[
-            ("a", HostTensor::from_f64(da, &av)),
-            ("b", HostTensor::from_f64(db, &bv)),
-        ],
-        &[a, b],
-        rng,
-    );
-}
-
-#[test]
-fn binary_vjps_same_shape() {
-    let mut rng = Rng::new("binary_vjps_same_shape");
-    for op in BINARY {
-        check_binary("same", op, &[4, 3], &[4, 3], &mut rng);
-        check_binary("same", op, &[5], &[5], &mut rng);
-    }
-}
-
-#[test]
-fn binary_vjps_broadcast() {
-    let mut rng = Rng::new("binary_vjps_broadcast");
-    let cases: [(&[usize], &[usize]); 5] = [
-        (&[2, 3, 4], &[3, 1]),
-        (&[1, 5], &[4, 1]),
-        (&[], &[3, 2]),
-        (&[3, 1, 5], &[3, 2, 1]),
-        (&[7], &[2, 1, 7]),
-    ];
-    for op in BINARY {
-        for (da, db) in cases {
-            check_binary("bcast", op, da, db, &mut rng);
-        }
-    }
-}
 
 /// At exact ties max/min split the cotangent evenly — which is also what a central
 /// difference measures there.
@@ -127,7 +23,12 @@ fn max_min_ties_split_evenly() {
         let b = f64_input(&mut g, "b", &[9]);
         let y = g.binary(op, a, b).unwrap();
         g.set_outputs(vec![y]);
-        let (av, mut bv) = binary_operands(op, &mut rng, 9, 9);
+        // Distinct values spaced ≥ 0.05 apart, then every other pair made a tie.
+        let mut pool: Vec<f64> = (0..18).map(|i| (i as f64) * 0.1 - 1.0).collect();
+        for i in (1..pool.len()).rev() {
+            pool.swap(i, rng.below(i + 1));
+        }
+        let (av, mut bv) = (pool[..9].to_vec(), pool[9..].to_vec());
         for i in (0..9).step_by(2) {
             bv[i] = av[i];
         }
@@ -143,38 +44,6 @@ fn max_min_ties_split_evenly() {
             false,
         );
         assert!(w <= FD_TOL);
-    }
-}
-
-#[test]
-fn where_vjp_routes_by_condition() {
-    let mut rng = Rng::new("where_vjp_routes_by_condition");
-    for (dc, da, db) in [
-        (vec![4, 3], vec![4, 3], vec![4, 3]),
-        (vec![4, 3], vec![3], vec![4, 1]),
-    ] {
-        let mut g = Graph::new("where");
-        let c = f64_input(&mut g, "c", &dc);
-        let a = f64_input(&mut g, "a", &da);
-        let b = f64_input(&mut g, "b", &db);
-        let zero = g.scalar(0.0, DType::F64).unwrap();
-        let cond = g.add_node(Op::Compare(CompareOp::Gt), &[c, zero]).unwrap();
-        let sa = g.activation(Activation::Sin, a).unwrap();
-        let y = g.add_node(Op::Where, &[cond, sa, b]).unwrap();
-        g.set_outputs(vec![y]);
-        let nc = dc.iter().product();
-        gradcheck(
-            &format!("where {dc:?} {da:?} {db:?}"),
-            &g,
-            &[
-                ("c", HostTensor::from_f64(&dc, &rng.normals_away(nc, 0.01))),
-                ("a", rng.tensor(&da)),
-                ("b", rng.tensor(&db)),
-            ],
-            // c only feeds the bool condition: its gradient is genuinely zero.
-            &[a, b, c],
-            &mut rng,
-        );
     }
 }
 

@@ -1,6 +1,13 @@
 //! Test support shared by every rlx crate's tests: a seeded RNG whose seed is printed (set
-//! `RLX_SEED` to replay a failure) and the rel-L2 measure the tolerances of DESIGN.md use.
+//! `RLX_SEED` to replay a failure), the rel-L2 measure the tolerances of DESIGN.md use, and
+//! the per-op case tables (`cases`) with their runners (`run`): one list of cases per op
+//! group drives the CPU-vs-f64-oracle, device-parity and gradcheck checks through
+//! `case_tests!`.
 use std::time::{SystemTime, UNIX_EPOCH};
+
+pub mod case;
+pub mod cases;
+pub mod run;
 
 /// splitmix64 — small, fast, good enough for test data.
 pub struct Rng(u64);

@@ -1,9 +1,8 @@
-//! Gradient-check support: a seeded RNG (seed printed; RLX_SEED replays), and `gradcheck`,
-//! which compares the VJP graph run on the CPU against central finite differences of the
-//! forward graph, both in f64.
+//! Gradient-check support: a seeded RNG (seed printed; RLX_SEED replays), and `gradcheck`
+//! (from rlx-testutil), which compares the VJP graph run on the CPU against central finite
+//! differences of the forward graph, both in f64.
 #![allow(dead_code)]
-use rlx_autodiff::{grad, D_OUTPUT};
-use rlx_ir::{DType, Graph, HostTensor, NodeId, Op};
+use rlx_ir::{DType, Graph, HostTensor, NodeId};
 
 pub use rlx_testutil::Rng;
 
@@ -38,162 +37,8 @@ pub fn run(graph: &Graph, inputs: &[(String, HostTensor)]) -> Vec<HostTensor> {
     rlx_cpu::run_graph(graph, &[], &feed).unwrap_or_else(|e| panic!("run failed: {e}"))
 }
 
-/// Σ y ⊙ w for the forward graph's output 0.
-fn objective(graph: &Graph, inputs: &[(String, HostTensor)], w: &[f64]) -> f64 {
-    let y = run(graph, inputs)[0].to_f64_vec();
-    y.iter().zip(w).map(|(a, b)| a * b).sum()
-}
-
-pub const FD_STEP: f64 = 1e-5;
-pub const FD_TOL: f64 = 1e-6;
-
-/// Central-difference check of `grad(graph, wrt)` (every wrt must be an f64 `Input`).
-/// Output 0's cotangent is random, so the whole Jacobian is exercised, not one row.
-/// Returns the worst rel-L2 error.
-pub fn gradcheck(
-    what: &str,
-    graph: &Graph,
-    inputs: &[(&str, HostTensor)],
-    wrt: &[NodeId],
-    rng: &mut Rng,
-) -> f64 {
-    gradcheck_with(what, graph, inputs, wrt, rng, true)
-}
-
-/// `gradcheck`, choosing whether steps across a kink are detected (`allow_kinks`) or every
-/// element must match the central difference: for rules whose value at a tie is defined
-/// to be that average.
-pub fn gradcheck_with(
-    what: &str,
-    graph: &Graph,
-    inputs: &[(&str, HostTensor)],
-    wrt: &[NodeId],
-    rng: &mut Rng,
-    allow_kinks: bool,
-) -> f64 {
-    let inputs: Vec<(String, HostTensor)> = inputs
-        .iter()
-        .map(|(n, t)| (n.to_string(), t.clone()))
-        .collect();
-    let y = &run(graph, &inputs)[0];
-    let w = rng.normals(y.numel());
-    let gg = grad(graph, wrt).unwrap_or_else(|e| panic!("{what}: grad failed: {e}"));
-    let mut feed = inputs.clone();
-    feed.push((
-        D_OUTPUT.to_string(),
-        HostTensor::from_f64_as(&y.shape, &w, y.dtype),
-    ));
-    let ad = run(&gg, &feed);
-    assert_eq!(ad.len(), wrt.len(), "{what}: one gradient per wrt");
-    let mut worst: f64 = 0.0;
-    let (mut crossed, mut checked) = (0, 0);
-    for (k, &wid) in wrt.iter().enumerate() {
-        let name = match &graph.nodes[wid.0].op {
-            Op::Input { name } => name.clone(),
-            op => panic!("{what}: wrt {wid} is {}, not an Input", op.kind()),
-        };
-        let pos = inputs
-            .iter()
-            .position(|(n, _)| *n == name)
-            .expect("wrt fed");
-        let base = inputs[pos].1.clone();
-        assert_eq!(base.dtype, DType::F64, "{what}: gradcheck inputs are f64");
-        assert_eq!(ad[k].shape, base.shape, "{what}: gradient shape of {name}");
-        let x = base.to_f64_vec();
-        let f0 = objective(graph, &inputs, &w);
-        // Differences per element: central, forward, backward at the step, and
-        // forward − backward at twice the step.
-        let diffs: Vec<Diffs> = (0..x.len())
-            .map(|j| {
-                let at = |delta: f64| {
-                    let mut xs = x.clone();
-                    xs[j] += delta;
-                    let mut f = inputs.clone();
-                    f[pos].1 = HostTensor::from_f64(&base.shape, &xs);
-                    objective(graph, &f, &w)
-                };
-                let (up, dn) = (at(FD_STEP), at(-FD_STEP));
-                let (up2, dn2) = (at(2.0 * FD_STEP), at(-2.0 * FD_STEP));
-                Diffs {
-                    central: (up - dn) / (2.0 * FD_STEP),
-                    fwd: (up - f0) / FD_STEP,
-                    bwd: (f0 - dn) / FD_STEP,
-                    spread2: (up2 - 2.0 * f0 + dn2) / (2.0 * FD_STEP),
-                    noise: 16.0 * f64::EPSILON * f0.abs().max(1.0) / FD_STEP,
-                }
-            })
-            .collect();
-        let got = ad[k].to_f64_vec();
-        let kinks = if allow_kinks {
-            check_kinks(what, &name, &got, &diffs)
-        } else {
-            vec![]
-        };
-        (crossed, checked) = (crossed + kinks.len(), checked + got.len());
-        let keep = |v: &[f64]| -> Vec<f64> {
-            v.iter()
-                .enumerate()
-                .filter(|(j, _)| !kinks.contains(j))
-                .map(|(_, &g)| g)
-                .collect()
-        };
-        let fd: Vec<f64> = diffs.iter().map(|d| d.central).collect();
-        let e = rel_l2(&keep(&got), &keep(&fd));
-        assert!(
-            e <= FD_TOL,
-            "{what}: d/d{name} rel-L2 {e:.3e} > {FD_TOL:.0e}\n  autodiff {:?}\n  finite-diff {:?}",
-            &got[..got.len().min(6)],
-            &fd[..fd.len().min(6)]
-        );
-        worst = worst.max(e);
-    }
-    // One ReLU at zero touches every weight feeding it; most steps must still be smooth.
-    assert!(
-        crossed * 4 <= checked,
-        "{what}: {crossed} of {checked} steps crossed a kink"
-    );
-    println!("{what}: ok (worst rel-L2 {worst:.2e}, {crossed} of {checked} steps at a kink)");
-    worst
-}
-
-/// Finite differences of the objective at one element.
-struct Diffs {
-    central: f64,
-    fwd: f64,
-    bwd: f64,
-    /// (forward − backward) at twice the step: 2·step·f'' where smooth, like fwd − bwd's
-    /// step·f''; a kink inside ±2·step breaks that proportion.
-    spread2: f64,
-    /// Rounding in one difference of objective values.
-    noise: f64,
-}
-
-/// Elements whose ±step may have crossed a kink (a ReLU at zero, a max-pool winner changing,
-/// a tie): the spread of forward and backward differences is not linear in the step. There
-/// the central difference averages two slopes, and autodiff's value must match one side's
-/// slope, or their average (the split a tie rule takes); those elements leave the rel-L2
-/// comparison. Returns their indices.
-fn check_kinks(what: &str, name: &str, got: &[f64], diffs: &[Diffs]) -> Vec<usize> {
-    let scale = diffs.iter().map(|d| d.central.abs()).fold(0.0, f64::max);
-    let kinks: Vec<usize> = (0..diffs.len())
-        .filter(|&j| {
-            let d = &diffs[j];
-            (d.spread2 - 2.0 * (d.fwd - d.bwd)).abs() > 1e-8 * scale + 8.0 * d.noise
-        })
-        .collect();
-    for &j in &kinks {
-        let d = &diffs[j];
-        let near = |side: f64| (got[j] - side).abs() <= 1e-3 * scale;
-        assert!(
-            near(d.fwd) || near(d.bwd) || near(d.central),
-            "{what}: d/d{name}[{j}] = {} matches neither side of a kink ({}, {})",
-            got[j],
-            d.fwd,
-            d.bwd
-        );
-    }
-    kinks
-}
+// The gradcheck lives in rlx-testutil, where the case tables drive it too.
+pub use rlx_testutil::run::grad::{gradcheck, gradcheck_with, FD_TOL};
 
 pub fn f64_input(g: &mut Graph, name: &str, dims: &[usize]) -> NodeId {
     g.input(name, rlx_ir::Shape::new(dims, DType::F64)).unwrap()

@@ -190,3 +190,20 @@ pub fn parity(
 
 /// The float dtypes every kernel family is checked in.
 pub const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
+
+/// The CUDA device of the case tables: `rlx_testutil::case_tests!(group, cuda)` runs every
+/// parity case of a group through `parity_with` (strict options, each case's own allowed
+/// fallbacks). Without a GPU it skips like every parity test.
+pub mod cuda {
+    use rlx_cuda::CudaOptions;
+    use rlx_testutil::case::Case;
+
+    pub fn check(set: &str, cases: &[Case]) {
+        if !super::gpu() {
+            return;
+        }
+        rlx_testutil::run::parity::check(set, cases, &|name, build, feeds, dt, allow| {
+            super::parity_with(name, build, feeds, dt, CudaOptions::strict(), allow);
+        });
+    }
+}

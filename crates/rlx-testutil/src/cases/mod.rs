@@ -1,0 +1,98 @@
+//! The per-op case tables, one file per op group, and `case_tests!`, which turns a group's
+//! case sets into one `#[test]` per set for a device, in the manner of candle's
+//! `test_device!`:
+//!
+//! ```ignore
+//! use rlx_testutil::run::cpu;      // in rlx-cpu/tests: CPU vs the f64 oracle
+//! rlx_testutil::case_tests!(elementwise, cpu);
+//! use rlx_testutil::run::grad;     // in rlx-autodiff/tests: finite differences
+//! rlx_testutil::case_tests!(elementwise, grad);
+//! rlx_testutil::case_tests!(elementwise, cuda); // in rlx-cuda/tests: `cuda::check` parity
+//! ```
+//!
+//! A device is a module in scope at the call with `pub fn check(set: &str, cases: &[Case])`.
+//! `cpu` and `grad` are the oracle and gradcheck checks; every other name is a device
+//! parity check. A new op adds its cases to its group's file (and a new set's name to the
+//! list below); a new backend writes its `check` and calls `case_tests!` for every group.
+pub mod elementwise;
+
+/// One `#[test]` per case set of a group, for a device (see the module doc). Set flags
+/// leave a set out of a check none of its cases take: `nooracle`, `noparity`, `nograd`.
+#[macro_export]
+macro_rules! case_tests {
+    (elementwise, $dev:ident) => {
+        $crate::case_tests!(@group $dev, elementwise,
+            activation [],
+            activation_big [nooracle nograd],
+            binary [],
+            compare [nograd],
+            where_select [],
+            cast [nograd],
+            stop_gradient [nograd],
+        );
+    };
+    (@group $dev:ident, $g:ident, $($set:ident [$($flag:ident)*]),* $(,)?) => {
+        mod $g {
+            $( $crate::case_tests!(@one $dev, $g, $set, [$($flag)*]); )*
+        }
+    };
+    // Flags are read one at a time: a flag naming this device's check drops the set.
+    (@one cpu, $g:ident, $set:ident, [nooracle $($rest:ident)*]) => {};
+    (@one grad, $g:ident, $set:ident, [nograd $($rest:ident)*]) => {};
+    (@one cpu, $g:ident, $set:ident, [$f:ident $($rest:ident)*]) => {
+        $crate::case_tests!(@one cpu, $g, $set, [$($rest)*]);
+    };
+    (@one grad, $g:ident, $set:ident, [$f:ident $($rest:ident)*]) => {
+        $crate::case_tests!(@one grad, $g, $set, [$($rest)*]);
+    };
+    (@one $dev:ident, $g:ident, $set:ident, [noparity $($rest:ident)*]) => {};
+    (@one $dev:ident, $g:ident, $set:ident, [$f:ident $($rest:ident)*]) => {
+        $crate::case_tests!(@one $dev, $g, $set, [$($rest)*]);
+    };
+    (@one $dev:ident, $g:ident, $set:ident, []) => {
+        #[test]
+        fn $set() {
+            super::$dev::check(
+                concat!(stringify!($g), "::", stringify!($set)),
+                &$crate::cases::$g::$set(),
+            );
+        }
+    };
+}
+
+/// A shape written inline in a case table.
+pub type Dims = &'static [usize];
+
+pub fn numel(s: &[usize]) -> usize {
+    s.iter().product()
+}
+
+/// Flat index into an input of dims `ins` broadcast to `out`, for output element `k`.
+pub fn src_index(ins: &[usize], out: &[usize], k: usize) -> usize {
+    let mut idx = vec![0; out.len()];
+    let mut rem = k;
+    for d in (0..out.len()).rev() {
+        idx[d] = rem % out[d];
+        rem /= out[d];
+    }
+    let off = out.len() - ins.len();
+    let mut s = 0;
+    for i in 0..ins.len() {
+        let j = if ins[i] == 1 { 0 } else { idx[i + off] };
+        s = s * ins[i] + j;
+    }
+    s
+}
+
+/// Numpy broadcast of two shapes (the table's expected output dims).
+pub fn broadcast(a: &[usize], b: &[usize]) -> Vec<usize> {
+    let r = a.len().max(b.len());
+    let at = |s: &[usize], i: usize| {
+        if i + s.len() < r {
+            1
+        } else {
+            s[i + s.len() - r]
+        }
+    };
+    (0..r).map(|i| at(a, i).max(at(b, i))).collect()
+}

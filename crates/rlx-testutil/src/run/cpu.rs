@@ -1,0 +1,90 @@
+//! CPU vs f64 oracle: each case in each of its dtypes runs on the CPU executor with inputs
+//! rounded into their dtypes, and output 0 is compared with the oracle over the same
+//! rounded values (rel-L2 within the dtype's tolerance of DESIGN.md, or exactly).
+use crate::case::{draw_inputs, through, Case, Check, Compare};
+use crate::{rel_l2, Rng};
+use rlx_ir::{DType, HostTensor};
+
+/// Tolerance of DESIGN.md for a dtype: rel-L2 error bound.
+pub fn tol(dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 | DType::BF16 => 1e-2,
+        DType::F64 => 1e-12,
+        _ => 1e-5,
+    }
+}
+
+/// Assert `got` matches the f64 oracle within the tolerance of `dtype`.
+pub fn assert_close(what: &str, got: &HostTensor, want: &[f64], dtype: DType) {
+    let g = got.to_f64_vec();
+    let (e, t) = (rel_l2(&g, want), tol(dtype));
+    assert!(
+        e <= t,
+        "{what}: rel-L2 {e:.3e} > {t:.0e} ({dtype}); first values got {:?} want {:?}",
+        &g[..g.len().min(6)],
+        &want[..want.len().min(6)]
+    );
+}
+
+/// Assert `got` equals `want` element for element.
+pub fn assert_exact(what: &str, got: &HostTensor, want: &[f64]) {
+    let g = got.to_f64_vec();
+    assert_eq!(g.len(), want.len(), "{what}: length");
+    for (k, (a, b)) in g.iter().zip(want).enumerate() {
+        assert!(a == b, "{what}: element {k} got {a} want {b}");
+    }
+}
+
+/// Run every oracle case of a set on the CPU. The set must hold at least one.
+pub fn check(set: &str, cases: &[Case]) {
+    let mut rng = Rng::new(set);
+    let mut ran = 0;
+    for case in cases.iter().filter(|c| c.checks.oracle) {
+        let oracle = case
+            .oracle
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}: an oracle case without an oracle", case.name));
+        for &dt in &case.dtypes {
+            let raw = draw_inputs(case, Check::Oracle, &mut rng, dt);
+            let vals: Vec<Vec<f64>> = case
+                .inputs
+                .iter()
+                .zip(&raw)
+                .map(|(i, v)| through(i.dtype_in(dt), v))
+                .collect();
+            let g = (case.build)(dt);
+            let feeds: Vec<(&str, HostTensor)> = case
+                .inputs
+                .iter()
+                .zip(&vals)
+                .map(|(i, v)| {
+                    assert!(
+                        super::is_leaf(&g, i.name),
+                        "{}: no leaf {}",
+                        case.name,
+                        i.name
+                    );
+                    (i.name, HostTensor::from_f64_as(&i.dims, v, i.dtype_in(dt)))
+                })
+                .collect();
+            let what = format!("{} [{dt}]", case.name);
+            let out = rlx_cpu::run_graph(&g, &[], &feeds)
+                .unwrap_or_else(|e| panic!("{what}: run failed: {e}"));
+            let out_dt = case.out_dtype.as_ref().map_or(dt, |f| f(dt));
+            if let Some(d) = &case.out_dims {
+                assert_eq!(&out[0].shape, d, "{what}: output shape");
+            }
+            assert_eq!(out[0].dtype, out_dt, "{what}: output dtype");
+            let want = oracle(&vals, dt);
+            // Integer and boolean outputs are always exact.
+            if case.compare == Compare::Exact || !out_dt.is_float() {
+                assert_exact(&what, &out[0], &want);
+            } else {
+                assert_close(&what, &out[0], &through(out_dt, &want), dt);
+            }
+            ran += 1;
+        }
+    }
+    assert!(ran > 0, "{set}: no case has an oracle check");
+    println!("{set}: {ran} oracle checks passed");
+}
