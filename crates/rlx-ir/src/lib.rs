@@ -2,11 +2,13 @@
 //! inference, verifier, serialization and text dump.
 mod display;
 mod dtype;
+pub mod env;
 mod error;
 mod graph;
 mod op;
 mod op_kind;
 pub mod ops;
+pub mod rng;
 mod serialize;
 mod shape;
 mod tensor;
@@ -19,4 +21,5 @@ pub use op::*;
 pub use op_kind::{OpGroup, OpKindSet};
 pub use serialize::{crc32, GRAPH_FORMAT_VERSION, GRAPH_HEADER_LEN, GRAPH_MAGIC};
 pub use shape::{broadcast_dims, broadcast_static, normalize_axis, strides, Dim, DimsFmt, Shape};
+pub use rng::SplitMix64;
 pub use tensor::HostTensor;
