@@ -1,22 +1,37 @@
 //! `rlx demo`: a pre-LN transformer block (causal attention + GELU MLP) on random weights.
 use crate::CliError;
+use rlx::ir::SplitMix64;
 use rlx::prelude::*;
 use std::path::Path;
 use std::time::Instant;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f32 {
-        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-        z ^= z >> 31;
-        ((z >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    }
-    fn vec(&mut self, n: usize, scale: f32) -> Vec<f32> {
-        (0..n).map(|_| self.next() * scale).collect()
-    }
+/// Largest `--seq` accepted (the attention scores grow with its square).
+pub const MAX_SEQ: usize = 1 << 16;
+/// Largest `--width` (and `--heads`) accepted (the params grow with its square).
+pub const MAX_WIDTH: usize = 1 << 16;
+/// The most memory the demo may plan to use: params, activations and attention scores.
+pub const MAX_DEMO_BYTES: u128 = 8 << 30;
+
+/// A clap parser for a size in `1..=max` (so an absurd value is a usage error, not an
+/// allocation abort).
+pub fn size_arg(max: usize) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(1..=max as u64)
+}
+
+/// Bytes the demo block needs, roughly and from above: f32 params (12·d² + 13·d), one
+/// buffer per activation (about 16 of `seq × d`, the MLP's 3 of `seq × 4d`) and one
+/// `seq × seq` score matrix per head. Computed in u128, so no argument can overflow it.
+pub fn planned_bytes(seq: usize, d: usize, heads: usize) -> u128 {
+    let (s, d, h) = (seq as u128, d as u128, heads as u128);
+    let params = 12 * d * d + 13 * d;
+    let acts = 16 * s * d + 3 * s * 4 * d;
+    let scores = h * s * s;
+    4 * (params + acts + scores)
+}
+
+/// Uniform demo weights in [-scale, scale) from the shared SplitMix64 (24-bit draws).
+fn uniform_vec(rng: &mut SplitMix64, n: usize, scale: f32) -> Vec<f32> {
+    (0..n).map(|_| (rng.unit_f32() * 2.0 - 1.0) * scale).collect()
 }
 
 /// The block's graph, written with primitive ops as an importer would produce it (the
@@ -63,6 +78,15 @@ pub fn run(
             "--heads {heads} must divide --width {d}: try --heads 4"
         )));
     }
+    let want = planned_bytes(seq, d, heads);
+    if seq == 0 || d == 0 || want > MAX_DEMO_BYTES {
+        return Err(CliError::Usage(format!(
+            "--seq {seq} --width {d} --heads {heads} would need about {:.1} GiB, over the \
+             demo's {} GiB cap: lower --seq or --width (the defaults are 64 and 256)",
+            want as f64 / (1u64 << 30) as f64,
+            MAX_DEMO_BYTES >> 30
+        )));
+    }
     let t0 = Instant::now();
     let g = block_graph(seq, d, heads)?;
     println!("built {}", g.summary());
@@ -83,21 +107,21 @@ pub fn run(
     );
     println!("runs as {}", compiled.optimized_graph().summary());
 
-    let mut rng = Rng(0x5eed);
+    let mut rng = SplitMix64::new(0x5eed);
     for (name, shape) in g.params() {
         let dims = shape.static_dims().unwrap_or_default();
         let n: usize = dims.iter().product();
         let vals = if name.ends_with(".b") || name.ends_with("beta") {
-            rng.vec(n, 0.02)
+            uniform_vec(&mut rng, n, 0.02)
         } else if name.ends_with("gamma") {
-            rng.vec(n, 0.1).iter().map(|v| 1.0 + v).collect()
+            uniform_vec(&mut rng, n, 0.1).iter().map(|v| 1.0 + v).collect()
         } else {
             let fan_in = dims.first().copied().unwrap_or(1) as f32;
-            rng.vec(n, 1.0 / fan_in.sqrt())
+            uniform_vec(&mut rng, n, 1.0 / fan_in.sqrt())
         };
         compiled.set_param(name, &vals)?;
     }
-    let x = rng.vec(seq * d, 1.0);
+    let x = uniform_vec(&mut rng, seq * d, 1.0);
     let t1 = Instant::now();
     let out = compiled.run(&[("x", &x)])?;
     let first = t1.elapsed();

@@ -24,13 +24,13 @@ enum Cmd {
         #[arg(long)]
         device: Option<String>,
         /// Sequence length.
-        #[arg(long, default_value_t = 64)]
+        #[arg(long, default_value_t = 64, value_parser = demo::size_arg(demo::MAX_SEQ))]
         seq: usize,
         /// Model width.
-        #[arg(long, default_value_t = 256)]
+        #[arg(long, default_value_t = 256, value_parser = demo::size_arg(demo::MAX_WIDTH))]
         width: usize,
         /// Attention heads (must divide the width).
-        #[arg(long, default_value_t = 8)]
+        #[arg(long, default_value_t = 8, value_parser = demo::size_arg(demo::MAX_WIDTH))]
         heads: usize,
         /// Write the graph here as well (.json, or the binary form otherwise).
         #[arg(long)]

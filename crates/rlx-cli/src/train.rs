@@ -36,14 +36,14 @@ pub enum OptName {
 #[derive(Args)]
 pub struct TrainOpts {
     /// Passes over the training set (default: 15 for digits, 3 for fashion-mnist).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::demo::size_arg(MAX_EPOCHS))]
     epochs: Option<usize>,
     /// Batch size (default: 16 for digits, 64 for fashion-mnist).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::demo::size_arg(MAX_BATCH))]
     batch: Option<usize>,
     /// Peak learning rate, decayed by a cosine schedule (default: 3e-3 for adam / adamw on
-    /// digits, 2e-3 on fashion-mnist; 0.05 for sgd).
-    #[arg(long)]
+    /// digits, 2e-3 on fashion-mnist; 0.05 for sgd). Must be positive.
+    #[arg(long, value_parser = positive_lr, allow_negative_numbers = true)]
     lr: Option<f64>,
     #[arg(long, value_enum, default_value_t = OptName::Adam)]
     optimizer: OptName,
@@ -52,11 +52,48 @@ pub struct TrainOpts {
     seed: u64,
     /// Output channels of the two conv layers (default: 32 64 for digits, 16 32 for
     /// fashion-mnist).
-    #[arg(long, num_args = 2, value_names = ["C1", "C2"])]
+    #[arg(long, num_args = 2, value_names = ["C1", "C2"],
+          value_parser = crate::demo::size_arg(MAX_CHANNELS))]
     channels: Option<Vec<usize>>,
     /// cpu, cuda or cuda:N (default: the best available)
     #[arg(long)]
     device: Option<String>,
+}
+
+/// Caps that keep every size the CNN allocates far from overflow and from absurd memory.
+const MAX_EPOCHS: usize = 1 << 20;
+const MAX_BATCH: usize = 1 << 16;
+const MAX_CHANNELS: usize = 4096;
+/// The most memory a training run may plan to use.
+const MAX_TRAIN_BYTES: u128 = 16 << 30;
+
+/// Bytes a training step needs, roughly and from above: f32 params with their gradient
+/// and two optimizer moments, and eight buffers (forward and backward) per activation of
+/// the batch. In u128, so no argument overflows it.
+fn planned_bytes(cfg: &CnnConfig, batch: usize) -> u128 {
+    let [c1, c2] = cfg.channels.map(|c| c as u128);
+    let (px, b, k) = (
+        (cfg.rows * cfg.cols) as u128,
+        batch as u128,
+        cfg.classes as u128,
+    );
+    let params = 9 * c1 + c1 * c2 * 9 + c1 + c2 + (c2 * px / 16 + 1) * k;
+    let acts = px * (1 + 2 * c1) + px / 4 * (c1 + 2 * c2) + px / 16 * c2 + 2 * k;
+    4 * (4 * params + 8 * b * acts)
+}
+
+/// `--lr`: a positive finite number (a negative one would train uphill without a word).
+fn positive_lr(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("\"{s}\" is not a number: try 1e-3"))?;
+    if v > 0.0 && v.is_finite() {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{s} is not a positive finite learning rate: try 1e-3"
+        ))
+    }
 }
 
 pub fn run(cmd: TrainCmd) -> Result<(), CliError> {
@@ -115,6 +152,17 @@ pub fn run(cmd: TrainCmd) -> Result<(), CliError> {
         opts.seed,
         device_name(device),
     );
+    let want = planned_bytes(&cfg, batch);
+    if want > MAX_TRAIN_BYTES {
+        return Err(CliError::Usage(format!(
+            "--batch {batch} with --channels {} {} would need about {:.1} GiB, over the \
+             trainer's {} GiB cap: lower --batch or --channels",
+            cfg.channels[0],
+            cfg.channels[1],
+            want as f64 / (1u64 << 30) as f64,
+            MAX_TRAIN_BYTES >> 30
+        )));
+    }
     let n_params: usize = cfg
         .params()
         .iter()

@@ -6,6 +6,7 @@ use rlx_io::datasets::{
     load_idx_pair, load_mnist_dir, parse_idx, read_idx, IdxArray, IdxDType, MNIST_FILES,
 };
 use rlx_io::{Dataset, DatasetError};
+use rlx_ir::env::Switch;
 use rlx_testutil::Rng;
 use std::collections::HashSet;
 use std::io::Write;
@@ -14,10 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A fresh seed per run, printed (RLX_SEED replays it).
 fn seed(test: &str) -> u64 {
-    let s = std::env::var("RLX_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
+    let s = rlx_ir::env::number(Switch::Seed).unwrap_or_else(|| {
             SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map(|d| d.as_nanos() as u64)
@@ -437,8 +435,8 @@ fn idx_pair_mismatches_are_errors() {
 /// Real Fashion-MNIST when installed (Debian `dataset-fashion-mnist`, or RLX_FASHION_MNIST).
 #[test]
 fn fashion_mnist_when_present() {
-    let dir = std::env::var("RLX_FASHION_MNIST")
-        .unwrap_or_else(|_| rlx_io::datasets::DEBIAN_FASHION_MNIST_DIR.into());
+    let dir = rlx_ir::env::text(Switch::FashionMnist)
+        .unwrap_or_else(|| rlx_io::datasets::DEBIAN_FASHION_MNIST_DIR.into());
     if !Path::new(&dir).join("t10k-labels-idx1-ubyte.gz").exists() {
         println!("fashion-mnist not installed at {dir}; skipped");
         return;

@@ -1,7 +1,21 @@
 //! The MNIST-style CNN: (conv 3×3 pad 1 → ReLU → max-pool 2×2) × 2 → linear, on
 //! single-channel `rows × cols` images (8×8 digits, 28×28 MNIST / Fashion-MNIST).
-use crate::{ModelError, ParamSpec};
+use crate::{ModelError, ParamSpec, VarBuilder};
 use rlx_ir::{Activation, ConvSpec, DType, Graph, NodeId, Op, PoolKind, PoolSpec, ReduceOp, Shape};
+
+/// A layer's weight and bias nodes.
+struct Layer {
+    weight: NodeId,
+    bias: NodeId,
+}
+
+/// The CNN's param nodes, as `CnnConfig::declare` made them.
+struct CnnParams {
+    conv: [Layer; 2],
+    fc: Layer,
+    /// Features entering the linear layer.
+    flat: usize,
+}
 
 /// Image input name (`[B, 1, rows, cols]`).
 pub const IMAGES: &str = "images";
@@ -62,22 +76,35 @@ impl CnnConfig {
 
     /// The learnable params with their shapes and fan-in, in a fixed order.
     pub fn params(&self) -> Vec<ParamSpec> {
+        let vb = VarBuilder::new(Graph::new("cnn_params"), DType::F32);
+        // Declaring into a fresh graph only fails for a name declared twice, which
+        // `declare` never does; an empty list is then the trainer's "no params" error.
+        match self.declare(&vb) {
+            Ok(_) => vb.finish().1,
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Declare every param (the one place their names and shapes are written).
+    fn declare(&self, vb: &VarBuilder) -> Result<CnnParams, ModelError> {
         let [c1, c2] = self.channels;
         let (h, w) = self.pooled();
-        let flat = c2 * h * w;
-        let p = |name: &str, dims: Vec<usize>, fan_in: usize| ParamSpec {
-            name: name.into(),
-            dims,
-            fan_in,
+        let flat = c2.saturating_mul(h).saturating_mul(w);
+        let conv = |name: &str, cin: usize, cout: usize| -> Result<Layer, ModelError> {
+            let vb = vb.pp(name);
+            let fan_in = cin * 9;
+            Ok(Layer {
+                weight: vb.param("weight", &[cout, cin, 3, 3], fan_in)?,
+                bias: vb.param("bias", &[cout], fan_in)?,
+            })
         };
-        vec![
-            p("conv1.weight", vec![c1, 1, 3, 3], 9),
-            p("conv1.bias", vec![c1], 9),
-            p("conv2.weight", vec![c2, c1, 3, 3], c1 * 9),
-            p("conv2.bias", vec![c2], c1 * 9),
-            p("fc.weight", vec![flat, self.classes], flat),
-            p("fc.bias", vec![self.classes], flat),
-        ]
+        let conv = [conv("conv1", 1, c1)?, conv("conv2", c1, c2)?];
+        let vb = vb.pp("fc");
+        let fc = Layer {
+            weight: vb.param("weight", &[flat, self.classes], flat)?,
+            bias: vb.param("bias", &[self.classes], flat)?,
+        };
+        Ok(CnnParams { conv, fc, flat })
     }
 
     /// The graph for a batch of `batch` images. With `with_loss` it takes `labels` too and
@@ -92,10 +119,9 @@ impl CnnConfig {
             IMAGES,
             Shape::new(&[batch, 1, self.rows, self.cols], DType::F32),
         )?;
-        let mut ps: Vec<NodeId> = Vec::new();
-        for p in self.params() {
-            ps.push(g.param(p.name, Shape::new(&p.dims, DType::F32))?);
-        }
+        let vb = VarBuilder::new(g, DType::F32);
+        let ps = self.declare(&vb)?;
+        let (mut g, _) = vb.finish();
         let conv = ConvSpec::new([3, 3]).padding([1, 1]);
         let pool = PoolSpec {
             kind: PoolKind::Max,
@@ -104,14 +130,13 @@ impl CnnConfig {
             padding: [0, 0],
         };
         let mut h = x;
-        for layer in 0..2 {
-            h = g.add_node(Op::Conv(conv), &[h, ps[2 * layer], ps[2 * layer + 1]])?;
+        for layer in &ps.conv {
+            h = g.add_node(Op::Conv(conv), &[h, layer.weight, layer.bias])?;
             h = g.activation(Activation::Relu, h)?;
             h = g.add_node(Op::Pool(pool), &[h])?;
         }
-        let flat = self.params()[4].dims[0];
-        let h = g.reshape(h, &[batch as i64, flat as i64])?;
-        let logits = g.matmul_bias_act(h, ps[4], ps[5], None)?;
+        let h = g.reshape(h, &[batch as i64, ps.flat as i64])?;
+        let logits = g.matmul_bias_act(h, ps.fc.weight, ps.fc.bias, None)?;
         if with_loss {
             let labels = g.input(LABELS, Shape::new(&[batch], DType::I64))?;
             let per = g.add_node(Op::SoftmaxCrossEntropyWithLogits, &[logits, labels])?;

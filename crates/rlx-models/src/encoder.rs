@@ -2,8 +2,42 @@
 //! token-type embeddings, LayerNorm, post-LN transformer layers with exact-GELU FFNs, and the
 //! tanh pooler on the first token. Written with primitive ops, as an importer would produce
 //! it; the compiler fuses it.
-use crate::{ModelError, ParamSpec};
-use rlx_ir::{Activation, AttentionSpec, DType, Graph, HostTensor, NodeId, Shape};
+use crate::{ModelError, ParamSpec, VarBuilder};
+use rlx_ir::{Activation, AttentionSpec, DType, Graph, HostTensor, NodeId, Shape, SplitMix64};
+
+/// A linear layer's weight `[in, out]` and bias `[out]` nodes.
+struct Linear {
+    w: NodeId,
+    b: NodeId,
+}
+
+/// A LayerNorm's gamma and beta nodes.
+struct Norm {
+    gamma: NodeId,
+    beta: NodeId,
+}
+
+/// One transformer layer's params.
+struct Layer {
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    o: Linear,
+    ffn1: Linear,
+    ffn2: Linear,
+    ln1: Norm,
+    ln2: Norm,
+}
+
+/// The encoder's param nodes, as `EncoderConfig::declare` made them.
+struct EncoderParams {
+    word: NodeId,
+    pos: NodeId,
+    typ: NodeId,
+    emb_ln: Norm,
+    layers: Vec<Layer>,
+    pool: Linear,
+}
 
 /// Input name: token ids `[batch, seq]`, I64.
 pub const IDS: &str = "input_ids";
@@ -67,35 +101,58 @@ impl EncoderConfig {
 
     /// Every param with its shape, in graph order.
     pub fn params(&self) -> Vec<ParamSpec> {
-        let (h, f) = (self.hidden, self.ffn);
-        let p = |name: String, dims: Vec<usize>, fan_in: usize| ParamSpec { name, dims, fan_in };
-        let mut v = vec![
-            p("emb.word".into(), vec![self.vocab, h], h),
-            p("emb.pos".into(), vec![self.max_positions, h], h),
-            p("emb.type".into(), vec![self.type_vocab, h], h),
-            p("emb.ln.gamma".into(), vec![h], h),
-            p("emb.ln.beta".into(), vec![h], h),
-        ];
-        for l in 0..self.layers {
-            for (name, i, o) in [
-                ("q", h, h),
-                ("k", h, h),
-                ("v", h, h),
-                ("o", h, h),
-                ("ffn1", h, f),
-                ("ffn2", f, h),
-            ] {
-                v.push(p(format!("l{l}.{name}.w"), vec![i, o], i));
-                v.push(p(format!("l{l}.{name}.b"), vec![o], i));
-            }
-            for ln in ["ln1", "ln2"] {
-                v.push(p(format!("l{l}.{ln}.gamma"), vec![h], h));
-                v.push(p(format!("l{l}.{ln}.beta"), vec![h], h));
-            }
+        let vb = VarBuilder::new(Graph::new("encoder_params"), self.dtype);
+        // Declaring into a fresh graph only fails for a name declared twice, which
+        // `declare` never does.
+        match self.declare(&vb) {
+            Ok(_) => vb.finish().1,
+            Err(_) => Vec::new(),
         }
-        v.push(p("pool.w".into(), vec![h, h], h));
-        v.push(p("pool.b".into(), vec![h], h));
-        v
+    }
+
+    /// Declare every param (the one place their names and shapes are written).
+    fn declare(&self, vb: &VarBuilder) -> Result<EncoderParams, ModelError> {
+        let (h, f) = (self.hidden, self.ffn);
+        let linear = |vb: VarBuilder, i: usize, o: usize| -> Result<Linear, ModelError> {
+            Ok(Linear {
+                w: vb.param("w", &[i, o], i)?,
+                b: vb.param("b", &[o], i)?,
+            })
+        };
+        let norm = |vb: VarBuilder| -> Result<Norm, ModelError> {
+            Ok(Norm {
+                gamma: vb.param("gamma", &[h], h)?,
+                beta: vb.param("beta", &[h], h)?,
+            })
+        };
+        let emb = vb.pp("emb");
+        let word = emb.param("word", &[self.vocab, h], h)?;
+        let pos = emb.param("pos", &[self.max_positions, h], h)?;
+        let typ = emb.param("type", &[self.type_vocab, h], h)?;
+        let emb_ln = norm(emb.pp("ln"))?;
+        let mut layers = Vec::with_capacity(self.layers);
+        for l in 0..self.layers {
+            let vb = vb.pp(format!("l{l}"));
+            layers.push(Layer {
+                q: linear(vb.pp("q"), h, h)?,
+                k: linear(vb.pp("k"), h, h)?,
+                v: linear(vb.pp("v"), h, h)?,
+                o: linear(vb.pp("o"), h, h)?,
+                ffn1: linear(vb.pp("ffn1"), h, f)?,
+                ffn2: linear(vb.pp("ffn2"), f, h)?,
+                ln1: norm(vb.pp("ln1"))?,
+                ln2: norm(vb.pp("ln2"))?,
+            });
+        }
+        let pool = linear(vb.pp("pool"), h, h)?;
+        Ok(EncoderParams {
+            word,
+            pos,
+            typ,
+            emb_ln,
+            layers,
+            pool,
+        })
     }
 
     /// The forward graph for `[batch, seq]` ids; outputs `[last hidden [B,S,H], pooled [B,H]]`.
@@ -104,52 +161,38 @@ impl EncoderConfig {
         let (h, dt) = (self.hidden, self.dtype);
         let mut g = Graph::new("encoder");
         let ids = g.input(IDS, Shape::new(&[batch, seq], DType::I64))?;
-        let mut ps = std::collections::HashMap::new();
-        for s in self.params() {
-            let id = g.param(s.name.clone(), Shape::new(&s.dims, dt))?;
-            ps.insert(s.name, id);
-        }
-        let p = |n: &str| ps[n];
-        let word = g.gather(p("emb.word"), ids, 0)?;
-        let pos = g.narrow(p("emb.pos"), 0, 0, seq)?;
-        let typ = g.narrow(p("emb.type"), 0, 0, 1)?;
+        let vb = VarBuilder::new(g, dt);
+        let p = self.declare(&vb)?;
+        let (mut g, _) = vb.finish();
+        let word = g.gather(p.word, ids, 0)?;
+        let pos = g.narrow(p.pos, 0, 0, seq)?;
+        let typ = g.narrow(p.typ, 0, 0, 1)?;
         let e = g.add(word, pos)?;
         let e = g.add(e, typ)?;
-        let mut x = g.layer_norm(e, p("emb.ln.gamma"), p("emb.ln.beta"), -1, self.eps)?;
-        let linear = |g: &mut Graph, x: NodeId, name: &str| -> Result<NodeId, ModelError> {
-            let y = g.matmul(x, ps[&format!("{name}.w")])?;
-            Ok(g.add(y, ps[&format!("{name}.b")])?)
+        let ln = |g: &mut Graph, x: NodeId, n: &Norm| g.layer_norm(x, n.gamma, n.beta, -1, self.eps);
+        let mut x = ln(&mut g, e, &p.emb_ln)?;
+        let linear = |g: &mut Graph, x: NodeId, l: &Linear| -> Result<NodeId, ModelError> {
+            let y = g.matmul(x, l.w)?;
+            Ok(g.add(y, l.b)?)
         };
         let spec = AttentionSpec::new(self.heads, h / self.heads);
-        for l in 0..self.layers {
-            let q = linear(&mut g, x, &format!("l{l}.q"))?;
-            let k = linear(&mut g, x, &format!("l{l}.k"))?;
-            let v = linear(&mut g, x, &format!("l{l}.v"))?;
+        for l in &p.layers {
+            let q = linear(&mut g, x, &l.q)?;
+            let k = linear(&mut g, x, &l.k)?;
+            let v = linear(&mut g, x, &l.v)?;
             let a = g.attention(q, k, v, None, spec.clone())?;
-            let o = linear(&mut g, a, &format!("l{l}.o"))?;
+            let o = linear(&mut g, a, &l.o)?;
             let r = g.add(x, o)?;
-            x = g.layer_norm(
-                r,
-                p(&format!("l{l}.ln1.gamma")),
-                p(&format!("l{l}.ln1.beta")),
-                -1,
-                self.eps,
-            )?;
-            let f = linear(&mut g, x, &format!("l{l}.ffn1"))?;
+            x = ln(&mut g, r, &l.ln1)?;
+            let f = linear(&mut g, x, &l.ffn1)?;
             let f = g.activation(Activation::Gelu, f)?;
-            let f = linear(&mut g, f, &format!("l{l}.ffn2"))?;
+            let f = linear(&mut g, f, &l.ffn2)?;
             let r = g.add(x, f)?;
-            x = g.layer_norm(
-                r,
-                p(&format!("l{l}.ln2.gamma")),
-                p(&format!("l{l}.ln2.beta")),
-                -1,
-                self.eps,
-            )?;
+            x = ln(&mut g, r, &l.ln2)?;
         }
         let cls = g.narrow(x, 1, 0, 1)?;
         let cls = g.reshape(cls, &[batch as i64, h as i64])?;
-        let pooled = linear(&mut g, cls, "pool")?;
+        let pooled = linear(&mut g, cls, &p.pool)?;
         let pooled = g.activation(Activation::Tanh, pooled)?;
         g.set_name(x, "last_hidden_state")?;
         g.set_name(pooled, "pooler_output")?;
@@ -160,15 +203,7 @@ impl EncoderConfig {
     /// Random weights (BERT's init: normal with std 0.02, LayerNorm gamma 1 and beta 0 plus a
     /// little noise so no test runs on constants), deterministic in `seed`.
     pub fn random_params(&self, seed: u64) -> Vec<(String, HostTensor)> {
-        let mut state = seed ^ 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^= z >> 31;
-            (z >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = SplitMix64::new(seed ^ rlx_ir::rng::GOLDEN_GAMMA);
         self.params()
             .into_iter()
             .map(|s| {
@@ -176,9 +211,7 @@ impl EncoderConfig {
                 let gamma = s.name.ends_with(".gamma");
                 let data: Vec<f64> = (0..n)
                     .map(|_| {
-                        // Box-Muller from two uniforms.
-                        let (u1, u2) = (next().max(1e-300), next());
-                        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                        let z = rng.normal();
                         if gamma {
                             1.0 + 0.02 * z
                         } else {

@@ -7,13 +7,17 @@
 //!   optimizer update, with weights and optimizer state updated in place by the runtime),
 //!   seeded Kaiming-uniform init, evaluation through a forward-only graph that shares the
 //!   trained values, and `fit` with a per-epoch progress bar.
+//! - [`var_builder::VarBuilder`]: path-prefixed param declaration (`vb.pp("fc").param("weight", …)`),
+//!   so each param's name is written once.
 pub mod cnn;
 pub mod encoder;
 mod error;
 pub mod train;
+pub mod var_builder;
 
 pub use cnn::CnnConfig;
 pub use encoder::EncoderConfig;
 pub use error::ModelError;
 pub use rlx_autodiff::Optimizer;
 pub use train::{EpochReport, FitConfig, GraphBuilder, LrSchedule, ParamSpec, Trainer};
+pub use var_builder::VarBuilder;

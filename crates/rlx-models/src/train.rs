@@ -6,7 +6,7 @@ use crate::{CnnConfig, ModelError};
 use indicatif::{ProgressBar, ProgressStyle};
 use rlx_autodiff::{train_step, Optimizer};
 use rlx_io::{Batch, Dataset};
-use rlx_ir::{DType, Graph, HostTensor};
+use rlx_ir::{DType, Graph, HostTensor, SplitMix64};
 use rlx_runtime::{CompiledGraph, Device, Session};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -25,6 +25,18 @@ pub struct ParamSpec {
 pub trait GraphBuilder {
     fn params(&self) -> Vec<ParamSpec>;
     fn build(&self, batch: usize, with_loss: bool) -> Result<Graph, ModelError>;
+    /// Check that samples of `rows × cols` with these labels suit the model (`set` names
+    /// the data in the error). The default accepts anything.
+    fn check_data(
+        &self,
+        set: &'static str,
+        rows: usize,
+        cols: usize,
+        labels: &[u8],
+    ) -> Result<(), ModelError> {
+        let _ = (set, rows, cols, labels);
+        Ok(())
+    }
 }
 
 impl GraphBuilder for CnnConfig {
@@ -34,22 +46,40 @@ impl GraphBuilder for CnnConfig {
     fn build(&self, batch: usize, with_loss: bool) -> Result<Graph, ModelError> {
         CnnConfig::build(self, batch, with_loss)
     }
+    fn check_data(
+        &self,
+        set: &'static str,
+        rows: usize,
+        cols: usize,
+        labels: &[u8],
+    ) -> Result<(), ModelError> {
+        if (rows, cols) != (self.rows, self.cols) {
+            return Err(ModelError::ImageSize {
+                set,
+                got_rows: rows,
+                got_cols: cols,
+                rows: self.rows,
+                cols: self.cols,
+            });
+        }
+        match labels.iter().position(|&l| l as usize >= self.classes) {
+            Some(index) => Err(ModelError::LabelOutOfRange {
+                set,
+                index,
+                label: labels[index] as usize,
+                classes: self.classes,
+            }),
+            None => Ok(()),
+        }
+    }
 }
 
-/// splitmix64, so an init is reproducible from its seed on every platform.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1) with 53 random bits.
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+/// A learning rate the optimizer can descend with: positive and finite.
+fn check_lr(lr: f64) -> Result<(), ModelError> {
+    if lr > 0.0 && lr.is_finite() {
+        Ok(())
+    } else {
+        Err(ModelError::BadLearningRate { lr })
     }
 }
 
@@ -60,11 +90,12 @@ pub fn kaiming_uniform(spec: &ParamSpec, seed: u64) -> HostTensor {
     let salt = spec.name.bytes().fold(0xcbf29ce484222325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100000001b3)
     });
-    let mut rng = SplitMix(seed ^ salt);
+    // SplitMix64, so an init is reproducible from its seed on every platform.
+    let mut rng = SplitMix64::new(seed ^ salt);
     let bound = 1.0 / (spec.fan_in.max(1) as f64).sqrt();
     let n: usize = spec.dims.iter().product();
     let v: Vec<f32> = (0..n)
-        .map(|_| ((rng.unit() * 2.0 - 1.0) * bound) as f32)
+        .map(|_| ((rng.unit_f64() * 2.0 - 1.0) * bound) as f32)
         .collect();
     HostTensor::from_f32(&spec.dims, &v)
 }
@@ -123,6 +154,7 @@ impl Trainer {
         optimizer: Optimizer,
         device: Device,
     ) -> Result<Trainer, ModelError> {
+        check_lr(optimizer.lr())?;
         let specs = builder.params();
         if specs.is_empty() {
             return Err(ModelError::Config("the model has no params".into()));
@@ -165,8 +197,11 @@ impl Trainer {
     }
 
     /// Change the learning rate for the following steps (a graph input: no recompile).
-    pub fn set_lr(&mut self, lr: f64) {
+    /// It must be positive and finite.
+    pub fn set_lr(&mut self, lr: f64) -> Result<(), ModelError> {
+        check_lr(lr)?;
         self.optimizer = self.optimizer.with_lr(lr);
+        Ok(())
     }
 
     pub fn steps_done(&self) -> u64 {
@@ -239,8 +274,10 @@ impl Trainer {
     /// One training step on a batch; returns the batch's loss (before the update).
     pub fn step(&mut self, batch: &Batch) -> Result<f32, ModelError> {
         if batch.is_empty() {
-            return Err(ModelError::Config("empty batch".into()));
+            return Err(ModelError::EmptyDataset { set: "batch" });
         }
+        self.builder
+            .check_data("batch", batch.rows, batch.cols, &batch.labels)?;
         self.activate(batch.len())?;
         let mut inputs: Vec<(&str, HostTensor)> = vec![
             (IMAGES, batch.images_tensor(DType::F32)),
@@ -304,11 +341,7 @@ impl Trainer {
 
     /// Fraction of `data` classified correctly.
     pub fn evaluate(&mut self, data: &Dataset) -> Result<f64, ModelError> {
-        if data.n == 0 {
-            return Err(ModelError::Config(
-                "cannot evaluate on an empty dataset".into(),
-            ));
-        }
+        self.check_set("evaluation", data)?;
         let preds = self.predict(data)?;
         let right = preds
             .iter()
@@ -332,6 +365,9 @@ impl Trainer {
                 "epochs and batch_size must be positive".into(),
             ));
         }
+        // Every check before the first step: a bad test set must not cost a training run.
+        self.check_set("training", train)?;
+        self.check_set("evaluation", eval)?;
         let per_epoch = train.n.div_ceil(cfg.batch_size);
         let total = (per_epoch * cfg.epochs).max(1) as f64;
         let base_lr = self.optimizer.lr();
@@ -357,7 +393,8 @@ impl Trainer {
             for batch in train.batches(cfg.batch_size, seed)? {
                 if cfg.schedule == LrSchedule::Cosine {
                     let f = 0.5 * (1.0 + (std::f64::consts::PI * k as f64 / total).cos());
-                    self.set_lr(base_lr * f);
+                    // Cosine decay stays positive: k < total, so f > 0.
+                    self.optimizer = self.optimizer.with_lr(base_lr * f);
                 }
                 let loss = self.step(&batch)? as f64;
                 if !loss.is_finite() {
@@ -388,7 +425,17 @@ impl Trainer {
             on_epoch(&report);
             reports.push(report);
         }
-        self.set_lr(base_lr);
+        self.optimizer = self.optimizer.with_lr(base_lr);
         Ok(reports)
+    }
+
+    /// `data` is non-empty, consistent, and of the model's image size and classes.
+    fn check_set(&self, set: &'static str, data: &Dataset) -> Result<(), ModelError> {
+        data.validate()?;
+        if data.n == 0 {
+            return Err(ModelError::EmptyDataset { set });
+        }
+        self.builder
+            .check_data(set, data.rows, data.cols, &data.labels)
     }
 }

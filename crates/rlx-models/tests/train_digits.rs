@@ -3,6 +3,7 @@
 use rlx_io::datasets::{load_mnist_dir, DEBIAN_FASHION_MNIST_DIR};
 use rlx_io::Dataset;
 use rlx_models::{CnnConfig, FitConfig, LrSchedule, Optimizer, Trainer};
+use rlx_ir::env::Switch;
 use rlx_runtime::Device;
 use std::time::Instant;
 
@@ -76,7 +77,7 @@ fn fashion_mnist_cnn_reaches_88_percent_on_cuda() {
 
 fn fashion_on(device: Device) {
     let dir =
-        std::env::var("RLX_FASHION_MNIST").unwrap_or_else(|_| DEBIAN_FASHION_MNIST_DIR.into());
+        rlx_ir::env::text(Switch::FashionMnist).unwrap_or_else(|| DEBIAN_FASHION_MNIST_DIR.into());
     if !std::path::Path::new(&dir).is_dir() {
         println!("skipped: no Fashion-MNIST at {dir} (apt-get install dataset-fashion-mnist)");
         return;

@@ -168,21 +168,50 @@ impl<'a> Rebuilder<'a> {
     }
 
     /// `x` (a new-graph node) as a rank-1 vector for a fused op's bias: itself when rank 1,
-    /// the vector behind it when it is a reshape of one, else a new `Reshape[-1]`. Stacking a
-    /// reshape on a reshape would leave the next pipeline run something to fold.
+    /// the vector behind it when it is a (chain of) reshape(s) of one, else a reshape of the
+    /// first non-reshape source, spelled as `Simplify` would fold a reshape of a reshape
+    /// (static dims when known) and shared with an identical node already built. Anything
+    /// else (a reshape on a reshape, a duplicate for CSE) would leave the next pipeline run
+    /// something to do, and the pipeline must be idempotent.
     pub fn as_vector(&mut self, x: NodeId) -> Result<NodeId, OptError> {
         let node = self.new_node(x)?;
         if node.shape.rank() == 1 {
             return Ok(x);
         }
-        let behind = match node.op {
-            Op::Reshape { .. } => Some(node.inputs[0]),
-            _ => None,
+        let numel = node.shape.static_dims().map(|d| d.iter().product::<usize>());
+        let mut src = x;
+        loop {
+            let n = self.new_node(src)?;
+            match (&n.op, n.inputs.as_slice()) {
+                (Op::Reshape { .. }, [inner]) => src = *inner,
+                _ => break,
+            }
         }
-        .filter(|&v| self.new_node(v).is_ok_and(|v| v.shape.rank() == 1));
-        match behind {
-            Some(v) => Ok(v),
-            None => self.add(Op::Reshape { shape: vec![-1] }, &[x]),
+        if src != x && self.new_node(src)?.shape.rank() == 1 {
+            return Ok(src);
+        }
+        let spec = match numel {
+            Some(n) if src != x => vec![n as i64],
+            _ => vec![-1],
+        };
+        let op = Op::Reshape { shape: spec };
+        let built = self
+            .new
+            .nodes
+            .iter()
+            .find(|m| m.op == op && m.inputs == [src])
+            .map(|m| m.id);
+        if let Some(id) = built {
+            return Ok(id);
+        }
+        // An identical old node not rebuilt yet is rebuilt now and serves as the bias; the
+        // fusion driver skips old nodes already rebuilt when it reaches them.
+        let twin = self.old.nodes.iter().find(|o| {
+            o.op == op && o.inputs.len() == 1 && self.get(o.inputs[0]) == Some(src) && self.get(o.id).is_none()
+        });
+        match twin.map(|o| o.id) {
+            Some(o) => self.copy(o),
+            None => self.add(op, &[src]),
         }
     }
 

@@ -12,7 +12,7 @@ pub use idx::{
     DEBIAN_FASHION_MNIST_DIR, MNIST_FILES,
 };
 
-use rlx_ir::{DType, HostTensor};
+use rlx_ir::{DType, HostTensor, SplitMix64};
 
 /// `n` single-channel images of `rows × cols` (row-major, sample-major) with their labels.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,30 +23,6 @@ pub struct Dataset {
     pub n: usize,
     pub rows: usize,
     pub cols: usize,
-}
-
-/// splitmix64: tiny, seedable, and identical on every platform, so splits and batch orders
-/// are reproducible from the seed alone.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `0..n` (n > 0); the modulo bias is negligible for dataset sizes.
-    fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i + 1);
-            v.swap(i, j);
-        }
-    }
 }
 
 impl Dataset {
@@ -142,7 +118,8 @@ impl Dataset {
         for (i, &l) in self.labels.iter().enumerate() {
             by_class[l as usize].push(i);
         }
-        let mut rng = SplitMix(seed);
+        // SplitMix64: identical on every platform, so splits are reproducible from the seed.
+        let mut rng = SplitMix64::new(seed);
         let mut is_test = vec![false; self.n];
         for members in &mut by_class {
             rng.shuffle(members);
@@ -163,7 +140,7 @@ impl Dataset {
         }
         self.validate()?;
         let mut order: Vec<usize> = (0..self.n).collect();
-        SplitMix(seed).shuffle(&mut order);
+        SplitMix64::new(seed).shuffle(&mut order);
         Ok(Batches {
             data: self,
             order,

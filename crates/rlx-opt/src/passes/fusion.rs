@@ -100,7 +100,9 @@ pub(crate) fn fuse<T>(
             Some(d) => emit(&mut rb, n, d)?,
             None => false,
         };
-        if !done {
+        // A node an emit already rebuilt (a bias's reshape, see `Rebuilder::as_vector`)
+        // is not built twice.
+        if !done && rb.get(n.id).is_none() {
             rb.copy(n.id)?;
         }
     }
