@@ -15,7 +15,7 @@
 //! silent zero. Each rule lives in `rules/<group>.rs`.
 //!
 //! Rules exist for: every Activation, every Binary op (max / min split ties evenly),
-//! Where, Cast, StopGradient, Compare (no gradient); MatMul, FusedMatMulBiasAct;
+//! Where, Cast, StopGradient, Compare and ArgMax (no gradient); MatMul, FusedMatMulBiasAct;
 //! LayerNorm, RmsNorm, FusedResidualLN, FusedResidualRmsNorm, FusedSwiGLU; Reduce (all
 //! five), Softmax, SoftmaxCrossEntropy (dense targets, both inputs),
 //! SoftmaxCrossEntropyWithLogits (emits SoftmaxCrossEntropyBackward); Reshape, Transpose,
@@ -23,8 +23,9 @@
 //! primitives, every layout / mask / GQA), Rope; Conv (emits Conv2dBackwardInput /
 //! Conv2dBackwardWeight), Pool (MaxPool2dBackward; average pooling as a depthwise
 //! Conv2dBackwardInput), ResizeNearest2x; Fft, LogMel (emits LogMelBackward).
-//! Without a rule (an error if reached): DequantMatMul, the fusion regions (autodiff runs
-//! before fusion), and the backward ops themselves (no second order).
+//! Without a rule (an error if reached), each listed by name in [`rules::vjp`]: DequantMatMul,
+//! the fusion regions (autodiff runs before fusion), and the backward ops themselves (no
+//! second order).
 //!
 //! [`optim::train_step`] appends SGD-momentum / Adam / AdamW updates to the gradient graph
 //! so one graph performs a whole training step.

@@ -329,10 +329,28 @@ pub enum Op {
 
     // ---- elementwise
     Activation(Activation),
+    /// `a op b` with NumPy broadcasting. Floats follow IEEE (Max / Min propagate NaN).
+    /// Integers (I64, I32, U8) compute as two's-complement in their own width:
+    /// - Add, Sub, Mul wrap (`i32::MAX + 1 = i32::MIN`, U8 `3 − 5 = 254`).
+    /// - Div truncates toward zero; `x / 0 = 0`; `MIN / −1 = MIN` (the quotient wraps).
+    /// - Pow with exponent ≥ 0 is repeated wrapping multiplication (`0^0 = 1`); with a
+    ///   negative exponent it is `1 / a^|b|` truncated toward zero: 1 for base 1, ±1 for
+    ///   base −1 (by parity), 0 for every other base (0 included).
     Binary(BinaryOp),
     Compare(CompareOp),
     /// cond, a, b (broadcast)
     Where,
+    /// Convert to `to`:
+    /// - float → float rounds to nearest even, once (overflow gives ±inf).
+    /// - float → integer (I64, I32, U8) truncates toward zero and saturates to the target's
+    ///   range; NaN gives 0 (`+inf → i32::MAX`, `3e9 → i32::MAX`, U8 `300 → 255`,
+    ///   `−1 → 0`). This is Rust's `as` and CUDA's `cvt.rzi.sat`.
+    /// - integer → narrower integer keeps the low bits (two's-complement wrap, as C's
+    ///   `(int)` / `(unsigned char)` of an int64, NumPy's `astype` and ONNX Cast): I64
+    ///   `2^32 + 5 → I32 5`, `300 → U8 44`, `−1 → U8 255`; widening keeps the value
+    ///   (U8 is unsigned).
+    /// - integer → float rounds to nearest even, once (no intermediate f32 for f16/bf16).
+    /// - → Bool is `x != 0` (NaN is true, `256 → true`); Bool → any type is 0 or 1.
     Cast {
         to: DType,
     },

@@ -1,41 +1,87 @@
-//! VJP rules: Attention (every layout and mask kind, GQA, scale, soft cap) and Rope.
-use super::{by_decomposition, Grads};
+//! VJP rules of the Transformer group: Attention (by decomposition: every layout and mask
+//! kind, GQA, scale, soft cap), Rope, FusedSwiGLU.
+use super::{by_decomposition, elementwise, Grads};
 use crate::util::{reshape, scalar_like, scale, select, static_dims, transpose, unsupported};
 use crate::AdError;
 use rlx_ir::{
     Activation, AttentionLayout, AttentionSpec, Dim, Graph, HostTensor, MaskKind, Node, NodeId, Op,
+    RopeStyle,
 };
 
-pub(crate) fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
-    match &node.op {
-        Op::Attention(spec) => by_decomposition(g, node, dy, needs, |g| decompose(g, node, spec)),
-        Op::Rope {
-            head_dim,
-            n_rot,
-            style,
-        } => {
-            // A rotation by θ is orthogonal: its transpose rotates by −θ, i.e. the same op
-            // with sin negated (unrotated dims pass through both ways).
-            if needs[1] || needs[2] {
-                return Err(unsupported(
-                    node,
-                    "gradients with respect to cos / sin are not supported (they are tables)",
-                ));
-            }
-            let ins = &node.inputs;
-            let nsin = g.activation(Activation::Neg, ins[2])?;
-            let op = Op::Rope {
-                head_dim: *head_dim,
-                n_rot: *n_rot,
-                style: *style,
-            };
-            Ok(vec![Some(g.add_node(op, &[dy, ins[1], nsin])?), None, None])
-        }
-        _ => Err(AdError::NoRule {
-            node: node.id,
-            op: node.op.kind().name(),
-        }),
+pub(crate) fn attention(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    needs: &[bool],
+    spec: &AttentionSpec,
+) -> Grads {
+    by_decomposition(g, node, dy, needs, |g| decompose(g, node, spec))
+}
+
+pub(crate) fn rope(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    needs: &[bool],
+    head_dim: usize,
+    n_rot: usize,
+    style: RopeStyle,
+) -> Grads {
+    // A rotation by θ is orthogonal: its transpose rotates by −θ, i.e. the same op with sin
+    // negated (unrotated dims pass through both ways).
+    if needs[1] || needs[2] {
+        return Err(unsupported(
+            node,
+            "gradients with respect to cos / sin are not supported (they are tables)",
+        ));
     }
+    let ins = &node.inputs;
+    let nsin = g.activation(Activation::Neg, ins[2])?;
+    let op = Op::Rope {
+        head_dim,
+        n_rot,
+        style,
+    };
+    Ok(vec![Some(g.add_node(op, &[dy, ins[1], nsin])?), None, None])
+}
+
+/// `cast_to` only changes the output type; the cotangent is brought back first.
+pub(crate) fn fused_swiglu(g: &mut Graph, node: &Node, dy: NodeId, gate_first: bool) -> Grads {
+    let x = node.inputs[0];
+    let xs = g.shape(x)?.clone();
+    let two_n = xs.dims[xs.rank() - 1]
+        .as_static()
+        .ok_or_else(|| unsupported(node, "needs a static last dim"))?;
+    let half = two_n / 2;
+    let (gate_at, up_at) = if gate_first { (0, half) } else { (half, 0) };
+    let narrow = |g: &mut Graph, start: usize| {
+        g.add_node(
+            Op::Narrow {
+                axis: -1,
+                start,
+                len: half,
+            },
+            &[x],
+        )
+    };
+    let gate = narrow(g, gate_at)?;
+    let up = narrow(g, up_at)?;
+    // cast_to changes only the output type: bring the cotangent back first.
+    let dy = if g.shape(dy)?.dtype != xs.dtype {
+        g.cast(dy, xs.dtype)?
+    } else {
+        dy
+    };
+    let silu = g.activation(Activation::Silu, gate)?;
+    let dup = g.mul(dy, silu)?;
+    let dsilu = g.mul(dy, up)?;
+    let dgate = elementwise::act_grad(g, Activation::Silu, gate, silu, dsilu)?;
+    let parts = if gate_first {
+        [dgate, dup]
+    } else {
+        [dup, dgate]
+    };
+    Ok(vec![Some(g.add_node(Op::Concat { axis: -1 }, &parts)?)])
 }
 
 /// q/k/v from the op's layout to `[B, heads, S, size]`.

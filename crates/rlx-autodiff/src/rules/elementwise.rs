@@ -1,51 +1,52 @@
-//! VJP rules: Activation, Binary, Compare, Where, Cast, StopGradient.
+//! VJP rules of the Elementwise group: Activation, Binary, Compare, Where, Cast, StopGradient.
 use super::Grads;
 use crate::util::{compare, neg, scalar_like, scale, select, unbroadcast};
 use crate::AdError;
-use rlx_ir::{Activation, BinaryOp, CompareOp, Graph, Node, NodeId, Op};
+use rlx_ir::{Activation, BinaryOp, CompareOp, Graph, Node, NodeId};
 use std::f64::consts::{PI, SQRT_2};
 
-pub(crate) fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
+pub(crate) fn activation(g: &mut Graph, node: &Node, dy: NodeId, act: Activation) -> Grads {
+    Ok(vec![Some(act_grad(g, act, node.inputs[0], node.id, dy)?)])
+}
+
+pub(crate) fn where_(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
     let ins = &node.inputs;
-    match &node.op {
-        Op::Activation(act) => Ok(vec![Some(activation(g, *act, ins[0], node.id, dy)?)]),
-        Op::Binary(op) => binary(g, *op, node, dy, needs),
-        Op::Where => {
-            let zero = scalar_like(g, 0.0, dy)?;
-            let mut out = vec![None; 3];
-            for (k, on_true) in [(1, true), (2, false)] {
-                if needs[k] {
-                    let (a, b) = if on_true { (dy, zero) } else { (zero, dy) };
-                    let d = select(g, ins[0], a, b)?;
-                    out[k] = Some(unbroadcast(g, d, &g.shape(ins[k])?.clone())?);
-                }
-            }
-            Ok(out)
+    let zero = scalar_like(g, 0.0, dy)?;
+    let mut out = vec![None; 3];
+    for (k, on_true) in [(1, true), (2, false)] {
+        if needs[k] {
+            let (a, b) = if on_true { (dy, zero) } else { (zero, dy) };
+            let d = select(g, ins[0], a, b)?;
+            out[k] = Some(unbroadcast(g, d, &g.shape(ins[k])?.clone())?);
         }
-        Op::Cast { .. } => {
-            let from = g.shape(ins[0])?.dtype;
-            // Float → float casts pass the cotangent back in the source type; from an
-            // integer source nothing is differentiable (and `needs` is false there).
-            Ok(vec![if from.is_float() {
-                Some(g.cast(dy, from)?)
-            } else {
-                None
-            }])
-        }
-        // Not differentiable: Compare's bool output and StopGradient never become active,
-        // so these arms only answer "no gradient" for completeness.
-        Op::Compare(_) => Ok(vec![None, None]),
-        Op::StopGradient => Ok(vec![None]),
-        _ => Err(AdError::NoRule {
-            node: node.id,
-            op: node.op.kind().name(),
-        }),
     }
+    Ok(out)
+}
+
+pub(crate) fn cast(g: &mut Graph, node: &Node, dy: NodeId) -> Grads {
+    let from = g.shape(node.inputs[0])?.dtype;
+    // Float → float casts pass the cotangent back in the source type; from an integer
+    // source nothing is differentiable (and `needs` is false there).
+    Ok(vec![if from.is_float() {
+        Some(g.cast(dy, from)?)
+    } else {
+        None
+    }])
+}
+
+// Not differentiable: Compare's bool output and StopGradient never become active, so these
+// rules only answer "no gradient" for completeness.
+pub(crate) fn compare_op() -> Grads {
+    Ok(vec![None, None])
+}
+
+pub(crate) fn stop_gradient() -> Grads {
+    Ok(vec![None])
 }
 
 /// Cotangent of `x` for `y = act(x)`. Also used by fused ops that end in an activation
 /// (`x` is then the recomputed pre-activation, `y` the fused node).
-pub(crate) fn activation(
+pub(crate) fn act_grad(
     g: &mut Graph,
     act: Activation,
     x: NodeId,
@@ -185,7 +186,13 @@ fn gaussian(g: &mut Graph, x: NodeId, a: f64) -> Result<NodeId, AdError> {
     Ok(g.activation(Activation::Exp, t)?)
 }
 
-fn binary(g: &mut Graph, op: BinaryOp, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
+pub(crate) fn binary(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    needs: &[bool],
+    op: BinaryOp,
+) -> Grads {
     let (a, b, y) = (node.inputs[0], node.inputs[1], node.id);
     let mut full: [Option<NodeId>; 2] = [None, None];
     match op {

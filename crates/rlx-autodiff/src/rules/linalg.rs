@@ -1,40 +1,41 @@
-//! VJP rules: MatMul, FusedMatMulBiasAct.
+//! VJP rules of the Linalg group: MatMul, FusedMatMulBiasAct (DequantMatMul has none: its
+//! packed weights are frozen, see `rules::vjp`).
 use super::{elementwise, Grads};
 use crate::util::{reshape, static_dims, transpose, unbroadcast};
 use crate::AdError;
-use rlx_ir::{Graph, Node, NodeId, Op};
+use rlx_ir::{Activation, Graph, Node, NodeId, Op};
 
-pub(crate) fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
+pub(crate) fn matmul(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
     let ins = &node.inputs;
-    match &node.op {
-        Op::MatMul => {
-            let (da, db) = matmul_grads(g, node, ins[0], ins[1], dy, needs[0], needs[1])?;
-            Ok(vec![da, db])
+    let (da, db) = matmul_grads(g, node, ins[0], ins[1], dy, needs[0], needs[1])?;
+    Ok(vec![da, db])
+}
+
+pub(crate) fn fused_matmul_bias_act(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    needs: &[bool],
+    activation: Option<Activation>,
+) -> Grads {
+    let ins = &node.inputs;
+    // Recompute the pre-activation only when the activation's slope needs it.
+    let dz = match activation {
+        Some(act) => {
+            let z = g.matmul(ins[0], ins[1])?;
+            let z = g.add(z, ins[2])?;
+            elementwise::act_grad(g, act, z, node.id, dy)?
         }
-        Op::FusedMatMulBiasAct { activation } => {
-            // Recompute the pre-activation only when the activation's slope needs it.
-            let dz = match activation {
-                Some(act) => {
-                    let z = g.matmul(ins[0], ins[1])?;
-                    let z = g.add(z, ins[2])?;
-                    elementwise::activation(g, *act, z, node.id, dy)?
-                }
-                None => dy,
-            };
-            let (da, dw) = matmul_grads(g, node, ins[0], ins[1], dz, needs[0], needs[1])?;
-            let dbias = if needs[2] {
-                let to = g.shape(ins[2])?.clone();
-                Some(unbroadcast(g, dz, &to)?)
-            } else {
-                None
-            };
-            Ok(vec![da, dw, dbias])
-        }
-        _ => Err(AdError::NoRule {
-            node: node.id,
-            op: node.op.kind().name(),
-        }),
-    }
+        None => dy,
+    };
+    let (da, dw) = matmul_grads(g, node, ins[0], ins[1], dz, needs[0], needs[1])?;
+    let dbias = if needs[2] {
+        let to = g.shape(ins[2])?.clone();
+        Some(unbroadcast(g, dz, &to)?)
+    } else {
+        None
+    };
+    Ok(vec![da, dw, dbias])
 }
 
 /// Swap the last two axes.

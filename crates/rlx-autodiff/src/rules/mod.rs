@@ -65,39 +65,108 @@ pub(crate) fn by_decomposition(
 
 pub(crate) type Grads = Result<Vec<Option<NodeId>>, AdError>;
 
+/// The answer for an op that has no VJP rule.
+fn no_rule(node: &Node) -> Grads {
+    Err(AdError::NoRule {
+        node: node.id,
+        op: node.op.kind().name(),
+    })
+}
+
 /// Cotangents of `node`'s inputs given the cotangent `dy` of its output.
+///
+/// The only router: every variant is destructured (every parameter named) and calls its
+/// typed rule, or is listed under "no rule" below, so a new op does not build until it has
+/// one or is listed.
 pub fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
     match &node.op {
-        Op::Activation(_)
-        | Op::Binary(_)
-        | Op::Compare(_)
-        | Op::Where
-        | Op::Cast { .. }
-        | Op::StopGradient => elementwise::vjp(g, node, dy, needs),
-        Op::MatMul | Op::FusedMatMulBiasAct { .. } => linalg::vjp(g, node, dy, needs),
-        Op::LayerNorm { .. }
-        | Op::RmsNorm { .. }
-        | Op::FusedResidualLN { .. }
-        | Op::FusedResidualRmsNorm { .. }
-        | Op::FusedSwiGLU { .. } => norm::vjp(g, node, dy, needs),
-        Op::Reduce { .. }
-        | Op::Softmax { .. }
-        | Op::SoftmaxCrossEntropy
-        | Op::SoftmaxCrossEntropyWithLogits => reduce::vjp(g, node, dy, needs),
-        Op::Reshape { .. }
-        | Op::Transpose { .. }
-        | Op::Expand { .. }
-        | Op::Narrow { .. }
-        | Op::Concat { .. }
-        | Op::Gather { .. }
-        | Op::Pad { .. }
-        | Op::Slice { .. } => shape_ops::vjp(g, node, dy, needs),
-        Op::Attention(_) | Op::Rope { .. } => attention::vjp(g, node, dy, needs),
-        Op::Conv(_) | Op::Pool(_) | Op::ResizeNearest2x => vision::vjp(g, node, dy, needs),
-        Op::Fft { .. } | Op::LogMel => audio::vjp(g, node, dy, needs),
-        _ => Err(AdError::NoRule {
-            node: node.id,
-            op: node.op.kind().name(),
-        }),
+        // ---- leaves end the sweep (`grad` never asks for their rule)
+        Op::Input { name: _ } | Op::Param { name: _ } | Op::Constant { data: _ } => no_rule(node),
+
+        // ---- elementwise
+        Op::Activation(act) => elementwise::activation(g, node, dy, *act),
+        Op::Binary(op) => elementwise::binary(g, node, dy, needs, *op),
+        Op::Compare(_) => elementwise::compare_op(),
+        Op::Where => elementwise::where_(g, node, dy, needs),
+        Op::Cast { to: _ } => elementwise::cast(g, node, dy),
+        Op::StopGradient => elementwise::stop_gradient(),
+
+        // ---- linalg
+        Op::MatMul => linalg::matmul(g, node, dy, needs),
+        Op::FusedMatMulBiasAct { activation } => {
+            linalg::fused_matmul_bias_act(g, node, dy, needs, *activation)
+        }
+
+        // ---- norm
+        Op::LayerNorm { axis, eps } => norm::layer_norm(g, node, dy, needs, *axis, *eps),
+        Op::RmsNorm { axis, eps } => norm::rms_norm(g, node, dy, needs, *axis, *eps),
+        Op::FusedResidualLN { has_bias, eps } => {
+            norm::fused_residual_ln(g, node, dy, needs, *has_bias, *eps)
+        }
+        Op::FusedResidualRmsNorm { has_bias, eps } => {
+            norm::fused_residual_rms_norm(g, node, dy, needs, *has_bias, *eps)
+        }
+
+        // ---- reduce
+        Op::Reduce { op, axes, keep_dim } => reduce::reduce_op(g, node, dy, *op, axes, *keep_dim),
+        Op::Softmax { axis } => reduce::softmax(g, node, dy, *axis),
+        Op::ArgMax {
+            axis: _,
+            keep_dim: _,
+        } => reduce::argmax(),
+        Op::SoftmaxCrossEntropy => reduce::softmax_cross_entropy(g, node, dy, needs),
+        Op::SoftmaxCrossEntropyWithLogits => {
+            reduce::softmax_cross_entropy_with_logits(g, node, dy, needs)
+        }
+
+        // ---- shape
+        Op::Reshape { shape: _ } => shape_ops::reshape_op(g, node, dy),
+        Op::Expand { shape: _ } => shape_ops::expand(g, node, dy),
+        Op::Transpose { perm } => shape_ops::transpose_op(g, dy, perm),
+        Op::Narrow { axis, start, len } => shape_ops::narrow(g, node, dy, *axis, *start, *len),
+        Op::Concat { axis } => shape_ops::concat(g, node, dy, needs, *axis),
+        Op::Gather { axis } => shape_ops::gather(g, node, dy, needs, *axis),
+        Op::Pad { pads, value: _ } => shape_ops::pad(g, node, dy, pads),
+        Op::Slice {
+            axes,
+            starts,
+            ends,
+            steps,
+        } => shape_ops::slice(g, node, dy, needs, (axes, starts, ends, steps)),
+
+        // ---- transformer
+        Op::Attention(spec) => attention::attention(g, node, dy, needs, spec),
+        Op::Rope {
+            head_dim,
+            n_rot,
+            style,
+        } => attention::rope(g, node, dy, needs, *head_dim, *n_rot, *style),
+        Op::FusedSwiGLU {
+            cast_to: _,
+            gate_first,
+        } => attention::fused_swiglu(g, node, dy, *gate_first),
+
+        // ---- vision
+        Op::Conv(spec) => vision::conv(g, node, dy, needs, spec),
+        Op::Pool(spec) => vision::pool(g, node, dy, spec),
+        Op::ResizeNearest2x => vision::resize_nearest2x(g, node, dy),
+
+        // ---- audio
+        Op::Fft { inverse, norm } => audio::fft(g, dy, *inverse, *norm),
+        Op::LogMel => audio::log_mel(g, node, dy, needs),
+
+        // ---- no rule (an error naming the node if one is reached):
+        // fusion regions: autodiff runs before fusion, so a region here is a user's.
+        Op::ElementwiseRegion { .. }
+        | Op::BatchElementwiseRegion { .. }
+        | Op::TransformRegion { .. } => no_rule(node),
+        // backward ops: no second order.
+        Op::SoftmaxCrossEntropyBackward
+        | Op::Conv2dBackwardInput { .. }
+        | Op::Conv2dBackwardWeight(_)
+        | Op::MaxPool2dBackward(_)
+        | Op::LogMelBackward => no_rule(node),
+        // packed quantised weights are frozen (inference only).
+        Op::DequantMatMul { .. } => no_rule(node),
     }
 }

@@ -1,93 +1,108 @@
-//! VJP rules: LayerNorm, RmsNorm, FusedResidualLN, FusedResidualRmsNorm, FusedSwiGLU.
-use super::{elementwise, Grads};
+//! VJP rules of the Norm group: LayerNorm, RmsNorm, FusedResidualLN, FusedResidualRmsNorm.
+use super::Grads;
 use crate::util::{reduce, scalar_like, unbroadcast, unsupported};
 use crate::AdError;
-use rlx_ir::{Activation, Graph, Node, NodeId, Op, ReduceOp};
+use rlx_ir::{Activation, Graph, Node, NodeId, ReduceOp};
 
-pub(crate) fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
+pub(crate) fn layer_norm(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    needs: &[bool],
+    axis: i64,
+    eps: f32,
+) -> Grads {
+    axis_norm(g, node, dy, needs, true, axis, eps)
+}
+
+pub(crate) fn rms_norm(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    needs: &[bool],
+    axis: i64,
+    eps: f32,
+) -> Grads {
+    axis_norm(g, node, dy, needs, false, axis, eps)
+}
+
+pub(crate) fn fused_residual_ln(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    needs: &[bool],
+    has_bias: bool,
+    eps: f32,
+) -> Grads {
+    residual_norm(g, node, dy, needs, true, has_bias, eps)
+}
+
+pub(crate) fn fused_residual_rms_norm(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    needs: &[bool],
+    has_bias: bool,
+    eps: f32,
+) -> Grads {
+    residual_norm(g, node, dy, needs, false, has_bias, eps)
+}
+
+fn axis_norm(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    needs: &[bool],
+    layer: bool,
+    axis: i64,
+    eps: f32,
+) -> Grads {
     let ins = &node.inputs;
-    match &node.op {
-        Op::LayerNorm { axis, eps } | Op::RmsNorm { axis, eps } => {
-            let layer = matches!(node.op, Op::LayerNorm { .. });
-            let a = g
-                .shape(ins[0])?
-                .axis(*axis)
-                .map_err(|m| unsupported(node, m))?;
-            let n = norm_grads(g, layer, ins[0], ins[1], a, *eps, dy, needs)?;
-            let mut out = vec![n.dx, n.dgamma];
-            if ins.len() > 2 {
-                out.push(if needs[2] { Some(n.dbeta_src) } else { None });
-            }
-            Ok(finish(g, out, ins)?)
-        }
-        Op::FusedResidualLN { has_bias, eps } | Op::FusedResidualRmsNorm { has_bias, eps } => {
-            let layer = matches!(node.op, Op::FusedResidualLN { .. });
-            // Inputs: x, residual, [bias], gamma, [beta]; the norm sees s = x + residual (+ bias).
-            let mut s = g.add(ins[0], ins[1])?;
-            let gi = if *has_bias {
-                s = g.add(s, ins[2])?;
-                3
-            } else {
-                2
-            };
-            let last = g.shape(s)?.rank() - 1;
-            let need_s = needs[..gi].iter().any(|&b| b);
-            let mut nn = vec![need_s, needs[gi]];
-            nn.extend(needs.get(gi + 1));
-            let n = norm_grads(g, layer, s, ins[gi], last, *eps, dy, &nn)?;
-            let mut out: Vec<Option<NodeId>> = (0..gi).map(|k| n.dx.filter(|_| needs[k])).collect();
-            out.push(n.dgamma);
-            if ins.len() > gi + 1 {
-                out.push(if needs[gi + 1] {
-                    Some(n.dbeta_src)
-                } else {
-                    None
-                });
-            }
-            Ok(finish(g, out, ins)?)
-        }
-        Op::FusedSwiGLU { gate_first, .. } => {
-            let x = ins[0];
-            let xs = g.shape(x)?.clone();
-            let two_n = xs.dims[xs.rank() - 1]
-                .as_static()
-                .ok_or_else(|| unsupported(node, "needs a static last dim"))?;
-            let half = two_n / 2;
-            let (gate_at, up_at) = if *gate_first { (0, half) } else { (half, 0) };
-            let narrow = |g: &mut Graph, start: usize| {
-                g.add_node(
-                    Op::Narrow {
-                        axis: -1,
-                        start,
-                        len: half,
-                    },
-                    &[x],
-                )
-            };
-            let gate = narrow(g, gate_at)?;
-            let up = narrow(g, up_at)?;
-            // cast_to changes only the output type: bring the cotangent back first.
-            let dy = if g.shape(dy)?.dtype != xs.dtype {
-                g.cast(dy, xs.dtype)?
-            } else {
-                dy
-            };
-            let silu = g.activation(Activation::Silu, gate)?;
-            let dup = g.mul(dy, silu)?;
-            let dsilu = g.mul(dy, up)?;
-            let dgate = elementwise::activation(g, Activation::Silu, gate, silu, dsilu)?;
-            let parts = if *gate_first {
-                [dgate, dup]
-            } else {
-                [dup, dgate]
-            };
-            Ok(vec![Some(g.add_node(Op::Concat { axis: -1 }, &parts)?)])
-        }
-        _ => Err(AdError::NoRule {
-            node: node.id,
-            op: node.op.kind().name(),
-        }),
+    let a = g
+        .shape(ins[0])?
+        .axis(axis)
+        .map_err(|m| unsupported(node, m))?;
+    let n = norm_grads(g, layer, ins[0], ins[1], a, eps, dy, needs)?;
+    let mut out = vec![n.dx, n.dgamma];
+    if ins.len() > 2 {
+        out.push(if needs[2] { Some(n.dbeta_src) } else { None });
     }
+    finish(g, out, ins)
+}
+
+fn residual_norm(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    needs: &[bool],
+    layer: bool,
+    has_bias: bool,
+    eps: f32,
+) -> Grads {
+    let ins = &node.inputs;
+    // Inputs: x, residual, [bias], gamma, [beta]; the norm sees s = x + residual (+ bias).
+    let mut s = g.add(ins[0], ins[1])?;
+    let gi = if has_bias {
+        s = g.add(s, ins[2])?;
+        3
+    } else {
+        2
+    };
+    let last = g.shape(s)?.rank() - 1;
+    let need_s = needs[..gi].iter().any(|&b| b);
+    let mut nn = vec![need_s, needs[gi]];
+    nn.extend(needs.get(gi + 1));
+    let n = norm_grads(g, layer, s, ins[gi], last, eps, dy, &nn)?;
+    let mut out: Vec<Option<NodeId>> = (0..gi).map(|k| n.dx.filter(|_| needs[k])).collect();
+    out.push(n.dgamma);
+    if ins.len() > gi + 1 {
+        out.push(if needs[gi + 1] {
+            Some(n.dbeta_src)
+        } else {
+            None
+        });
+    }
+    finish(g, out, ins)
 }
 
 /// Sum the per-element parameter terms down to each input's shape.

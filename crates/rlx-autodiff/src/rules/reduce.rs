@@ -1,56 +1,76 @@
-//! VJP rules: Reduce, Softmax, SoftmaxCrossEntropy, SoftmaxCrossEntropyWithLogits.
+//! VJP rules of the Reduce group: Reduce, Softmax, ArgMax (no gradient), SoftmaxCrossEntropy,
+//! SoftmaxCrossEntropyWithLogits.
 use super::Grads;
 use crate::util::{compare, expand, reduce, reshape, scale, static_dims, unsupported, zeros_of};
 use crate::AdError;
 use rlx_ir::{Activation, CompareOp, Graph, Node, NodeId, Op, ReduceOp};
 
-pub(crate) fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
+pub(crate) fn reduce_op(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    op: ReduceOp,
+    axes: &[i64],
+    keep_dim: bool,
+) -> Grads {
+    Ok(vec![Some(reduce_grad(g, node, op, axes, keep_dim, dy)?)])
+}
+
+pub(crate) fn softmax(g: &mut Graph, node: &Node, dy: NodeId, axis: i64) -> Grads {
+    // dx = y·(dy − Σ dy·y)
+    let y = node.id;
+    let t = g.mul(dy, y)?;
+    let s = reduce(g, ReduceOp::Sum, t, vec![axis], true)?;
+    let ys = g.mul(y, s)?;
+    Ok(vec![Some(g.sub(t, ys)?)])
+}
+
+/// Not differentiable: the I64 output never becomes active, so this only answers "no
+/// gradient" for completeness (as Compare does).
+pub(crate) fn argmax() -> Grads {
+    Ok(vec![None])
+}
+
+pub(crate) fn softmax_cross_entropy_with_logits(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    needs: &[bool],
+) -> Grads {
     let ins = &node.inputs;
-    match &node.op {
-        Op::Reduce { op, axes, keep_dim } => {
-            Ok(vec![Some(reduce_grad(g, node, *op, axes, *keep_dim, dy)?)])
-        }
-        Op::Softmax { axis } => {
-            // dx = y·(dy − Σ dy·y)
-            let y = node.id;
-            let t = g.mul(dy, y)?;
-            let s = reduce(g, ReduceOp::Sum, t, vec![*axis], true)?;
-            let ys = g.mul(y, s)?;
-            Ok(vec![Some(g.sub(t, ys)?)])
-        }
-        Op::SoftmaxCrossEntropyWithLogits => {
-            // (softmax − onehot)·dloss. Labels are class indices: piecewise constant.
-            let dl = g.add_node(Op::SoftmaxCrossEntropyBackward, &[ins[0], ins[1], dy])?;
-            let dlab = if needs[1] {
-                Some(zeros_of(g, ins[1], node)?)
-            } else {
-                None
-            };
-            Ok(vec![Some(dl), dlab])
-        }
-        Op::SoftmaxCrossEntropy => {
-            // loss_n = −Σ_c t_nc·log p_nc. dlogits = dloss·(p·Σ_c t − t); dt = −dloss·log p.
-            let dy_col = column(g, node, dy)?;
-            let mut out = vec![None, None];
-            if needs[0] {
-                let p = g.add_node(Op::Softmax { axis: -1 }, &[ins[0]])?;
-                let tsum = reduce(g, ReduceOp::Sum, ins[1], vec![-1], true)?;
-                let pt = g.mul(p, tsum)?;
-                let d = g.sub(pt, ins[1])?;
-                out[0] = Some(g.mul(d, dy_col)?);
-            }
-            if needs[1] {
-                let logp = log_softmax(g, ins[0])?;
-                let d = g.mul(logp, dy_col)?;
-                out[1] = Some(g.activation(Activation::Neg, d)?);
-            }
-            Ok(out)
-        }
-        _ => Err(AdError::NoRule {
-            node: node.id,
-            op: node.op.kind().name(),
-        }),
+    // (softmax − onehot)·dloss. Labels are class indices: piecewise constant.
+    let dl = g.add_node(Op::SoftmaxCrossEntropyBackward, &[ins[0], ins[1], dy])?;
+    let dlab = if needs[1] {
+        Some(zeros_of(g, ins[1], node)?)
+    } else {
+        None
+    };
+    Ok(vec![Some(dl), dlab])
+}
+
+pub(crate) fn softmax_cross_entropy(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    needs: &[bool],
+) -> Grads {
+    let ins = &node.inputs;
+    // loss_n = −Σ_c t_nc·log p_nc. dlogits = dloss·(p·Σ_c t − t); dt = −dloss·log p.
+    let dy_col = column(g, node, dy)?;
+    let mut out = vec![None, None];
+    if needs[0] {
+        let p = g.add_node(Op::Softmax { axis: -1 }, &[ins[0]])?;
+        let tsum = reduce(g, ReduceOp::Sum, ins[1], vec![-1], true)?;
+        let pt = g.mul(p, tsum)?;
+        let d = g.sub(pt, ins[1])?;
+        out[0] = Some(g.mul(d, dy_col)?);
     }
+    if needs[1] {
+        let logp = log_softmax(g, ins[0])?;
+        let d = g.mul(logp, dy_col)?;
+        out[1] = Some(g.activation(Activation::Neg, d)?);
+    }
+    Ok(out)
 }
 
 /// `[N]` → `[N, 1]`, to scale per-row terms.

@@ -1,139 +1,141 @@
-//! VJP rules: Reshape, Transpose, Expand, Narrow, Concat, Gather, Pad, Slice.
+//! VJP rules of the Shape group: Reshape, Transpose, Expand, Narrow, Concat, Gather, Pad, Slice.
 use super::{by_decomposition, Grads};
 use crate::util::{
     compare, iota_row, reduce, reshape, scalar_like, select, static_dims, transpose, unbroadcast,
     unsupported, zeros_of,
 };
-use crate::AdError;
 use rlx_ir::{CompareOp, Graph, HostTensor, Node, NodeId, Op, ReduceOp};
 
-pub(crate) fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
-    let ins = &node.inputs;
-    match &node.op {
-        Op::Reshape { .. } => {
-            let x = ins[0];
-            let dims = static_dims(g, x, node)?;
-            let ydims = static_dims(g, node.id, node)?;
-            let (nx, ny) = (
-                dims.iter().product::<usize>(),
-                ydims.iter().product::<usize>(),
-            );
-            // An expanding reshape of a 1-element tensor broadcasts it: sum the copies.
-            let src = if nx == 1 && ny != 1 {
-                let r = ydims.len() as i64;
-                reduce(g, ReduceOp::Sum, dy, (0..r).collect(), false)?
-            } else {
-                dy
-            };
-            Ok(vec![Some(reshape(
-                g,
-                src,
-                dims.iter().map(|&d| d as i64).collect(),
-            )?)])
-        }
-        Op::Transpose { perm } => {
-            let mut inv = vec![0; perm.len()];
-            for (i, &p) in perm.iter().enumerate() {
-                inv[p] = i;
-            }
-            Ok(vec![Some(transpose(g, dy, inv)?)])
-        }
-        Op::Expand { .. } => {
-            let to = g.shape(ins[0])?.clone();
-            Ok(vec![Some(unbroadcast(g, dy, &to)?)])
-        }
-        Op::Narrow { axis, start, len } => {
-            // Zero-pad the slice's cotangent back to the full extent.
-            let dims = static_dims(g, ins[0], node)?;
-            let a = g
-                .shape(ins[0])?
-                .axis(*axis)
-                .map_err(|m| unsupported(node, m))?;
-            let mut pads = vec![[0, 0]; dims.len()];
-            pads[a] = [*start, dims[a] - start - len];
-            Ok(vec![Some(g.add_node(Op::Pad { pads, value: 0.0 }, &[dy])?)])
-        }
-        Op::Concat { axis } => {
-            let a = g
-                .shape(node.id)?
-                .axis(*axis)
-                .map_err(|m| unsupported(node, m))?;
-            let mut off = 0;
-            let mut out = Vec::with_capacity(ins.len());
-            for (k, &x) in ins.iter().enumerate() {
-                let len = static_dims(g, x, node)?[a];
-                out.push(if needs[k] {
-                    Some(g.add_node(
-                        Op::Narrow {
-                            axis: a as i64,
-                            start: off,
-                            len,
-                        },
-                        &[dy],
-                    )?)
-                } else {
-                    None
-                });
-                off += len;
-            }
-            Ok(out)
-        }
-        Op::Gather { axis } => gather(g, node, *axis, dy, needs),
-        Op::Slice {
-            axes,
-            starts,
-            ends,
-            steps,
-        } => {
-            // A slice is one index selection per sliced axis: differentiate it as Gathers
-            // with constant indices (any step, negative included).
-            let dims = static_dims(g, ins[0], node)?;
-            let mut picks = Vec::new();
-            for i in 0..starts.len() {
-                let a = axes.get(i).copied().unwrap_or(i as i64);
-                let a = g.shape(ins[0])?.axis(a).map_err(|m| unsupported(node, m))?;
-                let step = steps.get(i).copied().unwrap_or(1);
-                let end = *ends
-                    .get(i)
-                    .ok_or_else(|| unsupported(node, "ends too short"))?;
-                picks.push((a, slice_indices(dims[a], starts[i], end, step)));
-            }
-            if picks.iter().any(|(_, p)| p.is_empty()) {
-                return Ok(vec![Some(zeros_of(g, ins[0], node)?)]);
-            }
-            let x = ins[0];
-            by_decomposition(g, node, dy, needs, |g| {
-                let mut cur = x;
-                for (a, p) in &picks {
-                    let idx = g.constant(HostTensor::from_i64(&[p.len()], p))?;
-                    cur = g.add_node(Op::Gather { axis: *a as i64 }, &[cur, idx])?;
-                }
-                Ok(cur)
-            })
-        }
-        Op::Pad { pads, .. } => {
-            // The padding is constant: keep the interior of dy, axis by axis.
-            let dims = static_dims(g, ins[0], node)?;
-            let mut d = dy;
-            for (a, p) in pads.iter().enumerate() {
-                if p[0] != 0 || p[1] != 0 {
-                    d = g.add_node(
-                        Op::Narrow {
-                            axis: a as i64,
-                            start: p[0],
-                            len: dims[a],
-                        },
-                        &[d],
-                    )?;
-                }
-            }
-            Ok(vec![Some(d)])
-        }
-        _ => Err(AdError::NoRule {
-            node: node.id,
-            op: node.op.kind().name(),
-        }),
+pub(crate) fn reshape_op(g: &mut Graph, node: &Node, dy: NodeId) -> Grads {
+    let x = node.inputs[0];
+    let dims = static_dims(g, x, node)?;
+    let ydims = static_dims(g, node.id, node)?;
+    let (nx, ny) = (
+        dims.iter().product::<usize>(),
+        ydims.iter().product::<usize>(),
+    );
+    // An expanding reshape of a 1-element tensor broadcasts it: sum the copies.
+    let src = if nx == 1 && ny != 1 {
+        let r = ydims.len() as i64;
+        reduce(g, ReduceOp::Sum, dy, (0..r).collect(), false)?
+    } else {
+        dy
+    };
+    Ok(vec![Some(reshape(
+        g,
+        src,
+        dims.iter().map(|&d| d as i64).collect(),
+    )?)])
+}
+
+pub(crate) fn transpose_op(g: &mut Graph, dy: NodeId, perm: &[usize]) -> Grads {
+    let mut inv = vec![0; perm.len()];
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p] = i;
     }
+    Ok(vec![Some(transpose(g, dy, inv)?)])
+}
+
+pub(crate) fn expand(g: &mut Graph, node: &Node, dy: NodeId) -> Grads {
+    let to = g.shape(node.inputs[0])?.clone();
+    Ok(vec![Some(unbroadcast(g, dy, &to)?)])
+}
+
+pub(crate) fn narrow(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    axis: i64,
+    start: usize,
+    len: usize,
+) -> Grads {
+    // Zero-pad the slice's cotangent back to the full extent.
+    let x = node.inputs[0];
+    let dims = static_dims(g, x, node)?;
+    let a = g.shape(x)?.axis(axis).map_err(|m| unsupported(node, m))?;
+    let mut pads = vec![[0, 0]; dims.len()];
+    pads[a] = [start, dims[a] - start - len];
+    Ok(vec![Some(g.add_node(Op::Pad { pads, value: 0.0 }, &[dy])?)])
+}
+
+pub(crate) fn concat(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool], axis: i64) -> Grads {
+    let ins = &node.inputs;
+    let a = g
+        .shape(node.id)?
+        .axis(axis)
+        .map_err(|m| unsupported(node, m))?;
+    let mut off = 0;
+    let mut out = Vec::with_capacity(ins.len());
+    for (k, &x) in ins.iter().enumerate() {
+        let len = static_dims(g, x, node)?[a];
+        out.push(if needs[k] {
+            Some(g.add_node(
+                Op::Narrow {
+                    axis: a as i64,
+                    start: off,
+                    len,
+                },
+                &[dy],
+            )?)
+        } else {
+            None
+        });
+        off += len;
+    }
+    Ok(out)
+}
+
+/// A slice is one index selection per sliced axis: differentiate it as Gathers with
+/// constant indices (any step, negative included).
+pub(crate) fn slice(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    needs: &[bool],
+    (axes, starts, ends, steps): (&[i64], &[i64], &[i64], &[i64]),
+) -> Grads {
+    let x = node.inputs[0];
+    let dims = static_dims(g, x, node)?;
+    let mut picks = Vec::new();
+    for i in 0..starts.len() {
+        let a = axes.get(i).copied().unwrap_or(i as i64);
+        let a = g.shape(x)?.axis(a).map_err(|m| unsupported(node, m))?;
+        let step = steps.get(i).copied().unwrap_or(1);
+        let end = *ends
+            .get(i)
+            .ok_or_else(|| unsupported(node, "ends too short"))?;
+        picks.push((a, slice_indices(dims[a], starts[i], end, step)));
+    }
+    if picks.iter().any(|(_, p)| p.is_empty()) {
+        return Ok(vec![Some(zeros_of(g, x, node)?)]);
+    }
+    by_decomposition(g, node, dy, needs, |g| {
+        let mut cur = x;
+        for (a, p) in &picks {
+            let idx = g.constant(HostTensor::from_i64(&[p.len()], p))?;
+            cur = g.add_node(Op::Gather { axis: *a as i64 }, &[cur, idx])?;
+        }
+        Ok(cur)
+    })
+}
+
+/// The padding is constant: keep the interior of dy, axis by axis.
+pub(crate) fn pad(g: &mut Graph, node: &Node, dy: NodeId, pads: &[[usize; 2]]) -> Grads {
+    let dims = static_dims(g, node.inputs[0], node)?;
+    let mut d = dy;
+    for (a, p) in pads.iter().enumerate() {
+        if p[0] != 0 || p[1] != 0 {
+            d = g.add_node(
+                Op::Narrow {
+                    axis: a as i64,
+                    start: p[0],
+                    len: dims[a],
+                },
+                &[d],
+            )?;
+        }
+    }
+    Ok(vec![Some(d)])
 }
 
 /// The indices ONNX Slice picks on an axis of size `n` (negative start / end count from
@@ -166,7 +168,7 @@ fn slice_indices(n: usize, start: i64, end: i64, step: i64) -> Vec<i64> {
 /// one-hot matrix of the indices: dy viewed as `[pre, P, post]`, summed into
 /// `[pre, D, post]` by `onehot[P, D]`. Indices are piecewise constant: their derivative
 /// is zero (a true zero, not a missing rule).
-fn gather(g: &mut Graph, node: &Node, axis: i64, dy: NodeId, needs: &[bool]) -> Grads {
+pub(crate) fn gather(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool], axis: i64) -> Grads {
     let (data, idx) = (node.inputs[0], node.inputs[1]);
     let mut out = vec![None, None];
     if needs[0] {

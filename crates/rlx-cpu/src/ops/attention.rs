@@ -1,11 +1,17 @@
-//! CPU thunk: Attention, in parallel over blocks of queries of one head. A block keeps one
-//! row of scores per query (no `Sq × Sk` buffer), reads each k/v row once for all its
-//! queries, and applies the max-shifted softmax while summing v.
+//! CPU thunks of the Transformer group: Attention, Rope, FusedSwiGLU.
+//!
+//! Attention runs in parallel over blocks of queries of one head. A block keeps one row of
+//! scores per query (no `Sq × Sk` buffer), reads each k/v row once for all its queries,
+//! and applies the max-shifted softmax while summing v.
+use super::arity;
+use super::norm::for_rows;
 use crate::error::op_err;
+use crate::util::broadcast_offsets;
 use crate::{CpuError, Float, OutView, TensorView};
 use rayon::prelude::*;
-use rlx_ir::ops::infer_shape;
-use rlx_ir::{AttentionLayout, AttentionSpec, ComputeClass, MaskKind, Node, Op, Shape};
+use rlx_ir::ops::{attention::rope_view, infer_shape};
+use rlx_ir::{AttentionLayout, AttentionSpec, MaskKind, Op, RopeStyle, Shape};
+use std::borrow::Cow;
 
 /// Element strides of one q/k/v/out tensor; the head dim is always contiguous.
 #[derive(Clone, Copy)]
@@ -266,26 +272,178 @@ fn run<T: Float>(
     Ok(())
 }
 
-pub(crate) fn eval(node: &Node, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
-    let Op::Attention(spec) = &node.op else {
-        return Err(op_err(format!("{} is not Attention", node.op.kind())));
-    };
-    // The IR rule on the concrete shapes is the one place sizes are validated.
+/// The IR rule on the concrete shapes is the one place sizes are validated: the thunks of
+/// this file index their inputs only after it accepted them and `out` has its shape.
+fn checked_shapes(op: &Op, ins: &[TensorView], out: &OutView) -> Result<Vec<Shape>, CpuError> {
     let shapes: Vec<Shape> = ins.iter().map(|t| Shape::new(t.shape, t.dtype)).collect();
     let refs: Vec<&Shape> = shapes.iter().collect();
-    let want = infer_shape(&node.op, &refs).map_err(op_err)?;
+    let want = infer_shape(op, &refs).map_err(op_err)?;
     if want.static_dims().as_deref() != Some(out.shape) {
         return Err(op_err(format!(
             "output buffer {:?} does not match {want}",
             out.shape
         )));
     }
+    Ok(shapes)
+}
+
+/// q, k, v, [mask].
+pub fn attention(
+    spec: &AttentionSpec,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    checked_shapes(&Op::Attention(spec.clone()), ins, &out)?;
     let g = Geometry::new(spec, ins[0].shape, ins[1].shape);
     let keep: Option<Vec<bool>> = (spec.mask_kind == MaskKind::Custom)
         .then(|| ins[3].to_f64_vec().iter().map(|&m| m != 0.0).collect());
-    match out.class() {
-        ComputeClass::F32 => run::<f32>(spec, &g, ins, keep.as_deref(), out.get_mut()?),
-        ComputeClass::F64 => run::<f64>(spec, &g, ins, keep.as_deref(), out.get_mut()?),
-        ComputeClass::I64 => Err(op_err("Attention needs float inputs")),
+    float_class!(out.class(), T => run::<T>(spec, &g, ins, keep.as_deref(), out.get_mut()?))
+}
+
+// ---- Rope: each head row of x rotates its first n_rot dims by the angles of the cos/sin
+// row it broadcasts to; the rest is copied.
+
+/// A float input as `T`, converted when it is held in the other float class.
+fn as_t<'a, T: Float>(t: &TensorView<'a>) -> Cow<'a, [T]> {
+    match t.get::<T>() {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => Cow::Owned(t.to_f64_vec().into_iter().map(T::from_f64).collect()),
     }
+}
+
+struct Rot<'a, T> {
+    head_dim: usize,
+    n_rot: usize,
+    style: RopeStyle,
+    cos: &'a [T],
+    sin: &'a [T],
+    /// Row of cos/sin (in units of n_rot/2) for each head row of x.
+    rows: &'a [usize],
+}
+
+fn rotate<T: Float>(r: &Rot<T>, x: &[T], out: &mut [T]) {
+    let half = r.n_rot / 2;
+    let (hd, n_rot) = (r.head_dim, r.n_rot);
+    // Enough head rows per task that rayon's bookkeeping stays small next to the work.
+    let min_rows = (1 << 14) / hd + 1;
+    out.par_chunks_mut(hd)
+        .zip(x.par_chunks(hd))
+        .zip(r.rows.par_iter())
+        .with_min_len(min_rows)
+        .for_each(|((o, x), &row)| {
+            let c = &r.cos[row * half..(row + 1) * half];
+            let s = &r.sin[row * half..(row + 1) * half];
+            match r.style {
+                RopeStyle::Half => {
+                    let (x1, x2) = x[..n_rot].split_at(half);
+                    let (o1, o2) = o[..n_rot].split_at_mut(half);
+                    for i in 0..half {
+                        o1[i] = x1[i] * c[i] - x2[i] * s[i];
+                        o2[i] = x2[i] * c[i] + x1[i] * s[i];
+                    }
+                }
+                RopeStyle::Interleaved => {
+                    for i in 0..half {
+                        let (a, b) = (x[2 * i], x[2 * i + 1]);
+                        o[2 * i] = a * c[i] - b * s[i];
+                        o[2 * i + 1] = b * c[i] + a * s[i];
+                    }
+                }
+            }
+            o[n_rot..].copy_from_slice(&x[n_rot..]);
+        });
+}
+
+fn rope_t<T: Float>(
+    head_dim: usize,
+    n_rot: usize,
+    style: RopeStyle,
+    ins: &[TensorView],
+    rows: &[usize],
+    out: &mut [T],
+) -> Result<(), CpuError> {
+    let x = ins[0].get::<T>()?;
+    let cos = as_t::<T>(&ins[1]);
+    let sin = as_t::<T>(&ins[2]);
+    let r = Rot {
+        head_dim,
+        n_rot,
+        style,
+        cos: &cos,
+        sin: &sin,
+        rows,
+    };
+    rotate(&r, x, out);
+    Ok(())
+}
+
+/// x, cos, sin.
+pub fn rope(
+    head_dim: usize,
+    n_rot: usize,
+    style: RopeStyle,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let op = Op::Rope {
+        head_dim,
+        n_rot,
+        style,
+    };
+    let shapes = checked_shapes(&op, ins, &out)?;
+    let view = rope_view(&shapes[0].dims, &shapes[1].dims, head_dim, n_rot).map_err(op_err)?;
+    let lead: Vec<usize> = view[..view.len() - 1]
+        .iter()
+        .map(|d| d.as_static().unwrap_or(1))
+        .collect();
+    let cos_lead = &ins[1].shape[..ins[1].shape.len() - 1];
+    let rows = broadcast_offsets(cos_lead, &lead);
+    float_class!(out.class(), T => rope_t::<T>(head_dim, n_rot, style, ins, &rows, out.get_mut()?))
+}
+
+// ---- FusedSwiGLU
+
+/// `[.., 2n]` → `[.., n]`: up · silu(gate), computed in the input's class.
+fn swiglu<I: Float, O: Float>(
+    gate_first: bool,
+    x: &TensorView,
+    out: &mut [O],
+) -> Result<(), CpuError> {
+    let xv = x.get::<I>()?;
+    let two_n = *x
+        .shape
+        .last()
+        .ok_or_else(|| op_err("x must have rank >= 1"))?;
+    if !two_n.is_multiple_of(2) {
+        return Err(op_err(format!("last dim {two_n} is odd")));
+    }
+    let n = two_n / 2;
+    if out.len() * 2 != xv.len() {
+        return Err(op_err("output must hold half of x"));
+    }
+    for_rows(out, n, |row, o| {
+        let r = &xv[row * two_n..(row + 1) * two_n];
+        let (up, gate) = if gate_first {
+            (&r[n..], &r[..n])
+        } else {
+            (&r[..n], &r[n..])
+        };
+        for ((o, &u), &g) in o.iter_mut().zip(up).zip(gate) {
+            let silu = g / (I::one() + (-g).exp());
+            *o = O::from_f64((u * silu).to_f64());
+        }
+    });
+    Ok(())
+}
+
+/// `[.., 2n]` → `[.., n]`: up · silu(gate), from the input's float class to the output's.
+pub fn fused_swiglu(
+    gate_first: bool,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let x = &arity(ins, 1, 1)?[0];
+    float_class!(x.dtype.compute_class(), I => {
+        float_class!(out.class(), O => swiglu::<I, O>(gate_first, x, out.get_mut()?))
+    })
 }

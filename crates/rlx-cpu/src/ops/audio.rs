@@ -1,9 +1,10 @@
-//! CPU thunks: Fft (via `rustfft`, NumPy's norm modes applied here), LogMel and its VJP.
+//! CPU thunks of the Audio group: Fft (via `rustfft`, NumPy's norm modes applied here), LogMel and its VJP.
+use super::arity;
 use super::conv::gemm_into;
 use crate::error::op_err;
 use crate::{CpuError, Float, OutView, TensorView};
 use rayon::prelude::*;
-use rlx_ir::{ComputeClass, FftNorm, Node, Op};
+use rlx_ir::FftNorm;
 use rustfft::{num_complex::Complex, FftDirection, FftNum, FftPlanner};
 
 /// Whisper's floor on the mel energy before the log.
@@ -21,7 +22,7 @@ fn fft_scale(n: usize, inverse: bool, norm: FftNorm) -> f64 {
     }
 }
 
-fn fft<T: Float + FftNum>(
+fn fft_t<T: Float + FftNum>(
     shape: &[usize],
     x: &[T],
     y: &mut [T],
@@ -112,7 +113,7 @@ fn log_mel_item<T: Float>(
     mx
 }
 
-fn log_mel<T: Float>(ins: &[TensorView], out: &mut [T]) -> Result<(), CpuError> {
+fn log_mel_t<T: Float>(ins: &[TensorView], out: &mut [T]) -> Result<(), CpuError> {
     let (items, f, nf, nm) = mel_dims(ins[0].shape, ins[1].shape)?;
     let (spec, fb) = (ins[0].get::<T>()?, ins[1].get::<T>()?);
     if out.len() != items * f * nm || spec.len() != items * f * nf {
@@ -138,7 +139,7 @@ fn log_mel<T: Float>(ins: &[TensorView], out: &mut [T]) -> Result<(), CpuError> 
 /// m < 1e-10 (m = 1e-10 passes, as PyTorch's clamp does), and the item max is treated as a
 /// constant: its own dependence on spec, which reaches the argmax row only through clamped
 /// elements, is not propagated.
-fn log_mel_backward<T: Float>(ins: &[TensorView], out: &mut [T]) -> Result<(), CpuError> {
+fn log_mel_backward_t<T: Float>(ins: &[TensorView], out: &mut [T]) -> Result<(), CpuError> {
     let (items, f, nf, nm) = mel_dims(ins[0].shape, ins[1].shape)?;
     let (spec, fb, dy) = (ins[0].get::<T>()?, ins[1].get::<T>()?, ins[2].get::<T>()?);
     if dy.len() != items * f * nm || out.len() != spec.len() {
@@ -190,37 +191,25 @@ fn log_mel_backward<T: Float>(ins: &[TensorView], out: &mut [T]) -> Result<(), C
     Ok(())
 }
 
-pub(crate) fn eval(node: &Node, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
-    let arity = match node.op {
-        Op::LogMelBackward => 3,
-        Op::LogMel => 2,
-        _ => 1,
-    };
-    if ins.len() != arity {
-        return Err(op_err(format!("needs {arity} inputs, got {}", ins.len())));
-    }
-    match (&node.op, out.class()) {
-        (Op::Fft { inverse, norm }, ComputeClass::F32) => fft(
-            ins[0].shape,
-            ins[0].get::<f32>()?,
-            out.get_mut()?,
-            *inverse,
-            *norm,
-        ),
-        (Op::Fft { inverse, norm }, ComputeClass::F64) => fft(
-            ins[0].shape,
-            ins[0].get::<f64>()?,
-            out.get_mut()?,
-            *inverse,
-            *norm,
-        ),
-        (Op::LogMel, ComputeClass::F32) => log_mel::<f32>(ins, out.get_mut()?),
-        (Op::LogMel, ComputeClass::F64) => log_mel::<f64>(ins, out.get_mut()?),
-        (Op::LogMelBackward, ComputeClass::F32) => log_mel_backward::<f32>(ins, out.get_mut()?),
-        (Op::LogMelBackward, ComputeClass::F64) => log_mel_backward::<f64>(ins, out.get_mut()?),
-        (op, c) => Err(op_err(format!(
-            "{} does not run on values held as {c:?}",
-            op.kind()
-        ))),
-    }
+/// Complex FFT over the second-to-last axis of `[.., n, 2]`.
+pub fn fft(
+    inverse: bool,
+    norm: FftNorm,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let x = &arity(ins, 1, 1)?[0];
+    float_class!(out.class(), T => fft_t(x.shape, x.get::<T>()?, out.get_mut()?, inverse, norm))
+}
+
+/// power spectrum `[.., frames, n_freq]`, filterbank `[n_freq, n_mels]` → Whisper log-mel.
+pub fn log_mel(ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let ins = arity(ins, 2, 2)?;
+    float_class!(out.class(), T => log_mel_t::<T>(ins, out.get_mut()?))
+}
+
+/// spec, filterbank, dy → dspec.
+pub fn log_mel_backward(ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let ins = arity(ins, 3, 3)?;
+    float_class!(out.class(), T => log_mel_backward_t::<T>(ins, out.get_mut()?))
 }

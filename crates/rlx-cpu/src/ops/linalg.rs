@@ -1,13 +1,14 @@
-//! CPU thunks: MatMul, FusedMatMulBiasAct, DequantMatMul. Every product goes through the
+//! CPU thunks of the Linalg group: MatMul, FusedMatMulBiasAct, DequantMatMul. Every product goes through the
 //! `gemm` crate on strided views of the operands (broadcast batch items are read in place).
+use super::arity;
+use super::scalar::activation;
 use crate::error::op_err;
-use crate::ops::elementwise::activation;
 use crate::quant;
 use crate::util::broadcast_offsets;
 use crate::{CpuError, Float, OutView, TensorView};
 use gemm::Parallelism;
 use rayon::prelude::*;
-use rlx_ir::{Activation, ComputeClass, Node, Op, QuantScheme};
+use rlx_ir::{Activation, QuantScheme};
 
 /// Below this many multiply-adds a product is not worth spreading over threads.
 const PAR_WORK: usize = 1 << 15;
@@ -79,7 +80,7 @@ fn broadcast_batch(a: &[usize], b: &[usize]) -> Result<Vec<usize>, CpuError> {
 }
 
 /// Batched `a @ b` with NumPy semantics into `out` (row-major, `batch × m × n`).
-fn matmul<T: Float>(a: &TensorView, b: &TensorView, out: &mut [T]) -> Result<(), CpuError> {
+fn matmul_t<T: Float>(a: &TensorView, b: &TensorView, out: &mut [T]) -> Result<(), CpuError> {
     let (av, bv) = (a.get::<T>()?, b.get::<T>()?);
     if a.rank() == 0 || b.rank() == 0 {
         return Err(op_err("matmul operands must have rank >= 1"));
@@ -200,7 +201,7 @@ fn bias_act<T: Float>(out: &mut [T], bias: &[T], act: Option<Activation>) -> Res
 }
 
 /// `x @ Wᵀ` with W `[N, K]` dequantised from packed blocks (held one byte per i64).
-fn dequant_matmul<T: Float>(
+fn dequant_matmul_t<T: Float>(
     scheme: QuantScheme,
     x: &TensorView,
     w: &TensorView,
@@ -255,36 +256,32 @@ fn dequant_matmul<T: Float>(
     gemm_one((m, n, k), lhs, 0, rhs, 0, out, par)
 }
 
-fn run<T: Float>(node: &Node, ins: &[TensorView], out: &mut [T]) -> Result<(), CpuError> {
-    match &node.op {
-        Op::MatMul => matmul(&ins[0], &ins[1], out),
-        Op::FusedMatMulBiasAct { activation } => {
-            matmul(&ins[0], &ins[1], out)?;
-            bias_act(out, ins[2].get::<T>()?, *activation)
-        }
-        Op::DequantMatMul { scheme } => dequant_matmul(*scheme, &ins[0], &ins[1], out),
-        op => Err(op_err(format!("{} is not a matmul op", op.kind()))),
-    }
+/// Batched `a @ b` with NumPy broadcasting of the batch dims (rank-1 operands promoted).
+pub fn matmul(ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let ins = arity(ins, 2, 2)?;
+    float_class!(out.class(), T => matmul_t::<T>(&ins[0], &ins[1], out.get_mut()?))
 }
 
-pub(crate) fn eval(node: &Node, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
-    let want = match node.op {
-        Op::FusedMatMulBiasAct { .. } => 3,
-        _ => 2,
-    };
-    if ins.len() != want {
-        return Err(op_err(format!(
-            "{} takes {want} inputs, got {}",
-            node.op.kind(),
-            ins.len()
-        )));
-    }
-    match out.class() {
-        ComputeClass::F32 => run::<f32>(node, ins, out.get_mut::<f32>()?),
-        ComputeClass::F64 => run::<f64>(node, ins, out.get_mut::<f64>()?),
-        c => Err(op_err(format!(
-            "{} does not run on outputs held as {c:?}",
-            node.op.kind()
-        ))),
-    }
+/// a, w, bias: `act(a @ w + bias)`.
+pub fn fused_matmul_bias_act(
+    act: Option<Activation>,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let ins = arity(ins, 3, 3)?;
+    float_class!(out.class(), T => {
+        let o = out.get_mut::<T>()?;
+        matmul_t::<T>(&ins[0], &ins[1], o)?;
+        bias_act(o, ins[2].get::<T>()?, act)
+    })
+}
+
+/// x `[.., K]`, packed weight `[N, bytes]` → `x @ Wᵀ`.
+pub fn dequant_matmul(
+    scheme: QuantScheme,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let ins = arity(ins, 2, 2)?;
+    float_class!(out.class(), T => dequant_matmul_t::<T>(scheme, &ins[0], &ins[1], out.get_mut()?))
 }

@@ -1,10 +1,11 @@
-//! CPU thunks: LayerNorm, RmsNorm, FusedResidualLN, FusedResidualRmsNorm, FusedSwiGLU.
+//! CPU thunks of the Norm group: LayerNorm, RmsNorm, FusedResidualLN, FusedResidualRmsNorm.
 //! Row statistics accumulate in f64 whatever the compute class (cheap next to the pass
 //! over the row, and it keeps long rows of f32 exact enough).
+use super::arity;
 use crate::error::op_err;
 use crate::{CpuError, Elem, Float, OutView, TensorView};
 use rayon::prelude::*;
-use rlx_ir::{normalize_axis, ComputeClass, Node, Op};
+use rlx_ir::normalize_axis;
 
 /// Rows at least this many elements in total are normalised in parallel.
 const PAR_ELEMS: usize = 1 << 15;
@@ -47,7 +48,11 @@ fn norm_row<T: Float>(kind: Kind, h: &mut [T], gamma: &[T], beta: Option<&[T]>, 
     }
 }
 
-fn for_rows<T: Float>(out: &mut [T], len: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) {
+pub(super) fn for_rows<T: Float>(
+    out: &mut [T],
+    len: usize,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
     if len == 0 {
         return;
     }
@@ -147,90 +152,42 @@ fn residual_norm<T: Float>(
     Ok(())
 }
 
-/// `[.., 2n]` → `[.., n]`: up · silu(gate), computed in the input's class.
-fn swiglu<I: Float, O: Float>(
-    gate_first: bool,
-    x: &TensorView,
-    out: &mut [O],
+/// LayerNorm / RmsNorm need x and gamma at least; the rest is checked by each thunk.
+fn norm_inputs<'s, 'a>(ins: &'s [TensorView<'a>]) -> Result<&'s [TensorView<'a>], CpuError> {
+    arity(ins, 2, 3)
+}
+
+/// x, gamma, [beta] normalised over dims `axis..rank`.
+pub fn layer_norm(
+    axis: i64,
+    eps: f32,
+    ins: &[TensorView],
+    mut out: OutView,
 ) -> Result<(), CpuError> {
-    let xv = x.get::<I>()?;
-    let two_n = *x
-        .shape
-        .last()
-        .ok_or_else(|| op_err("x must have rank >= 1"))?;
-    if !two_n.is_multiple_of(2) {
-        return Err(op_err(format!("last dim {two_n} is odd")));
-    }
-    let n = two_n / 2;
-    if out.len() * 2 != xv.len() {
-        return Err(op_err("output must hold half of x"));
-    }
-    for_rows(out, n, |row, o| {
-        let r = &xv[row * two_n..(row + 1) * two_n];
-        let (up, gate) = if gate_first {
-            (&r[n..], &r[..n])
-        } else {
-            (&r[..n], &r[n..])
-        };
-        for ((o, &u), &g) in o.iter_mut().zip(up).zip(gate) {
-            let silu = g / (I::one() + (-g).exp());
-            *o = O::from_f64((u * silu).to_f64());
-        }
-    });
-    Ok(())
+    let ins = norm_inputs(ins)?;
+    float_class!(out.class(), T => axis_norm::<T>(Kind::Layer, axis, eps, ins, out.get_mut()?))
 }
 
-fn run<T: Float>(node: &Node, ins: &[TensorView], out: &mut [T]) -> Result<(), CpuError> {
-    if ins.len() < 2 {
-        return Err(op_err(format!(
-            "{} needs at least 2 inputs, got {}",
-            node.op.kind(),
-            ins.len()
-        )));
-    }
-    match &node.op {
-        Op::LayerNorm { axis, eps } => axis_norm(Kind::Layer, *axis, *eps, ins, out),
-        Op::RmsNorm { axis, eps } => axis_norm(Kind::Rms, *axis, *eps, ins, out),
-        Op::FusedResidualLN { has_bias, eps } => {
-            residual_norm(Kind::Layer, *has_bias, *eps, ins, out)
-        }
-        Op::FusedResidualRmsNorm { has_bias, eps } => {
-            residual_norm(Kind::Rms, *has_bias, *eps, ins, out)
-        }
-        op => Err(op_err(format!("{} is not a norm op", op.kind()))),
-    }
+pub fn rms_norm(axis: i64, eps: f32, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let ins = norm_inputs(ins)?;
+    float_class!(out.class(), T => axis_norm::<T>(Kind::Rms, axis, eps, ins, out.get_mut()?))
 }
 
-pub(crate) fn eval(node: &Node, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
-    if let Op::FusedSwiGLU { gate_first, .. } = node.op {
-        let x = ins
-            .first()
-            .ok_or_else(|| op_err("FusedSwiGLU takes 1 input"))?;
-        let in_class = x.dtype.compute_class();
-        return match (in_class, out.class()) {
-            (ComputeClass::F32, ComputeClass::F32) => {
-                swiglu::<f32, f32>(gate_first, x, out.get_mut()?)
-            }
-            (ComputeClass::F32, ComputeClass::F64) => {
-                swiglu::<f32, f64>(gate_first, x, out.get_mut()?)
-            }
-            (ComputeClass::F64, ComputeClass::F32) => {
-                swiglu::<f64, f32>(gate_first, x, out.get_mut()?)
-            }
-            (ComputeClass::F64, ComputeClass::F64) => {
-                swiglu::<f64, f64>(gate_first, x, out.get_mut()?)
-            }
-            (i, o) => Err(op_err(format!(
-                "FusedSwiGLU does not run from {i:?} to {o:?}"
-            ))),
-        };
-    }
-    match out.class() {
-        ComputeClass::F32 => run::<f32>(node, ins, out.get_mut::<f32>()?),
-        ComputeClass::F64 => run::<f64>(node, ins, out.get_mut::<f64>()?),
-        c => Err(op_err(format!(
-            "{} does not run on outputs held as {c:?}",
-            node.op.kind()
-        ))),
-    }
+/// x, residual, [bias], gamma, [beta]: layer-norm of x + residual (+ bias) over the last dim.
+pub fn fused_residual_ln(
+    has_bias: bool,
+    eps: f32,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    float_class!(out.class(), T => residual_norm::<T>(Kind::Layer, has_bias, eps, ins, out.get_mut()?))
+}
+
+pub fn fused_residual_rms_norm(
+    has_bias: bool,
+    eps: f32,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    float_class!(out.class(), T => residual_norm::<T>(Kind::Rms, has_bias, eps, ins, out.get_mut()?))
 }

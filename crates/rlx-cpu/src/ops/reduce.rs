@@ -1,9 +1,11 @@
-//! CPU thunks: Reduce, Softmax, ArgMax and the softmax cross-entropy family.
+//! CPU thunks of the Reduce group: Reduce, Softmax, ArgMax and the softmax cross-entropy
+//! family.
 //! Float reductions accumulate in f64 so the reference stays accurate on long axes.
+use super::arity;
 use crate::error::op_err;
 use crate::util::outer_inner;
 use crate::{CpuError, Elem, Float, OutView, TensorView};
-use rlx_ir::{ops::reduce::reduce_axes, ComputeClass, Node, Op, ReduceOp};
+use rlx_ir::{ops::reduce::reduce_axes, ComputeClass, ReduceOp};
 
 /// Output offset for every input element walked in row-major order: reduced axes add 0.
 fn for_each_out_offset(shape: &[usize], axes: &[usize], mut f: impl FnMut(usize, usize)) {
@@ -136,7 +138,7 @@ fn softmax_line<T: Float>(x: &[T], o: &mut [T], base: usize, len: usize, stride:
     }
 }
 
-fn softmax<T: Float>(x: &TensorView, axis: usize, out: &mut OutView) -> Result<(), CpuError> {
+fn softmax_t<T: Float>(x: &TensorView, axis: usize, out: &mut OutView) -> Result<(), CpuError> {
     let xs = x.get::<T>()?;
     let o = out.get_mut::<T>()?;
     let (outer, len, inner) = outer_inner(x.shape, axis);
@@ -148,7 +150,7 @@ fn softmax<T: Float>(x: &TensorView, axis: usize, out: &mut OutView) -> Result<(
     Ok(())
 }
 
-fn argmax<T: Elem + PartialOrd>(
+fn argmax_t<T: Elem + PartialOrd>(
     x: &TensorView,
     axis: usize,
     out: &mut OutView,
@@ -212,92 +214,123 @@ fn labels(y: &TensorView, c: usize) -> Result<Vec<usize>, CpuError> {
         .collect()
 }
 
-fn cross_entropy<T: Float>(op: &Op, ins: &[TensorView], out: &mut OutView) -> Result<(), CpuError> {
-    let x = ins[0].get::<T>()?;
-    let (n, c) = (ins[0].shape[0], ins[0].shape[1]);
-    match op {
-        Op::SoftmaxCrossEntropy => {
-            let t = ins[1].to_f64_vec();
-            let o = out.get_mut::<T>()?;
-            for r in 0..n {
-                let row = &x[r * c..(r + 1) * c];
-                let (m, lse) = row_lse(row);
-                let loss: f64 = (0..c)
-                    .map(|j| -t[r * c + j] * (row[j].to_f64() - m - lse))
-                    .sum();
-                o[r] = T::from_f64(loss);
-            }
-        }
-        Op::SoftmaxCrossEntropyWithLogits => {
-            let y = labels(&ins[1], c)?;
-            let o = out.get_mut::<T>()?;
-            for r in 0..n {
-                let row = &x[r * c..(r + 1) * c];
-                let (m, lse) = row_lse(row);
-                o[r] = T::from_f64(m + lse - row[y[r]].to_f64());
-            }
-        }
-        _ => {
-            let dense = ins[1].rank() == 2;
-            let t = if dense { ins[1].to_f64_vec() } else { vec![] };
-            let y = if dense { vec![] } else { labels(&ins[1], c)? };
-            let dl = ins[2].to_f64_vec();
-            let o = out.get_mut::<T>()?;
-            for r in 0..n {
-                let row = &x[r * c..(r + 1) * c];
-                let (m, lse) = row_lse(row);
-                for j in 0..c {
-                    let target = if dense {
-                        t[r * c + j]
-                    } else {
-                        (y[r] == j) as u8 as f64
-                    };
-                    let p = (row[j].to_f64() - m - lse).exp();
-                    o[r * c + j] = T::from_f64((p - target) * dl[r]);
-                }
-            }
+/// The float logits `[N, C]` and the other inputs of a cross-entropy op.
+fn logits<'s, 'a>(
+    ins: &'s [TensorView<'a>],
+    n_ins: usize,
+) -> Result<(&'s TensorView<'a>, usize, usize), CpuError> {
+    let ins = arity(ins, n_ins, n_ins)?;
+    let x = &ins[0];
+    if x.rank() != 2 {
+        return Err(op_err(format!("logits must be [N, C], got {:?}", x.shape)));
+    }
+    Ok((x, x.shape[0], x.shape[1]))
+}
+
+fn sce_t<T: Float>(ins: &[TensorView], out: &mut [T]) -> Result<(), CpuError> {
+    let (x, n, c) = logits(ins, 2)?;
+    let x = x.get::<T>()?;
+    let t = ins[1].to_f64_vec();
+    for r in 0..n {
+        let row = &x[r * c..(r + 1) * c];
+        let (m, lse) = row_lse(row);
+        let loss: f64 = (0..c)
+            .map(|j| -t[r * c + j] * (row[j].to_f64() - m - lse))
+            .sum();
+        out[r] = T::from_f64(loss);
+    }
+    Ok(())
+}
+
+fn sce_logits_t<T: Float>(ins: &[TensorView], out: &mut [T]) -> Result<(), CpuError> {
+    let (x, n, c) = logits(ins, 2)?;
+    let x = x.get::<T>()?;
+    let y = labels(&ins[1], c)?;
+    for r in 0..n {
+        let row = &x[r * c..(r + 1) * c];
+        let (m, lse) = row_lse(row);
+        out[r] = T::from_f64(m + lse - row[y[r]].to_f64());
+    }
+    Ok(())
+}
+
+fn sce_backward_t<T: Float>(ins: &[TensorView], out: &mut [T]) -> Result<(), CpuError> {
+    let (x, n, c) = logits(ins, 3)?;
+    let x = x.get::<T>()?;
+    let dense = ins[1].rank() == 2;
+    let t = if dense { ins[1].to_f64_vec() } else { vec![] };
+    let y = if dense { vec![] } else { labels(&ins[1], c)? };
+    let dl = ins[2].to_f64_vec();
+    for r in 0..n {
+        let row = &x[r * c..(r + 1) * c];
+        let (m, lse) = row_lse(row);
+        for j in 0..c {
+            let target = if dense {
+                t[r * c + j]
+            } else {
+                (y[r] == j) as u8 as f64
+            };
+            let p = (row[j].to_f64() - m - lse).exp();
+            out[r * c + j] = T::from_f64((p - target) * dl[r]);
         }
     }
     Ok(())
 }
 
-pub(crate) fn eval(node: &Node, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
-    let x = ins
-        .first()
-        .ok_or_else(|| op_err(format!("{} has no input", node.op.kind())))?;
-    let class = x.dtype.compute_class();
-    match &node.op {
-        Op::Reduce { op, axes, .. } => {
-            let axes = reduce_axes(axes, x.rank()).map_err(op_err)?;
-            match class {
-                ComputeClass::F32 => reduce_float::<f32>(*op, x, &axes, &mut out),
-                ComputeClass::F64 => reduce_float::<f64>(*op, x, &axes, &mut out),
-                ComputeClass::I64 => reduce_int(*op, x, &axes, &mut out),
-            }
-        }
-        Op::Softmax { axis } => {
-            let a = rlx_ir::normalize_axis(*axis, x.rank()).map_err(op_err)?;
-            match class {
-                ComputeClass::F32 => softmax::<f32>(x, a, &mut out),
-                ComputeClass::F64 => softmax::<f64>(x, a, &mut out),
-                ComputeClass::I64 => Err(op_err("Softmax needs a float input")),
-            }
-        }
-        Op::ArgMax { axis, .. } => {
-            let a = rlx_ir::normalize_axis(*axis, x.rank()).map_err(op_err)?;
-            match class {
-                ComputeClass::F32 => argmax::<f32>(x, a, &mut out, f32::is_nan),
-                ComputeClass::F64 => argmax::<f64>(x, a, &mut out, f64::is_nan),
-                ComputeClass::I64 => argmax::<i64>(x, a, &mut out, |_| false),
-            }
-        }
-        op @ (Op::SoftmaxCrossEntropy
-        | Op::SoftmaxCrossEntropyWithLogits
-        | Op::SoftmaxCrossEntropyBackward) => match class {
-            ComputeClass::F32 => cross_entropy::<f32>(op, ins, &mut out),
-            ComputeClass::F64 => cross_entropy::<f64>(op, ins, &mut out),
-            ComputeClass::I64 => Err(op_err(format!("{} needs float logits", op.kind()))),
-        },
-        op => Err(op_err(format!("{} is not a reduction op", op.kind()))),
+/// The single input of a reduction and its compute class.
+fn only<'s, 'a>(ins: &'s [TensorView<'a>]) -> Result<&'s TensorView<'a>, CpuError> {
+    Ok(&arity(ins, 1, 1)?[0])
+}
+
+pub fn reduce(
+    op: ReduceOp,
+    axes: &[i64],
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let x = only(ins)?;
+    let axes = reduce_axes(axes, x.rank()).map_err(op_err)?;
+    match x.dtype.compute_class() {
+        ComputeClass::F32 => reduce_float::<f32>(op, x, &axes, &mut out),
+        ComputeClass::F64 => reduce_float::<f64>(op, x, &axes, &mut out),
+        ComputeClass::I64 => reduce_int(op, x, &axes, &mut out),
     }
+}
+
+pub fn softmax(axis: i64, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let x = only(ins)?;
+    let a = rlx_ir::normalize_axis(axis, x.rank()).map_err(op_err)?;
+    float_class!(x.dtype.compute_class(), T => softmax_t::<T>(x, a, &mut out))
+}
+
+/// Index of the max (first on ties, first NaN), as I64.
+pub fn argmax(axis: i64, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let x = only(ins)?;
+    let a = rlx_ir::normalize_axis(axis, x.rank()).map_err(op_err)?;
+    match x.dtype.compute_class() {
+        ComputeClass::F32 => argmax_t::<f32>(x, a, &mut out, f32::is_nan),
+        ComputeClass::F64 => argmax_t::<f64>(x, a, &mut out, f64::is_nan),
+        ComputeClass::I64 => argmax_t::<i64>(x, a, &mut out, |_| false),
+    }
+}
+
+/// logits `[N, C]`, dense targets `[N, C]` → `[N]`.
+pub fn softmax_cross_entropy(ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    float_class!(out.class(), T => sce_t::<T>(ins, out.get_mut()?))
+}
+
+/// logits `[N, C]`, integer labels `[N]` → `[N]`.
+pub fn softmax_cross_entropy_with_logits(
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    float_class!(out.class(), T => sce_logits_t::<T>(ins, out.get_mut()?))
+}
+
+/// logits, labels (integer `[N]` or dense `[N, C]`), d_loss `[N]` → dlogits `[N, C]`.
+pub fn softmax_cross_entropy_backward(
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    float_class!(out.class(), T => sce_backward_t::<T>(ins, out.get_mut()?))
 }

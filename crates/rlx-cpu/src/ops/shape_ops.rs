@@ -1,11 +1,13 @@
-//! CPU thunks: Reshape, Expand, Transpose, Narrow, Concat, Gather, Pad, Slice and
-//! TransformRegion. Every dtype class runs the same generic code: data movement only.
-//! The views (transpose, narrow, slice, expand) are one strided copy each.
+//! CPU thunks of the Shape group: Reshape, Expand, Transpose, Narrow, Concat, Gather, Pad,
+//! Slice. Every dtype class runs the same generic code: data movement only. The views
+//! (transpose, narrow, slice, expand) are one strided copy each; TransformRegion (in
+//! `region.rs`) chains the same copies.
+use super::arity;
 use crate::error::op_err;
 use crate::util::{broadcast_strides, outer_inner};
 use crate::{CpuError, Elem, OutView, TensorView};
-use rlx_ir::ops::shape_ops::{slice_params, slice_range, transform_step_dims};
-use rlx_ir::{strides, ComputeClass, Dim, Node, Op, TransformStep};
+use rlx_ir::ops::shape_ops::{slice_params, slice_range};
+use rlx_ir::strides;
 
 /// Copy a strided view: output index `idx` (row-major over `shape`, written to `dst` at
 /// `dbase + Σ idx·dst_st`) reads `src[sbase + Σ idx·src_st]`. Walks the output with an
@@ -67,7 +69,7 @@ fn view_into<T: Copy>(src: &[T], base: isize, st: &[isize], dst: &mut [T], shape
     copy_strided(src, base, st, dst, 0, &strides(shape), shape);
 }
 
-fn reshape_into<T: Copy>(src: &[T], dst: &mut [T]) -> Result<(), CpuError> {
+pub(super) fn reshape_into<T: Copy>(src: &[T], dst: &mut [T]) -> Result<(), CpuError> {
     if src.len() == dst.len() {
         dst.copy_from_slice(src);
     } else if src.len() == 1 {
@@ -82,7 +84,12 @@ fn reshape_into<T: Copy>(src: &[T], dst: &mut [T]) -> Result<(), CpuError> {
     Ok(())
 }
 
-fn expand_into<T: Copy>(src: &[T], in_shape: &[usize], dst: &mut [T], out_shape: &[usize]) {
+pub(super) fn expand_into<T: Copy>(
+    src: &[T],
+    in_shape: &[usize],
+    dst: &mut [T],
+    out_shape: &[usize],
+) {
     let st: Vec<isize> = broadcast_strides(in_shape, out_shape)
         .into_iter()
         .map(|s| s as isize)
@@ -90,7 +97,7 @@ fn expand_into<T: Copy>(src: &[T], in_shape: &[usize], dst: &mut [T], out_shape:
     view_into(src, 0, &st, dst, out_shape);
 }
 
-fn transpose_into<T: Copy>(
+pub(super) fn transpose_into<T: Copy>(
     src: &[T],
     in_shape: &[usize],
     perm: &[usize],
@@ -102,7 +109,7 @@ fn transpose_into<T: Copy>(
     view_into(src, 0, &st, dst, out_shape);
 }
 
-fn narrow_into<T: Copy>(
+pub(super) fn narrow_into<T: Copy>(
     src: &[T],
     in_shape: &[usize],
     axis: usize,
@@ -114,65 +121,11 @@ fn narrow_into<T: Copy>(
     view_into(src, start as isize * st[axis], &st, dst, out_shape);
 }
 
-fn axis_of(axis: i64, rank: usize) -> Result<usize, CpuError> {
+pub(super) fn axis_of(axis: i64, rank: usize) -> Result<usize, CpuError> {
     rlx_ir::normalize_axis(axis, rank).map_err(op_err)
 }
 
-fn static_dims(dims: &[usize]) -> Vec<Dim> {
-    dims.iter().map(|&d| Dim::Static(d)).collect()
-}
-
-/// One TransformRegion step from `src` (of `shape`) into `dst`; returns the new shape.
-fn transform_step<T: Elem>(
-    step: &TransformStep,
-    src: &[T],
-    shape: &[usize],
-    dst: &mut Vec<T>,
-) -> Result<Vec<usize>, CpuError> {
-    let dims = transform_step_dims(&static_dims(shape), step).map_err(op_err)?;
-    let out_shape: Vec<usize> = dims
-        .iter()
-        .map(|d| d.as_static())
-        .collect::<Option<_>>()
-        .ok_or_else(|| op_err(format!("step {step:?} left a symbolic dim")))?;
-    let n: usize = out_shape.iter().product();
-    dst.clear();
-    dst.resize(n, T::default());
-    match step {
-        TransformStep::Reshape(_) => reshape_into(src, dst)?,
-        TransformStep::Transpose(p) => transpose_into(src, shape, p, dst, &out_shape),
-        TransformStep::Narrow { axis, start, .. } => {
-            let a = axis_of(*axis, shape.len())?;
-            narrow_into(src, shape, a, *start, dst, &out_shape)
-        }
-        TransformStep::Expand(_) => expand_into(src, shape, dst, &out_shape),
-    }
-    Ok(out_shape)
-}
-
-fn transform_region<T: Elem>(
-    steps: &[TransformStep],
-    x: &TensorView,
-    out: &mut [T],
-) -> Result<(), CpuError> {
-    let mut cur: Vec<T> = x.get::<T>()?.to_vec();
-    let mut shape = x.shape.to_vec();
-    let mut next = Vec::new();
-    for step in steps {
-        shape = transform_step(step, &cur, &shape, &mut next)?;
-        std::mem::swap(&mut cur, &mut next);
-    }
-    if cur.len() != out.len() {
-        return Err(op_err(format!(
-            "steps give shape {shape:?}, the node declares {} elements",
-            out.len()
-        )));
-    }
-    out.copy_from_slice(&cur);
-    Ok(())
-}
-
-fn concat<T: Elem>(ins: &[TensorView], axis: i64, out: &mut OutView) -> Result<(), CpuError> {
+fn concat_t<T: Elem>(ins: &[TensorView], axis: i64, out: &mut OutView) -> Result<(), CpuError> {
     let a = axis_of(axis, out.shape.len())?;
     let (_, _, inner) = outer_inner(out.shape, a);
     let (outer, total, _) = outer_inner(out.shape, a);
@@ -190,7 +143,7 @@ fn concat<T: Elem>(ins: &[TensorView], axis: i64, out: &mut OutView) -> Result<(
     Ok(())
 }
 
-fn gather<T: Elem>(
+fn gather_t<T: Elem>(
     data: &TensorView,
     idx: &TensorView,
     axis: i64,
@@ -227,7 +180,7 @@ fn gather<T: Elem>(
     Ok(())
 }
 
-fn pad<T: Elem>(
+fn pad_t<T: Elem>(
     x: &TensorView,
     pads: &[[usize; 2]],
     value: f64,
@@ -242,19 +195,19 @@ fn pad<T: Elem>(
     Ok(())
 }
 
-fn slice<T: Elem>(x: &TensorView, op: &Op, out: &mut OutView) -> Result<(), CpuError> {
-    let Op::Slice {
-        axes,
-        starts,
-        ends,
-        steps,
-    } = op
-    else {
-        return Err(op_err("not a Slice"));
-    };
+/// The parameters of one Slice.
+struct SliceSpec<'p> {
+    axes: &'p [i64],
+    starts: &'p [i64],
+    ends: &'p [i64],
+    steps: &'p [i64],
+}
+
+fn slice_t<T: Elem>(x: &TensorView, p: &SliceSpec, out: &mut OutView) -> Result<(), CpuError> {
     let mut st = istrides(x.shape);
     let mut base = 0isize;
-    for (a, s, e, step) in slice_params(x.rank(), axes, starts, ends, steps).map_err(op_err)? {
+    let params = slice_params(x.rank(), p.axes, p.starts, p.ends, p.steps).map_err(op_err)?;
+    for (a, s, e, step) in params {
         let (first, len) = slice_range(x.shape[a], s, e, step);
         base += first as isize * st[a];
         // With one element the step is never taken (and a huge step must not overflow).
@@ -265,47 +218,81 @@ fn slice<T: Elem>(x: &TensorView, op: &Op, out: &mut OutView) -> Result<(), CpuE
     Ok(())
 }
 
-fn run<T: Elem>(node: &Node, ins: &[TensorView], out: &mut OutView) -> Result<(), CpuError> {
-    let shape = out.shape.to_vec();
-    let x = &ins[0];
-    match &node.op {
-        Op::Reshape { .. } => reshape_into(x.get::<T>()?, out.get_mut::<T>()?),
-        Op::Expand { .. } => {
-            expand_into(x.get::<T>()?, x.shape, out.get_mut::<T>()?, &shape);
-            Ok(())
-        }
-        Op::Transpose { perm } => {
-            transpose_into(x.get::<T>()?, x.shape, perm, out.get_mut::<T>()?, &shape);
-            Ok(())
-        }
-        Op::Narrow { axis, start, .. } => {
-            let a = axis_of(*axis, x.rank())?;
-            narrow_into(
-                x.get::<T>()?,
-                x.shape,
-                a,
-                *start,
-                out.get_mut::<T>()?,
-                &shape,
-            );
-            Ok(())
-        }
-        Op::Concat { axis } => concat::<T>(ins, *axis, out),
-        Op::Gather { axis } => gather::<T>(x, &ins[1], *axis, out),
-        Op::Pad { pads, value } => pad::<T>(x, pads, *value, out),
-        op @ Op::Slice { .. } => slice::<T>(x, op, out),
-        Op::TransformRegion { steps } => transform_region(steps, x, out.get_mut::<T>()?),
-        op => Err(op_err(format!("{} is not a shape op", op.kind()))),
-    }
+/// The one input of a single-input shape op.
+fn only<'s, 'a>(ins: &'s [TensorView<'a>]) -> Result<&'s TensorView<'a>, CpuError> {
+    Ok(&arity(ins, 1, 1)?[0])
 }
 
-pub(crate) fn eval(node: &Node, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
-    if ins.is_empty() {
-        return Err(op_err(format!("{} has no input", node.op.kind())));
-    }
-    match out.class() {
-        ComputeClass::F32 => run::<f32>(node, ins, &mut out),
-        ComputeClass::F64 => run::<f64>(node, ins, &mut out),
-        ComputeClass::I64 => run::<i64>(node, ins, &mut out),
-    }
+pub fn reshape(ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let x = only(ins)?;
+    any_class!(out.class(), T => reshape_into(x.get::<T>()?, out.get_mut::<T>()?))
+}
+
+pub fn expand(ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let (x, shape) = (only(ins)?, out.shape);
+    any_class!(out.class(), T => {
+        expand_into(x.get::<T>()?, x.shape, out.get_mut::<T>()?, shape);
+        Ok(())
+    })
+}
+
+pub fn transpose(perm: &[usize], ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let (x, shape) = (only(ins)?, out.shape);
+    any_class!(out.class(), T => {
+        transpose_into(x.get::<T>()?, x.shape, perm, out.get_mut::<T>()?, shape);
+        Ok(())
+    })
+}
+
+pub fn narrow(
+    axis: i64,
+    start: usize,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let (x, shape) = (only(ins)?, out.shape);
+    let a = axis_of(axis, x.rank())?;
+    any_class!(out.class(), T => {
+        narrow_into(x.get::<T>()?, x.shape, a, start, out.get_mut::<T>()?, shape);
+        Ok(())
+    })
+}
+
+pub fn concat(axis: i64, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let ins = arity(ins, 1, usize::MAX)?;
+    any_class!(out.class(), T => concat_t::<T>(ins, axis, &mut out))
+}
+
+/// data, indices (any class: float indices must be whole numbers).
+pub fn gather(axis: i64, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let ins = arity(ins, 2, 2)?;
+    any_class!(out.class(), T => gather_t::<T>(&ins[0], &ins[1], axis, &mut out))
+}
+
+pub fn pad(
+    pads: &[[usize; 2]],
+    value: f64,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let x = only(ins)?;
+    any_class!(out.class(), T => pad_t::<T>(x, pads, value, &mut out))
+}
+
+pub fn slice(
+    axes: &[i64],
+    starts: &[i64],
+    ends: &[i64],
+    steps: &[i64],
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let x = only(ins)?;
+    let p = SliceSpec {
+        axes,
+        starts,
+        ends,
+        steps,
+    };
+    any_class!(out.class(), T => slice_t::<T>(x, &p, &mut out))
 }

@@ -1,60 +1,12 @@
-//! CPU thunks: Conv, Pool, ResizeNearest2x, Conv2dBackwardInput, Conv2dBackwardWeight,
-//! MaxPool2dBackward. The kernels live in `conv.rs` and `pool.rs`; this file picks the
-//! compute class and plumbs the views.
+//! CPU thunks of the Vision group: Conv, Pool, ResizeNearest2x, Conv2dBackwardInput,
+//! Conv2dBackwardWeight, MaxPool2dBackward. The kernels live in `conv.rs` and `pool.rs`;
+//! this file picks the compute class and plumbs the views.
+use super::arity;
 use super::conv::{self, Geom};
-use super::pool::{resize_nearest2x, PoolGeom};
+use super::pool::{resize_nearest2x as resize_t, PoolGeom};
 use crate::error::op_err;
-use crate::{CpuError, Float, OutView, TensorView};
-use rlx_ir::{ComputeClass, Node, Op};
-
-fn run<T: Float>(node: &Node, ins: &[TensorView], out: &mut OutView) -> Result<(), CpuError> {
-    let oshape = out.shape.to_vec();
-    let o = out.get_mut::<T>()?;
-    let need = |n: usize| {
-        if ins.len() < n {
-            Err(op_err(format!("needs {n} inputs, got {}", ins.len())))
-        } else {
-            Ok(())
-        }
-    };
-    match &node.op {
-        Op::Conv(spec) => {
-            need(2)?;
-            let w = &ins[1];
-            let g = Geom::new(spec, ins[0].shape, *w.shape.first().unwrap_or(&0))?;
-            let bias = match ins.get(2) {
-                Some(b) => Some(b.get::<T>()?),
-                None => None,
-            };
-            conv::forward(&g, ins[0].get::<T>()?, w.get::<T>()?, bias, o)
-        }
-        Op::Conv2dBackwardInput { spec, input_hw } => {
-            need(2)?;
-            let (dy, w) = (&ins[0], &ins[1]);
-            let x_shape = [oshape[0], oshape[1], input_hw[0], input_hw[1]];
-            let g = Geom::new(spec, &x_shape, *w.shape.first().unwrap_or(&0))?;
-            check_dy(&g, dy.shape)?;
-            conv::backward_input(&g, dy.get::<T>()?, w.get::<T>()?, o)
-        }
-        Op::Conv2dBackwardWeight(spec) => {
-            need(2)?;
-            let (x, dy) = (&ins[0], &ins[1]);
-            let g = Geom::new(spec, x.shape, *dy.shape.get(1).unwrap_or(&0))?;
-            check_dy(&g, dy.shape)?;
-            conv::backward_weight(&g, x.get::<T>()?, dy.get::<T>()?, o)
-        }
-        Op::Pool(spec) => PoolGeom::new(spec, ins[0].shape)?.forward(ins[0].get::<T>()?, o),
-        Op::MaxPool2dBackward(spec) => {
-            need(2)?;
-            PoolGeom::new(spec, ins[0].shape)?.max_backward(
-                ins[0].get::<T>()?,
-                ins[1].get::<T>()?,
-                o,
-            )
-        }
-        op => Err(op_err(format!("{} is not a float vision op", op.kind()))),
-    }
-}
+use crate::{CpuError, OutView, TensorView};
+use rlx_ir::{ConvSpec, PoolSpec};
 
 /// dy's spatial size must be the conv output's (the lengths alone could hide a transpose).
 fn check_dy(g: &Geom, dy: &[usize]) -> Result<(), CpuError> {
@@ -67,23 +19,77 @@ fn check_dy(g: &Geom, dy: &[usize]) -> Result<(), CpuError> {
     Ok(())
 }
 
-pub(crate) fn eval(node: &Node, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
-    let Some(x) = ins.first() else {
-        return Err(op_err("missing input"));
-    };
-    if let Op::ResizeNearest2x = node.op {
-        return match out.class() {
-            ComputeClass::F32 => resize_nearest2x(x.shape, x.get::<f32>()?, out.get_mut()?),
-            ComputeClass::F64 => resize_nearest2x(x.shape, x.get::<f64>()?, out.get_mut()?),
-            ComputeClass::I64 => resize_nearest2x(x.shape, x.get::<i64>()?, out.get_mut()?),
+/// x, w, [bias].
+pub fn conv(spec: &ConvSpec, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let ins = arity(ins, 2, 3)?;
+    let (x, w) = (&ins[0], &ins[1]);
+    let g = Geom::new(spec, x.shape, *w.shape.first().unwrap_or(&0))?;
+    float_class!(out.class(), T => {
+        let bias = match ins.get(2) {
+            Some(b) => Some(b.get::<T>()?),
+            None => None,
         };
+        conv::forward(&g, x.get::<T>()?, w.get::<T>()?, bias, out.get_mut()?)
+    })
+}
+
+pub fn pool(spec: &PoolSpec, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let x = &arity(ins, 1, 1)?[0];
+    let g = PoolGeom::new(spec, x.shape)?;
+    float_class!(out.class(), T => g.forward(x.get::<T>()?, out.get_mut()?))
+}
+
+/// `[N, C, H, W]` → `[N, C, 2H, 2W]`, any class.
+pub fn resize_nearest2x(ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let x = &arity(ins, 1, 1)?[0];
+    any_class!(out.class(), T => resize_t(x.shape, x.get::<T>()?, out.get_mut()?))
+}
+
+/// dy, w → dx; `input_hw` is x's spatial size.
+pub fn conv2d_backward_input(
+    spec: &ConvSpec,
+    input_hw: [usize; 2],
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let ins = arity(ins, 2, 2)?;
+    let (dy, w) = (&ins[0], &ins[1]);
+    let o = out.shape;
+    if o.len() != 4 {
+        return Err(op_err(format!("dx must be rank 4, got {o:?}")));
     }
-    match out.class() {
-        ComputeClass::F32 => run::<f32>(node, ins, &mut out),
-        ComputeClass::F64 => run::<f64>(node, ins, &mut out),
-        c => Err(op_err(format!(
-            "{} does not run on values held as {c:?}",
-            node.op.kind()
-        ))),
-    }
+    let x_shape = [o[0], o[1], input_hw[0], input_hw[1]];
+    let g = Geom::new(spec, &x_shape, *w.shape.first().unwrap_or(&0))?;
+    check_dy(&g, dy.shape)?;
+    float_class!(out.class(), T => {
+        conv::backward_input(&g, dy.get::<T>()?, w.get::<T>()?, out.get_mut()?)
+    })
+}
+
+/// x, dy → dw.
+pub fn conv2d_backward_weight(
+    spec: &ConvSpec,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let ins = arity(ins, 2, 2)?;
+    let (x, dy) = (&ins[0], &ins[1]);
+    let g = Geom::new(spec, x.shape, *dy.shape.get(1).unwrap_or(&0))?;
+    check_dy(&g, dy.shape)?;
+    float_class!(out.class(), T => {
+        conv::backward_weight(&g, x.get::<T>()?, dy.get::<T>()?, out.get_mut()?)
+    })
+}
+
+/// x, dy → dx.
+pub fn max_pool2d_backward(
+    spec: &PoolSpec,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let ins = arity(ins, 2, 2)?;
+    let g = PoolGeom::new(spec, ins[0].shape)?;
+    float_class!(out.class(), T => {
+        g.max_backward(ins[0].get::<T>()?, ins[1].get::<T>()?, out.get_mut()?)
+    })
 }

@@ -1,0 +1,161 @@
+//! The math of one value for every elementwise op, shared by the standalone thunks, the
+//! region chain and fused epilogues (so they agree bit for bit), and the one place where
+//! integer arithmetic and casts are defined (see `Op::Binary` and `Op::Cast` in rlx-ir).
+use crate::Float;
+use rlx_ir::{Activation, BinaryOp, CompareOp, DType};
+
+/// One activation on one value.
+pub fn activation<T: Float>(act: Activation, x: T) -> T {
+    let f = |v: f64| T::from_f64(v);
+    let one = T::one();
+    match act {
+        Activation::Gelu => {
+            let xf = x.to_f64();
+            // erfc keeps the far negative tail accurate (1 + erf(x) cancels there).
+            f(0.5 * xf * libm::erfc(-xf / std::f64::consts::SQRT_2))
+        }
+        // 0.5·x·(1 + tanh(u)) written as x·sigmoid(2u): the same function, without the
+        // cancellation of 1 + tanh(u) for negative x.
+        Activation::GeluApprox => {
+            let k = T::from_f64(2.0 * (2.0 / std::f64::consts::PI).sqrt());
+            let c = T::from_f64(0.044715);
+            x / (one + (-(k * (x + c * x * x * x))).exp())
+        }
+        Activation::Silu => x / (one + (-x).exp()),
+        // NaN passes through, as in PyTorch.
+        Activation::Relu => {
+            if x < T::zero() {
+                T::zero()
+            } else {
+                x
+            }
+        }
+        Activation::Sigmoid => one / (one + (-x).exp()),
+        Activation::Tanh => x.tanh(),
+        Activation::Exp => x.exp(),
+        Activation::Log => x.ln(),
+        Activation::Sqrt => x.sqrt(),
+        Activation::Rsqrt => one / x.sqrt(),
+        Activation::Neg => -x,
+        Activation::Abs => x.abs(),
+        Activation::Sin => x.sin(),
+        Activation::Cos => x.cos(),
+        Activation::Erf => f(libm::erf(x.to_f64())),
+        // max(x, 0) + log(1 + e^-|x|): no overflow, and accurate in both tails.
+        Activation::Softplus => x.max(T::zero()) + (-x.abs()).exp().ln_1p(),
+        Activation::Recip => one / x,
+        Activation::Square => x * x,
+    }
+}
+
+/// One binary op on floats.
+pub fn binary_f<T: Float>(op: BinaryOp, a: T, b: T) -> T {
+    match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        BinaryOp::Div => a / b,
+        // NaN propagates, as in PyTorch's maximum/minimum.
+        BinaryOp::Max => {
+            if a.is_nan() || b.is_nan() {
+                T::nan()
+            } else {
+                a.max(b)
+            }
+        }
+        BinaryOp::Min => {
+            if a.is_nan() || b.is_nan() {
+                T::nan()
+            } else {
+                a.min(b)
+            }
+        }
+        BinaryOp::Pow => a.powf(b),
+    }
+}
+
+/// One binary op on integers (I64, I32, U8 and Bool values are all held as i64; the
+/// result is then wrapped to the dtype by [`wrap_int`], so an I32 or U8 result is the
+/// same as computing in that type with two's-complement wrapping):
+/// - Add, Sub, Mul wrap.
+/// - Div truncates toward zero; `x / 0 = 0`; `MIN / −1 = MIN` (wraps).
+/// - Pow with a non-negative exponent is repeated wrapping multiplication (`0^0 = 1`); with
+///   a negative exponent it is `1 / a^|b|` truncated toward zero: 1 for base 1, ±1 for
+///   base −1 (by the exponent's parity), 0 for every other base, 0 included.
+/// - Max, Min are exact.
+pub fn binary_i(op: BinaryOp, a: i64, b: i64) -> i64 {
+    match op {
+        BinaryOp::Add => a.wrapping_add(b),
+        BinaryOp::Sub => a.wrapping_sub(b),
+        BinaryOp::Mul => a.wrapping_mul(b),
+        BinaryOp::Div => {
+            if b == 0 {
+                0
+            } else {
+                a.wrapping_div(b)
+            }
+        }
+        BinaryOp::Max => a.max(b),
+        BinaryOp::Min => a.min(b),
+        BinaryOp::Pow => match (a, b) {
+            (_, 0..) => wrapping_pow(a, b as u64),
+            (1, _) => 1,
+            (-1, _) => {
+                if b % 2 == 0 {
+                    1
+                } else {
+                    -1
+                }
+            }
+            _ => 0,
+        },
+    }
+}
+
+/// `a^e` modulo 2^64, by squaring (exact for every exponent, however large).
+fn wrapping_pow(mut a: i64, mut e: u64) -> i64 {
+    let mut acc: i64 = 1;
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = acc.wrapping_mul(a);
+        }
+        a = a.wrapping_mul(a);
+        e >>= 1;
+    }
+    acc
+}
+
+/// An integer value (held as i64) made to obey integer dtype `to`: I32 and U8 keep their
+/// low 32 / 8 bits (two's-complement wrap, as C's `(int)` / `(unsigned char)` of an int64,
+/// NumPy's `astype` and ONNX Cast do); Bool is `v != 0`; other dtypes are unchanged.
+pub fn wrap_int(v: i64, to: DType) -> i64 {
+    match to {
+        DType::I32 => v as i32 as i64,
+        DType::U8 => v as u8 as i64,
+        DType::Bool => (v != 0) as i64,
+        _ => v,
+    }
+}
+
+/// A float cast to integer dtype `to`: truncation toward zero, saturated to the target's
+/// range (`+inf`, `3e9` → `i32::MAX` for I32; `300` → 255, `−1` → 0 for U8), NaN → 0. To
+/// Bool: `v != 0`, so NaN → 1. This is Rust's `as` and CUDA's `cvt.rzi.sat`.
+pub fn float_to_int(v: f64, to: DType) -> i64 {
+    match to {
+        DType::I32 => v as i32 as i64,
+        DType::U8 => v as u8 as i64,
+        DType::Bool => (v != 0.0) as i64,
+        _ => v as i64,
+    }
+}
+
+pub fn compare<T: PartialOrd>(op: CompareOp, a: T, b: T) -> bool {
+    match op {
+        CompareOp::Eq => a == b,
+        CompareOp::Ne => a != b,
+        CompareOp::Lt => a < b,
+        CompareOp::Le => a <= b,
+        CompareOp::Gt => a > b,
+        CompareOp::Ge => a >= b,
+    }
+}
