@@ -4,9 +4,6 @@
 //! BatchElementwiseRegion and FusedSwiGLU, against the CPU thunks.
 mod common;
 use common::*;
-
-rlx_testutil::case_tests!(elementwise, cuda);
-use rlx_cuda::CudaOptions;
 use rlx_ir::ChainOperand::{Input, Step};
 use rlx_ir::ChainStep as S;
 use rlx_ir::{
@@ -15,6 +12,10 @@ use rlx_ir::{
 use rlx_opt::Pass;
 use rlx_testutil::cases::elementwise::tol_dtype;
 
+rlx_testutil::case_tests!(elementwise, cuda);
+
+/// Every float dtype the generated kernels compute in (f64 included).
+const FLOATS64: [DType; 4] = [DType::F32, DType::F16, DType::BF16, DType::F64];
 const NONE: RegionPrologue = RegionPrologue::None;
 
 fn numel(d: &[usize]) -> usize {

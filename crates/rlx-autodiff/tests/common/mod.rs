@@ -38,6 +38,7 @@ pub fn run(graph: &Graph, inputs: &[(String, HostTensor)]) -> Vec<HostTensor> {
 }
 
 // The gradcheck lives in rlx-testutil, where the case tables drive it too.
+#[allow(unused_imports)]
 pub use rlx_testutil::run::grad::{gradcheck, gradcheck_with, FD_TOL};
 
 pub fn f64_input(g: &mut Graph, name: &str, dims: &[usize]) -> NodeId {

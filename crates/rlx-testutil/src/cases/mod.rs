@@ -15,6 +15,7 @@
 //! parity check. A new op adds its cases to its group's file (and a new set's name to the
 //! list below); a new backend writes its `check` and calls `case_tests!` for every group.
 pub mod elementwise;
+pub mod elementwise_oracle;
 
 /// One `#[test]` per case set of a group, for a device (see the module doc). Set flags
 /// leave a set out of a check none of its cases take: `nooracle`, `noparity`, `nograd`.

@@ -88,3 +88,42 @@ pub fn check(set: &str, cases: &[Case]) {
     assert!(ran > 0, "{set}: no case has an oracle check");
     println!("{set}: {ran} oracle checks passed");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::{Draw, Input};
+    use crate::cases::elementwise::graph;
+    use rlx_ir::Activation;
+
+    fn neg(oracle: fn(f64) -> f64) -> Vec<Case> {
+        vec![Case::new(
+            "neg",
+            vec![Input::new("x", &[5], Draw::Normal(1.0))],
+            |dt| {
+                graph(&[("x", &[5], dt)], |g, x| {
+                    g.activation(Activation::Neg, x[0]).unwrap()
+                })
+            },
+        )
+        .dtypes(&[DType::F32, DType::F64])
+        .oracle(move |v, _| v[0].iter().map(|&x| oracle(x)).collect())]
+    }
+
+    #[test]
+    fn a_right_oracle_passes() {
+        check("neg", &neg(|x| -x));
+    }
+
+    #[test]
+    #[should_panic(expected = "rel-L2")]
+    fn a_wrong_oracle_fails() {
+        check("neg_wrong", &neg(|x| x));
+    }
+
+    #[test]
+    #[should_panic(expected = "no case has an oracle check")]
+    fn a_set_without_oracle_cases_fails() {
+        check("none", &[]);
+    }
+}

@@ -41,3 +41,38 @@ pub fn check(set: &str, cases: &[Case], parity: ParityFn) {
     assert!(ran > 0, "{set}: no case has a parity check");
     println!("{set}: {ran} parity checks passed");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cases::elementwise::{binary, cast};
+    use std::cell::RefCell;
+
+    /// A float case follows the dtype (its oracle graph is f64), an integer or frozen case
+    /// keeps its graph and takes the frozen tolerance dtype.
+    #[test]
+    fn dtype_routing() {
+        let seen = RefCell::new(vec![]);
+        let dev = |name: &str, build: &dyn Fn(DType) -> Graph, _: &[Feed], dt, _| {
+            let f64_graph_dtype = build(DType::F64).nodes[0].shape.dtype;
+            seen.borrow_mut()
+                .push((name.to_string(), dt, f64_graph_dtype));
+        };
+        let b: Vec<_> = binary().into_iter().take(1).collect();
+        check("b", &b, &dev);
+        let c: Vec<_> = cast()
+            .into_iter()
+            .filter(|c| c.name.starts_with("Cast f16 -> i32"))
+            .take(1)
+            .collect();
+        check("c", &c, &dev);
+        let seen = seen.into_inner();
+        assert!(seen.contains(&("Add [3, 1, 5] [4, 1] [f32]".into(), DType::F32, DType::F64)));
+        assert!(seen.contains(&("Add [3, 1, 5] [4, 1] [i64]".into(), DType::F32, DType::I64)));
+        assert!(seen
+            .iter()
+            .any(|(n, dt, g)| n.starts_with("Cast f16 -> i32")
+                && *dt == DType::F16
+                && *g == DType::F16));
+    }
+}
