@@ -16,7 +16,8 @@ fn readme_table(readme: &str) -> Option<String> {
     let rows: Vec<&str> = rest
         .lines()
         .skip(1)
-        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.starts_with("## "))
+        .skip_while(|l| !l.starts_with('|'))
         .take_while(|l| l.starts_with('|'))
         .collect();
     Some(rows.iter().map(|l| format!("{l}\n")).collect())
