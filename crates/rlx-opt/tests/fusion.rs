@@ -111,7 +111,13 @@ fn same_on_cpu(g: &Graph, h: &Graph, rng: &mut Rng, what: &str) {
                 };
                 // Two noisy outputs may differ by as much as both move; relative to `g`'s
                 // output, as the comparison measures (a norm of an exact zero is zero).
-                let scale = eg[k].data.iter().filter(|v| v.is_finite()).map(|v| v * v).sum::<f64>().sqrt();
+                let scale = eg[k]
+                    .data
+                    .iter()
+                    .filter(|v| v.is_finite())
+                    .map(|v| v * v)
+                    .sum::<f64>()
+                    .sqrt();
                 let noise = (moved(h, eh) + moved(g, eg)) / scale.max(1e-30);
                 let label = format!(
                     "{what} (output {k}; own f32 error: h {own_h:.1e}, g {own_g:.1e}; \
@@ -124,7 +130,8 @@ fn same_on_cpu(g: &Graph, h: &Graph, rng: &mut Rng, what: &str) {
                 common::assert_same(&one(eh), &one(eg), tol, &label)
             }
             _ => {
-                let label = format!("{what} (output {k}; own f32 error: h {own_h:.1e}, g {own_g:.1e})");
+                let label =
+                    format!("{what} (output {k}; own f32 error: h {own_h:.1e}, g {own_g:.1e})");
                 let tol = graph_tol(g).max(4.0 * own_h.max(own_g));
                 common::assert_same(&one(&got), &one(&want), tol, &label)
             }
