@@ -31,7 +31,9 @@ pub fn planned_bytes(seq: usize, d: usize, heads: usize) -> u128 {
 
 /// Uniform demo weights in [-scale, scale) from the shared SplitMix64 (24-bit draws).
 fn uniform_vec(rng: &mut SplitMix64, n: usize, scale: f32) -> Vec<f32> {
-    (0..n).map(|_| (rng.unit_f32() * 2.0 - 1.0) * scale).collect()
+    (0..n)
+        .map(|_| (rng.unit_f32() * 2.0 - 1.0) * scale)
+        .collect()
 }
 
 /// The block's graph, written with primitive ops as an importer would produce it (the
@@ -114,7 +116,10 @@ pub fn run(
         let vals = if name.ends_with(".b") || name.ends_with("beta") {
             uniform_vec(&mut rng, n, 0.02)
         } else if name.ends_with("gamma") {
-            uniform_vec(&mut rng, n, 0.1).iter().map(|v| 1.0 + v).collect()
+            uniform_vec(&mut rng, n, 0.1)
+                .iter()
+                .map(|v| 1.0 + v)
+                .collect()
         } else {
             let fan_in = dims.first().copied().unwrap_or(1) as f32;
             uniform_vec(&mut rng, n, 1.0 / fan_in.sqrt())

@@ -27,7 +27,10 @@ fn demo_sizes_are_checked_before_anything_is_allocated() {
     fails_with(&["demo", "--seq", "18446744073709551615"], &["--seq"]);
     // Used to abort with an allocation failure.
     fails_with(&["demo", "--seq", "100000000"], &["--seq"]);
-    fails_with(&["demo", "--width", "1000000000", "--heads", "1"], &["--width"]);
+    fails_with(
+        &["demo", "--width", "1000000000", "--heads", "1"],
+        &["--width"],
+    );
     // Within each range, but together too large: the size check names the cap.
     fails_with(
         &["demo", "--seq", "65536", "--width", "256"],
@@ -46,7 +49,15 @@ fn a_learning_rate_that_trains_uphill_is_refused() {
     fails_with(&["train", "digits", "--epochs", "0"], &["--epochs"]);
     fails_with(&["train", "digits", "--batch", "0"], &["--batch"]);
     fails_with(
-        &["train", "digits", "--batch", "65536", "--channels", "4096", "4096"],
+        &[
+            "train",
+            "digits",
+            "--batch",
+            "65536",
+            "--channels",
+            "4096",
+            "4096",
+        ],
         &["GiB", "lower --batch or --channels"],
     );
 }
@@ -77,10 +88,19 @@ fn idx_dir(name: &str, train_labels: &[u8], test_labels: &[u8]) -> PathBuf {
 
 fn train_on(dir: &Path) -> Vec<String> {
     let d = dir.to_str().unwrap().to_string();
-    ["train", "fashion-mnist", "--data", &d, "--epochs", "1", "--device", "cpu"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+    [
+        "train",
+        "fashion-mnist",
+        "--data",
+        &d,
+        "--epochs",
+        "1",
+        "--device",
+        "cpu",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
 }
 
 #[test]

@@ -16,11 +16,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// A fresh seed per run, printed (RLX_SEED replays it).
 fn seed(test: &str) -> u64 {
     let s = rlx_ir::env::number(Switch::Seed).unwrap_or_else(|| {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(7)
-        });
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(7)
+    });
     println!("[{test}] seed = {s} (replay with RLX_SEED={s})");
     s
 }

@@ -73,46 +73,126 @@ const OFF: Kind = Kind::Flag { default: false };
 
 /// Every switch, in the README's order.
 pub const SWITCHES: &[SwitchInfo] = &[
-    sw(Switch::Opt, "RLX_OPT", ON, "0",
-        "compile without the optimisation pipeline (the graph runs as built)"),
-    sw(Switch::DispatchReport, "RLX_DISPATCH_REPORT", OFF, "1",
-        "at compile, print each op kind with its node count and where it runs"),
-    sw(Switch::Seed, "RLX_SEED", Kind::Number, "N",
-        "replay a test's random inputs (every oracle test prints its seed)"),
-    sw(Switch::Trace, "RLX_TRACE", OFF, "1",
-        "print, per node, why its CUDA lowering bailed (the node then runs on the CPU)"),
-    sw(Switch::Verify, "RLX_VERIFY", OFF, "1",
+    sw(
+        Switch::Opt,
+        "RLX_OPT",
+        ON,
+        "0",
+        "compile without the optimisation pipeline (the graph runs as built)",
+    ),
+    sw(
+        Switch::DispatchReport,
+        "RLX_DISPATCH_REPORT",
+        OFF,
+        "1",
+        "at compile, print each op kind with its node count and where it runs",
+    ),
+    sw(
+        Switch::Seed,
+        "RLX_SEED",
+        Kind::Number,
+        "N",
+        "replay a test's random inputs (every oracle test prints its seed)",
+    ),
+    sw(
+        Switch::Trace,
+        "RLX_TRACE",
+        OFF,
+        "1",
+        "print, per node, why its CUDA lowering bailed (the node then runs on the CPU)",
+    ),
+    sw(
+        Switch::Verify,
+        "RLX_VERIFY",
+        OFF,
+        "1",
         "run every node of the GPU plan beside the CPU reference; a run fails with the first \
-         node whose output diverges beyond its tolerance"),
-    sw(Switch::CudaGraph, "RLX_CUDA_GRAPH", ON, "0",
-        "run the GPU launches one by one instead of replaying the captured CUDA graph"),
-    sw(Switch::Tune, "RLX_TUNE", ON, "0",
+         node whose output diverges beyond its tolerance",
+    ),
+    sw(
+        Switch::CudaGraph,
+        "RLX_CUDA_GRAPH",
+        ON,
+        "0",
+        "run the GPU launches one by one instead of replaying the captured CUDA graph",
+    ),
+    sw(
+        Switch::Tune,
+        "RLX_TUNE",
+        ON,
+        "0",
         "skip plan-time tuning: keep cuBLASLt's first heuristic pick and each kernel family's \
-         first tile shape instead of timing the candidates once per distinct shape"),
-    sw(Switch::Precision, "RLX_PRECISION", Kind::Text, "f32|tf32|bf16|f16",
+         first tile shape instead of timing the candidates once per distinct shape",
+    ),
+    sw(
+        Switch::Precision,
+        "RLX_PRECISION",
+        Kind::Text,
+        "f32|tf32|bf16|f16",
         "the GPU precision policy (default strict f32; the half policies autocast \
-         matmul-class ops)"),
-    sw(Switch::CacheDir, "RLX_CACHE_DIR", Kind::Text, "DIR",
-        "where compiled CUDA kernels are cached (default `~/.cache/rlx/cuda`)"),
-    sw(Switch::CudaInclude, "RLX_CUDA_INCLUDE", Kind::Text, "DIR[:DIR]",
+         matmul-class ops)",
+    ),
+    sw(
+        Switch::CacheDir,
+        "RLX_CACHE_DIR",
+        Kind::Text,
+        "DIR",
+        "where compiled CUDA kernels are cached (default `~/.cache/rlx/cuda`)",
+    ),
+    sw(
+        Switch::CudaInclude,
+        "RLX_CUDA_INCLUDE",
+        Kind::Text,
+        "DIR[:DIR]",
         "where NVRTC finds `cuda_fp16.h` / `cuda_bf16.h` (default `$CUDA_HOME/include`, \
-         `/usr/local/cuda/include`)"),
-    sw(Switch::RequireCuda, "RLX_REQUIRE_CUDA", OFF, "1",
-        "GPU tests fail instead of skipping when no GPU is usable"),
-    sw(Switch::NvrtcVerbose, "RLX_NVRTC_VERBOSE", OFF, "1",
+         `/usr/local/cuda/include`)",
+    ),
+    sw(
+        Switch::RequireCuda,
+        "RLX_REQUIRE_CUDA",
+        OFF,
+        "1",
+        "GPU tests fail instead of skipping when no GPU is usable",
+    ),
+    sw(
+        Switch::NvrtcVerbose,
+        "RLX_NVRTC_VERBOSE",
+        OFF,
+        "1",
         "print ptxas's per-kernel register, shared-memory and spill report for every kernel \
-         compiled"),
-    sw(Switch::KernelSources, "RLX_KERNEL_SOURCES", Kind::Text, "a,b",
+         compiled",
+    ),
+    sw(
+        Switch::KernelSources,
+        "RLX_KERNEL_SOURCES",
+        Kind::Text,
+        "a,b",
         "`tests/nvrtc_compile.rs` compiles only these hand-written sources (a quick check \
-         while editing one)"),
-    sw(Switch::RequireNvrtc, "RLX_REQUIRE_NVRTC", OFF, "1",
+         while editing one)",
+    ),
+    sw(
+        Switch::RequireNvrtc,
+        "RLX_REQUIRE_NVRTC",
+        OFF,
+        "1",
         "the kernel-compile tests fail instead of skipping when libnvrtc is missing (set by \
-         `.ci/run`)"),
-    sw(Switch::FashionMnist, "RLX_FASHION_MNIST", Kind::Text, "DIR",
+         `.ci/run`)",
+    ),
+    sw(
+        Switch::FashionMnist,
+        "RLX_FASHION_MNIST",
+        Kind::Text,
+        "DIR",
         "where the Fashion-MNIST tests find the IDX files (default \
-         `/usr/share/datasets/fashion-mnist`; the tests skip when it is missing)"),
-    sw(Switch::FuzzSeedDir, "RLX_FUZZ_SEED_DIR", Kind::Text, "DIR",
-        "`rlx-ir`'s serialization tests also write the fuzz corpus's seed graphs here"),
+         `/usr/share/datasets/fashion-mnist`; the tests skip when it is missing)",
+    ),
+    sw(
+        Switch::FuzzSeedDir,
+        "RLX_FUZZ_SEED_DIR",
+        Kind::Text,
+        "DIR",
+        "`rlx-ir`'s serialization tests also write the fuzz corpus's seed graphs here",
+    ),
 ];
 
 /// The declaration of `s`.

@@ -21,7 +21,7 @@ pub use error::IrError;
 pub use graph::{AxisArg, Graph, Node, NodeId};
 pub use op::*;
 pub use op_kind::{OpGroup, OpKindSet};
+pub use rng::SplitMix64;
 pub use serialize::{crc32, GRAPH_FORMAT_VERSION, GRAPH_HEADER_LEN, GRAPH_MAGIC};
 pub use shape::{broadcast_dims, broadcast_static, normalize_axis, strides, Dim, DimsFmt, Shape};
-pub use rng::SplitMix64;
 pub use tensor::HostTensor;

@@ -16,7 +16,8 @@ fn readme_table(readme: &str) -> Option<String> {
     let rows: Vec<&str> = rest
         .lines()
         .skip(1)
-        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.starts_with("## "))
+        .skip_while(|l| !l.starts_with('|'))
         .take_while(|l| l.starts_with('|'))
         .collect();
     Some(rows.iter().map(|l| format!("{l}\n")).collect())
@@ -43,8 +44,7 @@ fn names_in(text: &str) -> Vec<String> {
     while let Some(k) = text[from..].find(prefix) {
         let s = from + k;
         let mut e = s + prefix.len();
-        while e < b.len() && (b[e].is_ascii_uppercase() || b[e].is_ascii_digit() || b[e] == b'_')
-        {
+        while e < b.len() && (b[e].is_ascii_uppercase() || b[e].is_ascii_digit() || b[e] == b'_') {
             e += 1;
         }
         // A name continuing an identifier (`XRLX_A`) is some other word.

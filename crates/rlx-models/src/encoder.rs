@@ -169,7 +169,8 @@ impl EncoderConfig {
         let typ = g.narrow(p.typ, 0, 0, 1)?;
         let e = g.add(word, pos)?;
         let e = g.add(e, typ)?;
-        let ln = |g: &mut Graph, x: NodeId, n: &Norm| g.layer_norm(x, n.gamma, n.beta, -1, self.eps);
+        let ln =
+            |g: &mut Graph, x: NodeId, n: &Norm| g.layer_norm(x, n.gamma, n.beta, -1, self.eps);
         let mut x = ln(&mut g, e, &p.emb_ln)?;
         let linear = |g: &mut Graph, x: NodeId, l: &Linear| -> Result<NodeId, ModelError> {
             let y = g.matmul(x, l.w)?;

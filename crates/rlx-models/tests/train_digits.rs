@@ -2,8 +2,8 @@
 //! split; Fashion-MNIST ≥ 88 % when the Debian data set is installed.
 use rlx_io::datasets::{load_mnist_dir, DEBIAN_FASHION_MNIST_DIR};
 use rlx_io::Dataset;
-use rlx_models::{CnnConfig, FitConfig, LrSchedule, Optimizer, Trainer};
 use rlx_ir::env::Switch;
+use rlx_models::{CnnConfig, FitConfig, LrSchedule, Optimizer, Trainer};
 use rlx_runtime::Device;
 use std::time::Instant;
 

@@ -161,7 +161,13 @@ fn out_of_range_labels_are_errors() {
     );
     let r = t.fit(&bad, &data, &fit_cfg(), |_| {});
     assert!(
-        matches!(r, Err(ModelError::LabelOutOfRange { set: "training", .. })),
+        matches!(
+            r,
+            Err(ModelError::LabelOutOfRange {
+                set: "training",
+                ..
+            })
+        ),
         "{r:?}"
     );
     assert!(matches!(
@@ -178,7 +184,11 @@ fn out_of_range_labels_are_errors() {
     let big = Dataset::new(vec![0.0; 2 * 28 * 28], vec![0, 1], 28, 28).unwrap();
     assert!(matches!(
         t.evaluate(&big),
-        Err(ModelError::ImageSize { got_rows: 28, rows: 8, .. })
+        Err(ModelError::ImageSize {
+            got_rows: 28,
+            rows: 8,
+            ..
+        })
     ));
 }
 
@@ -188,12 +198,26 @@ fn param_names_are_stable() {
     let names: Vec<String> = small().params().into_iter().map(|p| p.name).collect();
     assert_eq!(
         names,
-        ["conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc.weight", "fc.bias"]
+        [
+            "conv1.weight",
+            "conv1.bias",
+            "conv2.weight",
+            "conv2.bias",
+            "fc.weight",
+            "fc.bias"
+        ]
     );
     let dims: Vec<Vec<usize>> = small().params().into_iter().map(|p| p.dims).collect();
     assert_eq!(
         dims,
-        [vec![4, 1, 3, 3], vec![4], vec![6, 4, 3, 3], vec![6], vec![24, 10], vec![10]]
+        [
+            vec![4, 1, 3, 3],
+            vec![4],
+            vec![6, 4, 3, 3],
+            vec![6],
+            vec![24, 10],
+            vec![10]
+        ]
     );
     let fans: Vec<usize> = small().params().into_iter().map(|p| p.fan_in).collect();
     assert_eq!(fans, [9, 9, 36, 36, 24, 24]);

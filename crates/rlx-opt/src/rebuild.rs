@@ -178,7 +178,10 @@ impl<'a> Rebuilder<'a> {
         if node.shape.rank() == 1 {
             return Ok(x);
         }
-        let numel = node.shape.static_dims().map(|d| d.iter().product::<usize>());
+        let numel = node
+            .shape
+            .static_dims()
+            .map(|d| d.iter().product::<usize>());
         let mut src = x;
         loop {
             let n = self.new_node(src)?;
@@ -207,7 +210,10 @@ impl<'a> Rebuilder<'a> {
         // An identical old node not rebuilt yet is rebuilt now and serves as the bias; the
         // fusion driver skips old nodes already rebuilt when it reaches them.
         let twin = self.old.nodes.iter().find(|o| {
-            o.op == op && o.inputs.len() == 1 && self.get(o.inputs[0]) == Some(src) && self.get(o.id).is_none()
+            o.op == op
+                && o.inputs.len() == 1
+                && self.get(o.inputs[0]) == Some(src)
+                && self.get(o.id).is_none()
         });
         match twin.map(|o| o.id) {
             Some(o) => self.copy(o),

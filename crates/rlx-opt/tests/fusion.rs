@@ -100,16 +100,25 @@ fn same_on_cpu(g: &Graph, h: &Graph, rng: &mut Rng, what: &str) {
         let one = |v: &[Val]| std::slice::from_ref(&v[k]).to_vec();
         match (&exact_h, &exact_g, &wide_g) {
             (Some(eh), Some(eg), Some(wg)) if own_h.max(own_g) > 2.5e-3 && !folded => {
-                // How far output k of a widened graph moves when every leaf (feeds and
-                // constants) moves by a relative 2^-40: O(1) for an output that is rounding
-                // noise at every precision, κ·2^-40 for one of condition number κ.
+                // How far (absolutely) output k of a widened graph moves when every leaf
+                // (feeds and constants) moves by a relative 2^-40: as far as the output
+                // itself for rounding noise, κ·2^-40 of it at condition number κ.
                 let moved = |x: &Graph, e: &[Val]| {
                     let delta = 2f64.powi(-40);
                     let w = widened_perturbed(x, delta).expect("x widens");
                     let f = perturbed_feeds(&feeds, delta);
-                    finite(common::rel_err(&cpu(&w, &f)[k].data, &e[k].data))
+                    finite(common::distance(&cpu(&w, &f)[k].data, &e[k].data).0)
                 };
-                let noise = moved(h, eh).max(moved(g, eg));
+                // Two noisy outputs may differ by as much as both move; relative to `g`'s
+                // output, as the comparison measures (a norm of an exact zero is zero).
+                let scale = eg[k]
+                    .data
+                    .iter()
+                    .filter(|v| v.is_finite())
+                    .map(|v| v * v)
+                    .sum::<f64>()
+                    .sqrt();
+                let noise = (moved(h, eh) + moved(g, eg)) / scale.max(1e-30);
                 let label = format!(
                     "{what} (output {k}; own f32 error: h {own_h:.1e}, g {own_g:.1e}; \
                      leaf sensitivity in f64 {noise:.1e})"
@@ -121,7 +130,8 @@ fn same_on_cpu(g: &Graph, h: &Graph, rng: &mut Rng, what: &str) {
                 common::assert_same(&one(eh), &one(eg), tol, &label)
             }
             _ => {
-                let label = format!("{what} (output {k}; own f32 error: h {own_h:.1e}, g {own_g:.1e})");
+                let label =
+                    format!("{what} (output {k}; own f32 error: h {own_h:.1e}, g {own_g:.1e})");
                 let tol = graph_tol(g).max(4.0 * own_h.max(own_g));
                 common::assert_same(&one(&got), &one(&want), tol, &label)
             }

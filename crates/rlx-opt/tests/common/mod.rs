@@ -368,22 +368,29 @@ pub fn random_feeds(g: &Graph, rng: &mut Rng) -> HashMap<String, Val> {
 /// to either norm, so `inf − inf` cannot turn the measure into NaN. NaN anywhere, or an
 /// infinity facing anything else, gives infinity (never passes).
 pub fn rel_err(got: &[f64], want: &[f64]) -> f64 {
+    let (num, den) = distance(got, want);
+    num / den.max(1e-30)
+}
+
+/// `(‖got − want‖₂, ‖want‖₂)` over the elements where they differ, as [`rel_err`] takes
+/// them; the distance is infinite for a NaN or an unmatched infinity.
+pub fn distance(got: &[f64], want: &[f64]) -> (f64, f64) {
     assert_eq!(got.len(), want.len(), "length mismatch");
     let (mut num, mut den) = (0.0f64, 0.0f64);
     for (&p, &q) in got.iter().zip(want) {
         if p.is_nan() || q.is_nan() {
-            return f64::INFINITY;
+            return (f64::INFINITY, den.sqrt());
         }
         if p == q && p.is_infinite() {
             continue;
         }
         if p.is_infinite() || q.is_infinite() {
-            return f64::INFINITY;
+            return (f64::INFINITY, den.sqrt());
         }
         num += (p - q) * (p - q);
         den += q * q;
     }
-    num.sqrt() / den.sqrt().max(1e-30)
+    (num.sqrt(), den.sqrt())
 }
 
 /// Outputs of two graphs agree within rel-L2 `tol` (same dims, dtypes; NaN never passes;
