@@ -177,7 +177,13 @@ fn integer_to_float_rounds_once() {
     assert_eq!(op.to_f64_vec(), [16_777_216.0, 9_007_199_254_740_992.0]);
     // 2^25 + 2^17 + 1 is just above a bf16 tie: one rounding goes up; rounding to f32
     // first lands on the tie and then goes to even (down).
-    let x = i64s(&[(1 << 25) + (1 << 17) + 1]);
+    let v = (1 << 25) + (1 << 17) + 1;
+    for x in [i64s(&[v]), f64s(&[v as f64])] {
+        bf16_once(x);
+    }
+}
+
+fn bf16_once(x: HostTensor) {
     for fused in [false, true] {
         let y = run(std::slice::from_ref(&x), |g, ids| {
             if fused {
@@ -191,7 +197,8 @@ fn integer_to_float_rounds_once() {
         assert_eq!(
             y.to_f64_vec(),
             [((1 << 25) + (1 << 18)) as f64],
-            "fused {fused}"
+            "{} fused {fused}",
+            x.dtype
         );
     }
 }

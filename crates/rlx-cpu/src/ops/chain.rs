@@ -7,7 +7,9 @@
 //! allocation), then every step runs over the whole block. After each step its values are
 //! made to obey the step's dtype (f16/bf16 rounding, i32/u8 wrap, bool 0/1: `scalar::wrap_int`), as the
 //! executor does after each unfused op; so a region equals the graph it was fused from.
-use super::scalar::{activation, binary_f, binary_i, compare, float_to_int, wrap_int};
+use super::scalar::{
+    activation, binary_f, binary_i, compare, float_to_int, round_to_f32_storage, wrap_int,
+};
 use crate::error::op_err;
 use crate::{Buf, BufMut, CpuError, Elem, Storage, TensorView};
 use half::{bf16, f16};
@@ -233,11 +235,7 @@ fn select_any<T: Copy>(c: &Storage, a: &[T], b: &[T], o: &mut [T]) {
 /// integer), before the step's dtype is settled.
 fn cast_step(to: DType, x: &Storage, dst: &mut Storage, n: usize) {
     // Straight from f64 so a half target is rounded once.
-    let narrow = |v: f64| match to {
-        DType::F16 => f16::from_f64(v).to_f32(),
-        DType::BF16 => bf16::from_f64(v).to_f32(),
-        _ => v as f32,
-    };
+    let narrow = |v: f64| round_to_f32_storage(v, to);
     match (x, dst) {
         (Storage::F32(a), Storage::F32(o)) => o[..n].copy_from_slice(&a[..n]),
         (Storage::F64(a), Storage::F32(o)) => map1(&a[..n], &mut o[..n], narrow),

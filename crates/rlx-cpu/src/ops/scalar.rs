@@ -2,6 +2,7 @@
 //! region chain and fused epilogues (so they agree bit for bit), and the one place where
 //! integer arithmetic and casts are defined (see `Op::Binary` and `Op::Cast` in rlx-ir).
 use crate::Float;
+use half::{bf16, f16};
 use rlx_ir::{Activation, BinaryOp, CompareOp, DType};
 
 /// One activation on one value.
@@ -157,5 +158,34 @@ pub fn compare<T: PartialOrd>(op: CompareOp, a: T, b: T) -> bool {
         CompareOp::Le => a <= b,
         CompareOp::Gt => a > b,
         CompareOp::Ge => a >= b,
+    }
+}
+
+/// `v` rounded to f32 with round-to-odd: exact values stay, inexact ones land on the
+/// bracketing f32 whose last mantissa bit is 1. Rounding that to a format with at least
+/// two bits fewer (f16, bf16) then gives the correctly rounded result, as one rounding
+/// would; rounding to nearest twice would not (ties would be made by the first rounding).
+fn f64_to_f32_odd(v: f64) -> f32 {
+    let f = v as f32;
+    if !f.is_finite() || f as f64 == v || f.to_bits() & 1 == 1 {
+        return f;
+    }
+    // f is even and inexact: the other bracketing neighbour (one ulp toward v) is odd.
+    let toward_zero = (f as f64).abs() > v.abs();
+    f32::from_bits(if toward_zero {
+        f.to_bits() - 1
+    } else {
+        f.to_bits() + 1
+    })
+}
+
+/// A wider value rounded once to `to` and held as f32: to nearest even for F16 / BF16
+/// (half's own `from_f64` drops the low mantissa bits first, which can round twice), to
+/// nearest even for F32 too.
+pub fn round_to_f32_storage(v: f64, to: DType) -> f32 {
+    match to {
+        DType::F16 => f16::from_f32(f64_to_f32_odd(v)).to_f32(),
+        DType::BF16 => bf16::from_f32(f64_to_f32_odd(v)).to_f32(),
+        _ => v as f32,
     }
 }
