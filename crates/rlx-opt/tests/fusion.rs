@@ -3,9 +3,9 @@
 //! shared intermediates block fusion; expanding every fused op gives the original results;
 //! the full pipeline keeps random graphs' outputs.
 mod common;
+use common::compare::same_on_cpu;
 use common::gen::{fusion_graph, random_graph, transformer, GenOpts, Tf};
-use common::widen::{perturbed_feeds, widened, widened_feeds, widened_perturbed};
-use common::{count, random_feeds, RefEval, Rng, Val};
+use common::{count, RefEval, Rng};
 use rlx_ir::{
     Activation, BinaryOp, ChainStep, CompareOp, DType, Graph, NodeId, Op, OpKind, OpKindSet,
     RegionPrologue, Shape, TransformStep,
@@ -14,7 +14,6 @@ use rlx_opt::{
     ConstFold, Expand, FuseElementwise, FuseMatMulBiasAct, FuseResidualNorm, FuseSwiGLU, Pass,
     Pipeline,
 };
-use std::collections::HashMap;
 
 fn fused_kinds() -> impl Iterator<Item = OpKind> {
     OpKind::ALL.iter().copied().filter(|k| k.is_fused())
@@ -22,137 +21,6 @@ fn fused_kinds() -> impl Iterator<Item = OpKind> {
 
 fn sh(d: &[usize], dt: DType) -> Shape {
     Shape::new(d, dt)
-}
-
-/// Outputs of `g` on the CPU for `feeds` (inputs and params by name).
-fn cpu(g: &Graph, feeds: &HashMap<String, Val>) -> Vec<Val> {
-    let mut ins = Vec::new();
-    let mut params = Vec::new();
-    for n in &g.nodes {
-        match &n.op {
-            Op::Input { name } => ins.push((name.as_str(), feeds[name].to_host())),
-            Op::Param { name } => params.push((name.as_str(), feeds[name].to_host())),
-            _ => {}
-        }
-    }
-    let p: Vec<(&str, _)> = params.iter().map(|(n, t)| (*n, t.clone())).collect();
-    let i: Vec<(&str, _)> = ins.iter().map(|(n, t)| (*n, t.clone())).collect();
-    rlx_cpu::run_graph(g, &p, &i)
-        .unwrap_or_else(|e| panic!("CPU run of {}: {e}", g.name))
-        .iter()
-        .map(Val::from_host)
-        .collect()
-}
-
-/// rel-L2 tolerance for outputs computed in `dt` (a fused kernel skips the rounding
-/// between the steps it fuses).
-fn tol(dt: DType) -> f64 {
-    match dt {
-        DType::F64 => 1e-10,
-        DType::F16 | DType::BF16 => 2e-2,
-        _ => 1e-5,
-    }
-}
-
-/// The tolerance for `g`'s outputs: that of the narrowest float type anywhere in it (an
-/// f64 output can carry f32 rounding from upstream, and constant folding evaluates in f64
-/// what the CPU evaluates in f32).
-fn graph_tol(g: &Graph) -> f64 {
-    g.nodes
-        .iter()
-        .filter(|n| n.shape.dtype.is_float())
-        .map(|n| tol(n.shape.dtype))
-        .fold(tol(DType::F64), f64::max)
-}
-
-/// `h` computes what `g` does on random feeds, on the CPU.
-///
-/// Rounding differs between the two (fused ops round less often, expanded ones more), so an
-/// ill-conditioned draw (a variance that cancels, sin of a large SwiGLU output) may
-/// legitimately differ by more than the dtype's tolerance. Each graph's own f32 error is
-/// measured against the same graph with f32 widened to f64 (constants too), and the bound
-/// becomes 4× the larger one. Where f32 keeps no useful digits at all (own error > 2.5e-3)
-/// the f32 outputs say nothing about the rewrite, and the widened runs of `h` and `g` are
-/// compared instead (a graph that is wrong is wrong in f64 too), allowing for outputs that
-/// are rounding noise at every precision (an exact cancellation fed to a norm), measured
-/// by how far the widened outputs move when every leaf moves by 2^-40. Constants folded
-/// into `h` hold f32 results, which widening cannot undo: such an `h` is always compared
-/// in f32.
-fn same_on_cpu(g: &Graph, h: &Graph, rng: &mut Rng, what: &str) {
-    h.verify()
-        .unwrap_or_else(|e| panic!("{what}: result fails verification: {e}"));
-    let feeds = random_feeds(g, rng);
-    let (got, want) = (cpu(h, &feeds), cpu(g, &feeds));
-    let (wide_h, wide_g) = (widened(h), widened(g));
-    let wide_feeds = widened_feeds(&feeds);
-    let exact = |w: &Option<Graph>| w.as_ref().map(|w| cpu(w, &wide_feeds));
-    let (exact_h, exact_g) = (exact(&wide_h), exact(&wide_g));
-    let finite = |d: f64| if d.is_finite() { d } else { 0.0 };
-    // A constant of `h` that `g` lacks was folded, its ops rounded into f32 on the way:
-    // widening `h` keeps that rounding, so only the f32 comparison is fair to it.
-    let folded = folded_f32_constants(g, h);
-    for k in 0..want.len() {
-        let own = |out: &[Val], e: &Option<Vec<Val>>| {
-            e.as_ref()
-                .map_or(0.0, |e| finite(common::rel_err(&out[k].data, &e[k].data)))
-        };
-        let (own_h, own_g) = (own(&got, &exact_h), own(&want, &exact_g));
-        let one = |v: &[Val]| std::slice::from_ref(&v[k]).to_vec();
-        match (&exact_h, &exact_g, &wide_g) {
-            (Some(eh), Some(eg), Some(wg)) if own_h.max(own_g) > 2.5e-3 && !folded => {
-                // How far (absolutely) output k of a widened graph moves when every leaf
-                // (feeds and constants) moves by a relative 2^-40: as far as the output
-                // itself for rounding noise, κ·2^-40 of it at condition number κ.
-                let moved = |x: &Graph, e: &[Val]| {
-                    let delta = 2f64.powi(-40);
-                    let w = widened_perturbed(x, delta).expect("x widens");
-                    let f = perturbed_feeds(&feeds, delta);
-                    finite(common::distance(&cpu(&w, &f)[k].data, &e[k].data).0)
-                };
-                // Two noisy outputs may differ by as much as both move; relative to `g`'s
-                // output, as the comparison measures (a norm of an exact zero is zero).
-                let scale = eg[k]
-                    .data
-                    .iter()
-                    .filter(|v| v.is_finite())
-                    .map(|v| v * v)
-                    .sum::<f64>()
-                    .sqrt();
-                let noise = (moved(h, eh) + moved(g, eg)) / scale.max(1e-30);
-                let label = format!(
-                    "{what} (output {k}; own f32 error: h {own_h:.1e}, g {own_g:.1e}; \
-                     leaf sensitivity in f64 {noise:.1e})"
-                );
-                // The same conditioning costs f64 2^-29 of what it cost f32.
-                let tol = graph_tol(wg)
-                    .max(4.0 * own_h.max(own_g) * 2f64.powi(-29))
-                    .max(4.0 * noise);
-                common::assert_same(&one(eh), &one(eg), tol, &label)
-            }
-            _ => {
-                let label =
-                    format!("{what} (output {k}; own f32 error: h {own_h:.1e}, g {own_g:.1e})");
-                let tol = graph_tol(g).max(4.0 * own_h.max(own_g));
-                common::assert_same(&one(&got), &one(&want), tol, &label)
-            }
-        }
-    }
-}
-
-/// Whether `h` holds an f32 constant whose bytes no f32 constant of `g` has.
-fn folded_f32_constants(g: &Graph, h: &Graph) -> bool {
-    let f32_consts = |x: &Graph| -> Vec<Vec<u8>> {
-        x.nodes
-            .iter()
-            .filter(|n| n.shape.dtype == DType::F32)
-            .filter_map(|n| match &n.op {
-                Op::Constant { data } => Some(data.clone()),
-                _ => None,
-            })
-            .collect()
-    };
-    let in_g = f32_consts(g);
-    f32_consts(h).iter().any(|c| !in_g.contains(c))
 }
 
 /// Run `pass`, check the outputs, and check expanding the result gives `g`'s outputs too.
@@ -168,7 +36,7 @@ fn fuse(pass: &dyn Pass, g: &Graph, rng: &mut Rng) -> Graph {
     h
 }
 
-fn ops_of<'a>(g: &'a Graph, kind: OpKind) -> Vec<&'a Op> {
+fn ops_of(g: &Graph, kind: OpKind) -> Vec<&Op> {
     g.nodes
         .iter()
         .filter(|n| n.op.kind() == kind)
@@ -300,96 +168,6 @@ fn bias_from_reshaped_matrix_is_idempotent() {
         assert_eq!(bias.inputs, [x], "the bias reshapes x itself: {h:?}");
         assert_eq!(count(&h, OpKind::Reshape), 2, "{h:?}");
         assert_eq!(full.run(&h).unwrap().0, h, "a second run changes nothing");
-    }
-}
-
-/// Same-place infinities of the same sign are equal: `exp(1000·x)` overflows f32 in both
-/// graphs at the same elements, and `inf − inf` used to make the error NaN (random graph
-/// seed 9064520584009023356, case 87). A different infinity still fails.
-#[test]
-fn same_place_infinities_compare_equal() {
-    use common::rel_err;
-    let inf = f64::INFINITY;
-    assert_eq!(rel_err(&[inf, 1.0, -inf], &[inf, 1.0, -inf]), 0.0);
-    assert!((rel_err(&[inf, 1.1], &[inf, 1.0]) - 0.1).abs() < 1e-12);
-    assert_eq!(rel_err(&[inf, 1.0], &[-inf, 1.0]), inf);
-    assert_eq!(rel_err(&[inf, 1.0], &[3.0, 1.0]), inf);
-    assert_eq!(rel_err(&[f64::NAN], &[f64::NAN]), inf);
-    let mut rng = Rng::new("same_place_infinities_compare_equal");
-    let mut g = Graph::new("overflow");
-    let x = g.input("x", sh(&[4, 8], DType::F32)).unwrap();
-    let c = g.constant_f32(&[1], &[1000.0]).unwrap();
-    let y = g.mul(x, c).unwrap();
-    let y = g.activation(Activation::Exp, y).unwrap();
-    let y = g.activation(Activation::Neg, y).unwrap();
-    g.set_outputs(vec![y]);
-    let (h, _) = Pipeline::full(None).verify(true).run(&g).unwrap();
-    assert_eq!(count(&h, OpKind::ElementwiseRegion), 1);
-    for _ in 0..5 {
-        same_on_cpu(&g, &h, &mut rng, "overflow to -inf");
-    }
-}
-
-/// A graph of constants only (`c − tanh(c)` for small c cancels to ~c³/3) folds into one
-/// constant computed op by op in f32, so its error against the f32 CPU run is the graph's
-/// own f32 error, which the comparison must allow (random graph seed 9064518667845696359,
-/// case 15: constants were not widened, so there was no allowance at all).
-#[test]
-fn folded_constant_cancellation_is_allowed_its_rounding() {
-    let mut rng = Rng::new("folded_constant_cancellation_is_allowed_its_rounding");
-    let mut g = Graph::new("constants");
-    let vals: Vec<f32> = (0..16).map(|i| 0.004 + 0.001 * i as f32).collect();
-    let c = g.constant_f32(&[16], &vals).unwrap();
-    let t = g.activation(Activation::Tanh, c).unwrap();
-    let d = g.sub(c, t).unwrap();
-    g.set_outputs(vec![d]);
-    let folding = Pipeline::full(Some(ConstFold::new(RefEval))).verify(true);
-    let (h, _) = folding.run_to_fixpoint(&g, 4).unwrap();
-    assert!(h.nodes.iter().all(|n| n.op.is_leaf()), "all folded: {h}");
-    same_on_cpu(&g, &h, &mut rng, "folded c - tanh(c)");
-    // The allowance is no blank cheque: a wrong fold still fails.
-    let mut wrong = Graph::new("wrong");
-    let bad: Vec<f32> = vals.iter().map(|v| v * v * v / 2.0).collect();
-    let k = wrong.constant_f32(&[16], &bad).unwrap();
-    wrong.set_outputs(vec![k]);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        same_on_cpu(&g, &wrong, &mut rng, "wrong fold")
-    }));
-    assert!(r.is_err(), "c³/2 passed for c − tanh(c) ≈ c³/3");
-}
-
-/// An exact cancellation (`x + ((s − x) − s)`) leaves rounding noise, which an RmsNorm
-/// scales up to O(1) at every precision, so even the widened runs of two correct graphs
-/// disagree; the leaf-sensitivity measure allows for it (random graph seed
-/// 9064520579227715690, case 70, fused into a residual RmsNorm and expanded again).
-#[test]
-fn norm_of_cancellation_noise_is_measured() {
-    let mut rng = Rng::new("norm_of_cancellation_noise_is_measured");
-    let f = DType::F32;
-    let mut g = Graph::new("noise");
-    let x = g.input("x", sh(&[3, 4, 2], f)).unwrap();
-    let w = g.param("w", sh(&[2, 4], f)).unwrap();
-    let gamma = g.param("gamma", sh(&[2], f)).unwrap();
-    let m = g.matmul(x, w).unwrap();
-    let a = g.narrow(m, -1, 0, 2).unwrap();
-    let b = g.narrow(m, -1, 2, 2).unwrap();
-    // a·σ(a) as an importer writes it: SwiGLU fusion and its expansion compute silu
-    // instead, so `s` differs by rounding between the graphs, in f64 too.
-    let sig = g.activation(Activation::Sigmoid, a).unwrap();
-    let sa = g.mul(a, sig).unwrap();
-    let s = g.mul(b, sa).unwrap();
-    let t = g.sub(s, x).unwrap();
-    let t = g.sub(t, s).unwrap();
-    let u = g.add(x, t).unwrap();
-    let z = g.rms_norm(u, gamma, None, -1, 1e-6).unwrap();
-    g.set_outputs(vec![z]);
-    let (h, _) = Pipeline::full(None).verify(true).run(&g).unwrap();
-    assert_eq!(count(&h, OpKind::FusedResidualRmsNorm), 1, "{h}");
-    assert_eq!(count(&h, OpKind::FusedSwiGLU), 1, "{h}");
-    let e = Expand::all().run(&h).unwrap();
-    for _ in 0..20 {
-        same_on_cpu(&g, &h, &mut rng, "norm of noise");
-        same_on_cpu(&g, &e, &mut rng, "norm of noise, expanded");
     }
 }
 

@@ -6,6 +6,7 @@ use rlx_ir::{
     Activation, BinaryOp, CompareOp, DType, Graph, HostTensor, Node, NodeId, Op, OpKind, Shape,
 };
 use rlx_opt::ConstEvaluator;
+pub mod compare;
 pub mod gen;
 pub mod widen;
 use std::collections::HashMap;
