@@ -130,16 +130,19 @@ typedef unsigned long long u64;
 __device__ __forceinline__ i64 ew_add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
 __device__ __forceinline__ i64 ew_sub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
 __device__ __forceinline__ i64 ew_mul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
-// Truncates toward zero; division by zero (and the one overflowing quotient) gives 0.
+// Truncates toward zero; x / 0 = 0; MIN / -1 wraps to MIN (Op::Binary's documented rules).
 __device__ __forceinline__ i64 ew_div(i64 a, i64 b) {
-    return (b == 0 || (b == -1 && a == EW_I64_MIN)) ? 0 : a / b;
+    if (b == 0) return 0;
+    if (b == -1) return (i64)(0ULL - (u64)a);
+    return a / b;
 }
 __device__ __forceinline__ i64 ew_max(i64 a, i64 b) { return a > b ? a : b; }
 __device__ __forceinline__ i64 ew_min(i64 a, i64 b) { return a < b ? a : b; }
-// Negative exponents give 0; otherwise a^min(b, 2^32 - 1), wrapping.
+// A negative exponent gives 0, except for bases 1 (-> 1) and -1 (-> +-1 by parity);
+// otherwise a^b exactly, wrapping.
 __device__ __forceinline__ i64 ew_pow(i64 a, i64 b) {
-    if (b < 0) return 0;
-    u64 e = b > 0xffffffffLL ? 0xffffffffULL : (u64)b;
+    if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+    u64 e = (u64)b;
     u64 base = (u64)a, r = 1;
     while (e) {
         if (e & 1) r *= base;
@@ -154,17 +157,18 @@ __device__ __forceinline__ bool ew_truthy(float c) { return c != 0.0f; }
 __device__ __forceinline__ bool ew_truthy(double c) { return c != 0.0; }
 __device__ __forceinline__ bool ew_truthy(i64 c) { return c != 0; }
 
-// ---- casts: the value a step of the target dtype holds (region.rs::cast_step + settle)
+// ---- casts: the value a step of the target dtype holds (rlx-cpu ops/scalar.rs + settle)
 __device__ __forceinline__ float ew_cast_f32(float v) { return v; }
 __device__ __forceinline__ float ew_cast_f32(double v) { return (float)v; }
 __device__ __forceinline__ float ew_cast_f32(i64 v) { return (float)v; }
 __device__ __forceinline__ float ew_cast_f16(float v) { return ew_settle_f16(v); }
 // Straight from double so a half target is rounded once.
 __device__ __forceinline__ float ew_cast_f16(double v) { return __half2float(__double2half(v)); }
-__device__ __forceinline__ float ew_cast_f16(i64 v) { return ew_settle_f16((float)v); }
+// Through double (exact below 2^53) so the half target is rounded once.
+__device__ __forceinline__ float ew_cast_f16(i64 v) { return __half2float(__double2half((double)v)); }
 __device__ __forceinline__ float ew_cast_bf16(float v) { return ew_settle_bf16(v); }
 __device__ __forceinline__ float ew_cast_bf16(double v) { return __bfloat162float(__double2bfloat16(v)); }
-__device__ __forceinline__ float ew_cast_bf16(i64 v) { return ew_settle_bf16((float)v); }
+__device__ __forceinline__ float ew_cast_bf16(i64 v) { return __bfloat162float(__double2bfloat16((double)v)); }
 __device__ __forceinline__ double ew_cast_f64(float v) { return (double)v; }
 __device__ __forceinline__ double ew_cast_f64(double v) { return v; }
 __device__ __forceinline__ double ew_cast_f64(i64 v) { return (double)v; }
@@ -182,11 +186,23 @@ __device__ __forceinline__ i64 ew_cast_i64(double v) {
     return (i64)v;
 }
 __device__ __forceinline__ i64 ew_cast_i64(i64 v) { return v; }
-__device__ __forceinline__ i64 ew_cast_i32(float v) { return ew_settle_i32(ew_cast_i64(v)); }
-__device__ __forceinline__ i64 ew_cast_i32(double v) { return ew_settle_i32(ew_cast_i64(v)); }
+// Float to I32 / U8 saturates to the target's range (truncating, NaN -> 0), as Rust's `as`;
+// integer to a narrower integer wraps.
+__device__ __forceinline__ i64 ew_cast_i32(float v) {
+    if (v != v) return 0;
+    if (v >= 2147483648.0f) return 2147483647LL;
+    if (v <= -2147483648.0f) return -2147483648LL;
+    return (i64)v;
+}
+__device__ __forceinline__ i64 ew_cast_i32(double v) {
+    if (v != v) return 0;
+    if (v >= 2147483647.0) return 2147483647LL;
+    if (v <= -2147483648.0) return -2147483648LL;
+    return (i64)v;
+}
 __device__ __forceinline__ i64 ew_cast_i32(i64 v) { return ew_settle_i32(v); }
-__device__ __forceinline__ i64 ew_cast_u8(float v) { return ew_settle_u8(ew_cast_i64(v)); }
-__device__ __forceinline__ i64 ew_cast_u8(double v) { return ew_settle_u8(ew_cast_i64(v)); }
+__device__ __forceinline__ i64 ew_cast_u8(float v) { return v != v || v <= 0.0f ? 0 : v >= 255.0f ? 255 : (i64)v; }
+__device__ __forceinline__ i64 ew_cast_u8(double v) { return v != v || v <= 0.0 ? 0 : v >= 255.0 ? 255 : (i64)v; }
 __device__ __forceinline__ i64 ew_cast_u8(i64 v) { return ew_settle_u8(v); }
 // Float to bool tests against zero (NaN is true).
 __device__ __forceinline__ i64 ew_cast_bool(float v) { return v != 0.0f; }

@@ -3,59 +3,52 @@
 //! the per-op case tables (`cases`) with their runners (`run`): one list of cases per op
 //! group drives the CPU-vs-f64-oracle, device-parity and gradcheck checks through
 //! `case_tests!`.
+use rlx_ir::env::{self, Switch};
+use rlx_ir::rng::{SplitMix64, GOLDEN_GAMMA};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub mod case;
 pub mod cases;
 pub mod run;
 
-/// splitmix64 — small, fast, good enough for test data.
-pub struct Rng(u64);
+/// Test data from rlx's one SplitMix64 (`rlx_ir::SplitMix64`), seeded fresh per run.
+pub struct Rng(SplitMix64);
 
 impl Rng {
     /// A fresh seed per run (or `RLX_SEED`), printed so a failure can be replayed.
     pub fn new(test: &str) -> Rng {
-        let seed = std::env::var("RLX_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
+        let seed = env::number(Switch::Seed).unwrap_or_else(|| {
                 let t = SystemTime::now()
                     .duration_since(UNIX_EPOCH)
                     .map_or(0, |d| d.as_nanos() as u64);
-                t ^ (test.len() as u64).wrapping_mul(0x9e3779b97f4a7c15)
-            });
+            t ^ (test.len() as u64).wrapping_mul(GOLDEN_GAMMA)
+        });
         println!("[{test}] seed = {seed} (replay with RLX_SEED={seed})");
-        Rng(seed)
+        Rng(SplitMix64::new(seed))
     }
 
     /// A fixed seed (for data that must be the same every run, e.g. a training split).
     pub fn seeded(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(SplitMix64::new(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in [0, 1).
     pub fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.unit_f64()
     }
 
     /// Uniform in [lo, hi).
     pub fn range(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.uniform()
+        self.0.range(lo, hi)
     }
 
     /// Standard normal (Box–Muller).
     pub fn normal(&mut self) -> f64 {
-        let u1 = self.uniform().max(1e-300);
-        let u2 = self.uniform();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        self.0.normal()
     }
 
     pub fn normals(&mut self, n: usize) -> Vec<f64> {
@@ -82,7 +75,7 @@ impl Rng {
 
     /// Integer in [0, n) (0 when n is 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
+        self.0.below(n)
     }
 
     pub fn chance(&mut self, p: f64) -> bool {
