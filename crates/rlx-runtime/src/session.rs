@@ -1,6 +1,7 @@
 //! Devices, sessions and compiled graphs. Inputs and params are checked here, once,
 //! through the graph's binding table (`rlx_ir::IoBindings`), so every backend reports user
 //! mistakes the same way and trusts what it is handed.
+use rlx_ir::env::{self, Switch};
 use crate::backend::{CpuBackend, CudaBackend, Executable};
 use crate::Error;
 use rlx_cpu::{CpuConstEvaluator, CpuExecutable};
@@ -69,9 +70,8 @@ impl Default for CompileOptions {
     fn default() -> Self {
         let cuda = CudaOptions::default();
         CompileOptions {
-            optimize: std::env::var("RLX_OPT").map_or(true, |v| v != "0"),
-            precision: std::env::var("RLX_PRECISION")
-                .ok()
+            optimize: env::flag(Switch::Opt),
+            precision: env::text(Switch::Precision)
                 .and_then(|v| Precision::parse(&v))
                 .unwrap_or_default(),
             verify: cuda.verify,
@@ -169,7 +169,7 @@ impl Session {
                 Box::new(CudaBackend::new(CudaExecutable::new(optimized, n, cuda)?))
             }
         };
-        if std::env::var("RLX_DISPATCH_REPORT").is_ok_and(|v| v == "1") {
+        if env::flag(Switch::DispatchReport) {
             eprint!("{}", dispatch_report(exe.as_ref(), self.device));
         }
         Ok(CompiledGraph {
