@@ -3,6 +3,7 @@
 pub mod audio;
 mod family;
 pub mod reduce;
+pub mod vision;
 #[cfg(test)]
 mod signature_test;
 

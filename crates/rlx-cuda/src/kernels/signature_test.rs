@@ -3,7 +3,7 @@
 //! included, `##` pieces matched as wildcards) and each parameter's size is compared with
 //! the size of the value the Rust function packed at that position. A swapped `int` and
 //! `i64`, a missing or extra argument, or a name that no declaration produces fails here.
-use super::{audio, reduce, Kernel, Lib, Sfx};
+use super::{audio, reduce, vision, Kernel, Lib, Sfx, Unit};
 use crate::lower::Dims8;
 
 /// One declaration: its name template split at `##` (`None` = a macro parameter) and the
@@ -271,6 +271,26 @@ fn every_kernel() -> Vec<Kernel> {
             v.push(reduce::argmax_rows(m, s, 1, 2, 3, 4));
         }
         v.push(reduce::argmax_cols(s, 1, 2, 3, 4, 5));
+    }
+    let g = vision::PoolGeom {
+        planes: 1,
+        h: 2,
+        w: 3,
+        ho: 4,
+        wo: 5,
+        k: [6, 7],
+        s: [8, 9],
+        p: [1, 0],
+    };
+    for s in FLOATS {
+        v.push(vision::pool2d(s, 1, 2, g, 1));
+        v.push(vision::maxpool2d_bwd_tiled(s, 1, 2, 3, g));
+        v.push(vision::maxpool2d_bwd(s, 1, 2, 3, g));
+        v.push(vision::pool_argmax(s, 1, 2, g));
+        v.push(vision::maxpool2d_bwd_idx(s, 1, 2, 3, g));
+    }
+    for u in [Unit::B1, Unit::B2, Unit::B4, Unit::B8] {
+        v.push(vision::resize_nearest2x(u, 1, 2, 3, 4, 5));
     }
     v
 }
