@@ -98,11 +98,7 @@ impl Unit {
             4 => Unit::B4,
             8 => Unit::B8,
             16 => Unit::B16,
-            b => {
-                return Err(LowerError::Unsupported(format!(
-                    "no {b}-byte copy kernel"
-                )))
-            }
+            b => return Err(LowerError::Unsupported(format!("no {b}-byte copy kernel"))),
         })
     }
 }

@@ -3,9 +3,10 @@
 pub mod audio;
 mod family;
 pub mod reduce;
-pub mod vision;
+pub mod shape_ops;
 #[cfg(test)]
 mod signature_test;
+pub mod vision;
 
 pub use family::{Kernel, Sfx, Unit};
 use std::hash::{Hash, Hasher};

@@ -3,7 +3,7 @@
 //! included, `##` pieces matched as wildcards) and each parameter's size is compared with
 //! the size of the value the Rust function packed at that position. A swapped `int` and
 //! `i64`, a missing or extra argument, or a name that no declaration produces fails here.
-use super::{audio, reduce, vision, Kernel, Lib, Sfx, Unit};
+use super::{audio, reduce, shape_ops, vision, Kernel, Lib, Sfx, Unit};
 use crate::lower::Dims8;
 
 /// One declaration: its name template split at `##` (`None` = a macro parameter) and the
@@ -190,9 +190,10 @@ fn check(k: &Kernel) {
     let decls = parse(lib.source(), &structs);
     let d = decl_for(&decls, &k.name)
         .unwrap_or_else(|| panic!("no declaration in {}.cu produces {}", lib.name(), k.name));
-    let sizes = d.sizes.as_ref().unwrap_or_else(|| {
-        panic!("{}: a parameter type of its declaration is unknown", k.name)
-    });
+    let sizes = d
+        .sizes
+        .as_ref()
+        .unwrap_or_else(|| panic!("{}: a parameter type of its declaration is unknown", k.name));
     assert_eq!(
         &k.args.sizes, sizes,
         "{}: packed argument sizes differ from the declaration",
@@ -291,6 +292,36 @@ fn every_kernel() -> Vec<Kernel> {
     }
     for u in [Unit::B1, Unit::B2, Unit::B4, Unit::B8] {
         v.push(vision::resize_nearest2x(u, 1, 2, 3, 4, 5));
+        v.push(shape_ops::strided_copy(u, 1, 2, d, 3));
+        let e = shape_ops::TileExtents {
+            nb: 1,
+            p: 2,
+            q: 3,
+            sq: 4,
+            dp: 5,
+        };
+        v.push(shape_ops::tile_transpose(u, (1, 2), d, d, e));
+        v.push(shape_ops::pad_rows(u, (1, 2), d, d, 3, 4, 5, 6, 7));
+    }
+    let all = [
+        Sfx::F32,
+        Sfx::F16,
+        Sfx::BF16,
+        Sfx::F64,
+        Sfx::I32,
+        Sfx::I64,
+        Sfx::U8,
+    ];
+    for u in [Unit::B1, Unit::B2, Unit::B4, Unit::B8, Unit::B16] {
+        v.push(shape_ops::row_copy(u, 1, 2, d, d, 3, 4));
+        for i in all {
+            v.push(shape_ops::gather_rows(u, i, (1, 2, 3), 4, 5, 6, 7));
+        }
+    }
+    for xs in FLOATS {
+        for cs in FLOATS {
+            v.push(shape_ops::rope(xs, cs, (1, 2, 3, 4), d, 5, 6, 7, 0));
+        }
     }
     v
 }

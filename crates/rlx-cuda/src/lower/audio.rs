@@ -69,12 +69,7 @@ pub(crate) fn fft(ctx: &mut NodeCtx, inverse: bool, norm: FftNorm) -> Lowered {
         fft_scale(n, inverse, norm),
         table as i32,
     );
-    ctx.run(
-        kernel,
-        grid,
-        [DFT_THREADS as u32, 1, 1],
-        smem as u32,
-    )
+    ctx.run(kernel, grid, [DFT_THREADS as u32, 1, 1], smem as u32)
 }
 
 /// `C[it] = A[it] · B` through `mel_gemm*` (see `kernels/audio.cu` for the stride meaning).
@@ -107,7 +102,12 @@ fn mel_gemm(
         brs: brs as i64,
         bcs: bcs as i64,
     };
-    ctx.run(k::mel_gemm(sfx, transposed, a, b, c, g), grid, [16, 16, 1], 0)
+    ctx.run(
+        k::mel_gemm(sfx, transposed, a, b, c, g),
+        grid,
+        [16, 16, 1],
+        0,
+    )
 }
 
 fn mel(ctx: &mut NodeCtx, backward: bool) -> Lowered {
