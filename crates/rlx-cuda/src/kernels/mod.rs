@@ -2,6 +2,8 @@
 //! with `common.cuh` in front of it; CI compiles all of them with NVRTC for sm_90.
 pub mod audio;
 mod family;
+pub mod linalg;
+pub mod quant;
 pub mod reduce;
 pub mod shape_ops;
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! included, `##` pieces matched as wildcards) and each parameter's size is compared with
 //! the size of the value the Rust function packed at that position. A swapped `int` and
 //! `i64`, a missing or extra argument, or a name that no declaration produces fails here.
-use super::{audio, reduce, shape_ops, vision, Kernel, Lib, Sfx, Unit};
+use super::{audio, linalg, quant, reduce, shape_ops, vision, Kernel, Lib, Sfx, Unit};
 use crate::lower::Dims8;
 
 /// One declaration: its name template split at `##` (`None` = a macro parameter) and the
@@ -317,6 +317,23 @@ fn every_kernel() -> Vec<Kernel> {
         for i in all {
             v.push(shape_ops::gather_rows(u, i, (1, 2, 3), 4, 5, 6, 7));
         }
+    }
+    for s in FLOATS64 {
+        v.push(linalg::mm_bias_act(false, s, 1, 2, 3, 4, 5));
+    }
+    for s in FLOATS {
+        v.push(linalg::mm_bias_act(true, s, 1, 2, 3, 4, 5));
+        for q in [
+            rlx_ir::QuantScheme::Q8_0,
+            rlx_ir::QuantScheme::Q4_0,
+            rlx_ir::QuantScheme::Q4_1,
+        ] {
+            v.push(quant::dq_gemv(q, s, (1, 2, 3), 4, 5, 6));
+            v.push(quant::dq_dequant(q, s, 1, 2, 3, 4));
+        }
+    }
+    for u in [Unit::B2, Unit::B4, Unit::B8] {
+        v.push(linalg::mm_gather(u, 1, 2, d, 3));
     }
     for xs in FLOATS {
         for cs in FLOATS {
