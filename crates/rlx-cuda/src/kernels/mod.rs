@@ -3,6 +3,7 @@
 pub mod audio;
 mod family;
 pub mod linalg;
+pub mod norm;
 pub mod quant;
 pub mod reduce;
 pub mod shape_ops;

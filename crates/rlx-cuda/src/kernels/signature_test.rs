@@ -3,7 +3,7 @@
 //! included, `##` pieces matched as wildcards) and each parameter's size is compared with
 //! the size of the value the Rust function packed at that position. A swapped `int` and
 //! `i64`, a missing or extra argument, or a name that no declaration produces fails here.
-use super::{audio, linalg, quant, reduce, shape_ops, vision, Kernel, Lib, Sfx, Unit};
+use super::{audio, linalg, norm, quant, reduce, shape_ops, vision, Kernel, Lib, Sfx, Unit};
 use crate::lower::Dims8;
 
 /// One declaration: its name template split at `##` (`None` = a macro parameter) and the
@@ -334,6 +334,32 @@ fn every_kernel() -> Vec<Kernel> {
     }
     for u in [Unit::B2, Unit::B4, Unit::B8] {
         v.push(linalg::mm_gather(u, 1, 2, d, 3));
+    }
+    let np = norm::NormPtrs {
+        x: 1,
+        r: 2,
+        b: 3,
+        g: 4,
+        be: 5,
+        y: 6,
+    };
+    let mut variants: Vec<norm::NormRows> = [1, 2, 4, 8, 16]
+        .map(|vpt| RowTile {
+            mode: RowMode::Warp,
+            vpt,
+        })
+        .into_iter()
+        .chain([0, 4, 8, 16].map(|vpt| RowTile {
+            mode: RowMode::Block,
+            vpt,
+        }))
+        .map(norm::NormRows::Cached)
+        .collect();
+    variants.extend([1, 2, 4, 8].map(norm::NormRows::Vec4));
+    for s in FLOATS {
+        for r in &variants {
+            v.push(norm::norm(*r, s, np, 7, 8, 1e-5, 1));
+        }
     }
     for xs in FLOATS {
         for cs in FLOATS {

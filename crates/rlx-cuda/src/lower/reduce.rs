@@ -16,21 +16,10 @@ pub(crate) const MAX_GRID: usize = 1 << 20;
 const TARGET_BLOCKS: usize = 512;
 
 /// A row kernel that keeps each thread's share of the row in registers (`<stem>_w<vpt>` and
-/// `<stem>_b<vpt>` in norm.cu / reduce.cu): the full name, grid and block for `rows` rows
+/// `<stem>_b<vpt>` in norm.cu / reduce.cu): the variant, grid and block for `rows` rows
 /// of `len`. Rows up to 512 get a warp each (8 rows a block, up to 16 values a lane: more
 /// would cost occupancy); longer rows a block, cached up to 16 values a thread, beyond that
 /// re-read from L1/L2 on every pass (vpt 0).
-pub(crate) fn cached_rows(
-    stem: &str,
-    sfx: &str,
-    rows: usize,
-    len: usize,
-) -> (String, [u32; 3], [u32; 3]) {
-    let (tile, grid, block) = cached_tile(rows, len);
-    (format!("{stem}_{}_{sfx}", tile.tag()), grid, block)
-}
-
-/// The variant, grid and block of `cached_rows` as a typed `RowTile`.
 pub(crate) fn cached_tile(rows: usize, len: usize) -> (RowTile, [u32; 3], [u32; 3]) {
     if len <= 512 {
         let vpt = len.div_ceil(32).next_power_of_two();
