@@ -1,5 +1,6 @@
 //! The hand-written kernel sources, one `.cu` file per op group. Every source is compiled
 //! with `common.cuh` in front of it; CI compiles all of them with NVRTC for sm_90.
+pub mod attention;
 pub mod audio;
 mod family;
 pub mod linalg;

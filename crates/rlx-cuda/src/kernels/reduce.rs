@@ -105,6 +105,7 @@ pub fn reduce_cols(
 }
 
 /// `reduce_finish_<op>_<sfx>(part, y, nout, S, mean, cnt)`.
+#[allow(clippy::too_many_arguments)]
 pub fn reduce_finish(
     op: RedOp,
     sfx: Sfx,

@@ -3,7 +3,9 @@
 //! included, `##` pieces matched as wildcards) and each parameter's size is compared with
 //! the size of the value the Rust function packed at that position. A swapped `int` and
 //! `i64`, a missing or extra argument, or a name that no declaration produces fails here.
-use super::{audio, linalg, norm, quant, reduce, shape_ops, vision, Kernel, Lib, Sfx, Unit};
+use super::{
+    attention, audio, linalg, norm, quant, reduce, shape_ops, vision, Kernel, Lib, Sfx, Unit,
+};
 use crate::lower::Dims8;
 
 /// One declaration: its name template split at `##` (`None` = a macro parameter) and the
@@ -317,6 +319,9 @@ fn every_kernel() -> Vec<Kernel> {
         for i in all {
             v.push(shape_ops::gather_rows(u, i, (1, 2, 3), 4, 5, 6, 7));
         }
+    }
+    for s in [Sfx::F32, Sfx::F16, Sfx::BF16, Sfx::F64, Sfx::I32, Sfx::I64] {
+        v.push(attention::attn_keep(s, 1, 2, 3));
     }
     for s in FLOATS64 {
         v.push(linalg::mm_bias_act(false, s, 1, 2, 3, 4, 5));
