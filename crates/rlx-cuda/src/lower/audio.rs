@@ -3,12 +3,10 @@
 //! energies in an f32 scratch — half storage would overflow or flush them before the log —
 //! takes each item's max in a block reduction, then applies Whisper's transform;
 //! LogMelBackward reuses those steps and maps the masked gradient back through the filterbank.
-use super::linalg::sfx64;
-use super::{KArgs, Lowered, NodeCtx};
-use crate::kernels::{Lib, Src};
+use super::{Lowered, NodeCtx};
+use crate::kernels::audio::{self as k, MelGemm};
+use crate::kernels::Sfx;
 use rlx_ir::FftNorm;
-
-const SRC: Src = Src::Lib(Lib::Audio);
 
 /// Threads per block of the DFT (one output bin each).
 const DFT_THREADS: usize = 128;
@@ -37,7 +35,7 @@ fn fft_scale(n: usize, inverse: bool, norm: FftNorm) -> f64 {
 
 pub(crate) fn fft(ctx: &mut NodeCtx, inverse: bool, norm: FftNorm) -> Lowered {
     let (x, out) = (ctx.input(0)?.clone(), ctx.out.clone());
-    let sfx = sfx64(x.dtype)?;
+    let sfx = Sfx::float64(x.dtype)?;
     let r = x.rank();
     if r < 2 || x.dims[r - 1] != 2 || x.dims[r - 2] == 0 {
         crate::unsupported!("Fft input must be [.., n, 2], got {:?}", x.dims);
@@ -57,33 +55,28 @@ pub(crate) fn fft(ctx: &mut NodeCtx, inverse: bool, norm: FftNorm) -> Lowered {
     if items == 0 {
         return Ok(());
     }
-    let tw = if sfx == "f64" { 8 } else { 4 };
+    let tw = if sfx == Sfx::F64 { 8 } else { 4 };
     let table = 2 * n * tw <= DFT_TABLE_BYTES;
     let smem = if table { 2 * n * tw } else { 0 };
     let grid = [n.div_ceil(DFT_THREADS) as u32, items.min(GRID_YZ) as u32, 1];
-    let args = KArgs::new()
-        .ptr(x.ptr)
-        .ptr(out.ptr)
-        .i64(items as i64)
-        .i32(n as i32)
-        .i32(inverse as i32)
-        .f64(fft_scale(n, inverse, norm))
-        .i32(table as i32);
-    ctx.launch(
-        SRC,
-        &format!("fft_dft_{sfx}"),
-        grid,
-        [DFT_THREADS as u32, 1, 1],
-        smem as u32,
-        args,
-    )
+    let kernel = k::fft_dft(
+        sfx,
+        x.ptr,
+        out.ptr,
+        items as i64,
+        n as i32,
+        inverse as i32,
+        fft_scale(n, inverse, norm),
+        table as i32,
+    );
+    ctx.run(kernel, grid, [DFT_THREADS as u32, 1, 1], smem as u32)
 }
 
 /// `C[it] = A[it] · B` through `mel_gemm*` (see `kernels/audio.cu` for the stride meaning).
 #[allow(clippy::too_many_arguments)]
 fn mel_gemm(
     ctx: &mut NodeCtx,
-    func: &str,
+    (sfx, transposed): (Sfx, bool),
     (a, b, c): (u64, u64, u64),
     items: usize,
     (rows, cols, inner): (usize, usize, usize),
@@ -98,20 +91,23 @@ fn mel_gemm(
     if rows.div_ceil(16) > GRID_YZ {
         crate::unsupported!("{rows} frames are above the mel kernel's grid limit");
     }
-    let args = KArgs::new()
-        .ptr(a)
-        .ptr(b)
-        .ptr(c)
-        .i64(items as i64)
-        .i64(rows as i64)
-        .i64(cols as i64)
-        .i64(inner as i64)
-        .i64(sa as i64)
-        .i64(ars as i64)
-        .i64(acs as i64)
-        .i64(brs as i64)
-        .i64(bcs as i64);
-    ctx.launch(SRC, func, grid, [16, 16, 1], 0, args)
+    let g = MelGemm {
+        items: items as i64,
+        rows: rows as i64,
+        cols: cols as i64,
+        inner: inner as i64,
+        sa: sa as i64,
+        ars: ars as i64,
+        acs: acs as i64,
+        brs: brs as i64,
+        bcs: bcs as i64,
+    };
+    ctx.run(
+        k::mel_gemm(sfx, transposed, a, b, c, g),
+        grid,
+        [16, 16, 1],
+        0,
+    )
 }
 
 fn mel(ctx: &mut NodeCtx, backward: bool) -> Lowered {
@@ -121,7 +117,7 @@ fn mel(ctx: &mut NodeCtx, backward: bool) -> Lowered {
         ctx.out.clone(),
     );
     let dt = spec.dtype;
-    let sfx = NodeCtx::float_sfx(dt)?;
+    let sfx = Sfx::float(dt)?;
     if fb.dtype != dt || out.dtype != dt {
         crate::unsupported!("mixed dtypes {dt} / {} / {}", fb.dtype, out.dtype);
     }
@@ -163,49 +159,33 @@ fn mel(ctx: &mut NodeCtx, backward: bool) -> Lowered {
     let mx = ctx.scratch(items * 4)?;
     mel_gemm(
         ctx,
-        &format!("mel_gemm_{sfx}"),
+        (sfx, false),
         (spec.ptr, fb.ptr, m),
         items,
         (f, nm, nf),
         (f * nf, nf, 1),
         (nm, 1),
     )?;
-    ctx.launch(
-        SRC,
-        "mel_max",
+    ctx.run(
+        k::mel_max(m, mx, per as i64),
         [items as u32, 1, 1],
         [1024, 1, 1],
         0,
-        KArgs::new().ptr(m).ptr(mx).i64(per as i64),
     )?;
     match dy {
-        None => ctx.launch_1d(
-            SRC,
-            &format!("mel_out_{sfx}"),
+        None => ctx.run_1d(
+            k::mel_out(sfx, m, mx, out.ptr, total as i64, per as i64),
             total,
-            KArgs::new()
-                .ptr(m)
-                .ptr(mx)
-                .ptr(out.ptr)
-                .i64(total as i64)
-                .i64(per as i64),
         ),
         Some(dy) => {
-            ctx.launch_1d(
-                SRC,
-                &format!("mel_grad_{sfx}"),
+            ctx.run_1d(
+                k::mel_grad(sfx, m, mx, dy.ptr, total as i64, per as i64),
                 total,
-                KArgs::new()
-                    .ptr(m)
-                    .ptr(mx)
-                    .ptr(dy.ptr)
-                    .i64(total as i64)
-                    .i64(per as i64),
             )?;
             // dspec = G · fbᵀ: B[q = mel, c = freq] = fb[c, q].
             mel_gemm(
                 ctx,
-                &format!("mel_gemm_t_{sfx}"),
+                (sfx, true),
                 (m, fb.ptr, out.ptr),
                 items,
                 (f, nf, nm),

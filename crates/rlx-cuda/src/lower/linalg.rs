@@ -2,27 +2,17 @@
 //! `linalg_quant.rs`, kernels in `kernels/quant.cu`): MatMul and FusedMatMulBiasAct become one strided-batch cuBLASLt call each (NumPy broadcasting of the
 //! batch dims through stride-0 batches, or by folding the batch into m); bias and Relu /
 //! tanh-GELU ride on cuBLASLt's epilogue, every other activation and f64 on a small kernel.
-use super::{DevTensor, Dims8, KArgs, LowerError, Lowered, NodeCtx};
+use super::{DevTensor, Dims8, LowerError, Lowered, NodeCtx};
 use crate::gemm::GemmDesc;
-use crate::kernels::{Lib, Src};
+use crate::kernels::linalg as kl;
 use rlx_ir::{Activation, DType, QuantScheme};
 
 #[path = "linalg_quant.rs"]
 mod quant;
 
-const SRC: Src = Src::Lib(Lib::Linalg);
-
 /// cuBLASLt's heuristic assumes well-aligned pointers (it is not told the real ones), and its
 /// vectorised / TMA kernels need 16 bytes; operands below that are staged through scratch.
 pub(crate) const GEMM_ALIGN: u64 = 16;
-
-/// Kernel suffix of a float storage type, f64 included.
-pub(crate) fn sfx64(dtype: DType) -> Result<&'static str, LowerError> {
-    match dtype {
-        DType::F64 => Ok("f64"),
-        d => NodeCtx::float_sfx(d),
-    }
-}
 
 /// A pointer to `t`'s bytes that cuBLASLt may read: `t` itself, or an aligned scratch copy
 /// refreshed every run.
@@ -98,29 +88,20 @@ pub(crate) fn bias_act(
             .iter()
             .flatten()
             .all(|p| p.is_multiple_of(4 * dtype.size_bytes() as u64));
-    let (f, lanes) = if quad {
-        (format!("mm_bias_act4_{}", sfx64(dtype)?), n / 4)
-    } else {
-        (format!("mm_bias_act_{}", sfx64(dtype)?), n)
-    };
-    let args = KArgs::new()
-        .ptr(c)
-        .ptr(bias.unwrap_or(0))
-        .i64(rows as i64)
-        .i64(n as i64)
-        .i32(act.map_or(-1, act_id));
+    let lanes = if quad { n / 4 } else { n };
+    let sfx = crate::kernels::Sfx::float64(dtype)?;
+    let (bias, act) = (bias.unwrap_or(0), act.map_or(-1, act_id));
+    let kernel = kl::mm_bias_act(quad, sfx, c, bias, rows as i64, n as i64, act);
     // Columns across threads (a block spans at most 256), rows across blockIdx.y: enough
     // blocks to fill the GPU, each thread then walking its column down a share of the rows.
     let threads = lanes.next_multiple_of(32).min(256);
     let col_blocks = lanes.div_ceil(threads);
     let row_blocks = (2048 / col_blocks).clamp(1, rows.clamp(1, 65535));
-    ctx.launch(
-        SRC,
-        &f,
+    ctx.run(
+        kernel,
         [col_blocks as u32, row_blocks as u32, 1],
         [threads as u32, 1, 1],
         0,
-        args,
     )
 }
 
@@ -239,15 +220,14 @@ fn gather(
     strides.extend([cols, 1]);
     let view = Dims8::new(&dims, &strides)?;
     let total: usize = dims.iter().product();
-    let f = match dtype.size_bytes() {
-        2 => "mm_gather_b2",
-        4 => "mm_gather_b4",
-        8 => "mm_gather_b8",
+    let unit = match dtype.size_bytes() {
+        2 => crate::kernels::Unit::B2,
+        4 => crate::kernels::Unit::B4,
+        8 => crate::kernels::Unit::B8,
         s => crate::unsupported!("no gather for {s}-byte elements"),
     };
     let dst = ctx.scratch(total * dtype.size_bytes())?;
-    let args = KArgs::new().ptr(src).ptr(dst).dims(view).i64(total as i64);
-    ctx.launch_1d(SRC, f, total, args)?;
+    ctx.run_1d(kl::mm_gather(unit, src, dst, view, total as i64), total)?;
     Ok(dst)
 }
 

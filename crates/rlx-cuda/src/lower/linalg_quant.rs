@@ -1,27 +1,17 @@
 //! CUDA lowering of DequantMatMul, a linalg op (kernels in `kernels/quant.cu`). Decode-size
 //! products (M ≤ 8 rows) read the packed blocks directly in a warp-per-column GEMV; larger M
 //! dequantise the weight chunk by chunk into a bounded scratch and hand each chunk to cuBLASLt.
-use super::super::{KArgs, Lowered, NodeCtx};
+use super::super::{Lowered, NodeCtx};
 use super::{gemm_input, gemm_output, gemm_output_done};
 use crate::gemm::GemmDesc;
-use crate::kernels::{Lib, Src};
+use crate::kernels::{quant, Sfx};
 use rlx_ir::{DType, QuantScheme};
-
-const SRC: Src = Src::Lib(Lib::Quant);
 
 /// Rows up to which the GEMV kernel is used (its accumulator count, `GEMV_MAX_M`).
 const GEMV_MAX_M: usize = 8;
 
 /// Bound on the dequantised weight scratch of one node; larger weights go in column chunks.
 const DEQUANT_SCRATCH: usize = 32 << 20;
-
-fn scheme_name(s: QuantScheme) -> &'static str {
-    match s {
-        QuantScheme::Q8_0 => "q8_0",
-        QuantScheme::Q4_0 => "q4_0",
-        QuantScheme::Q4_1 => "q4_1",
-    }
-}
 
 pub(super) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
     let (x, w, out) = (
@@ -30,7 +20,7 @@ pub(super) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered 
         ctx.out.clone(),
     );
     let dt = x.dtype;
-    let sfx = NodeCtx::float_sfx(dt)?;
+    let sfx = Sfx::float(dt)?;
     if out.dtype != dt {
         crate::unsupported!("output dtype {} differs from x's {dt}", out.dtype);
     }
@@ -60,28 +50,15 @@ pub(super) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered 
     if k == 0 {
         return ctx.zero(out.ptr, out.bytes());
     }
-    let sn = scheme_name(scheme);
     if m <= GEMV_MAX_M {
         let warps = 8usize;
         let blocks = n.div_ceil(warps);
         if blocks > i32::MAX as usize {
             crate::unsupported!("N = {n} is too large for one launch");
         }
-        let args = KArgs::new()
-            .ptr(x.ptr)
-            .ptr(w.ptr)
-            .ptr(out.ptr)
-            .i32(m as i32)
-            .i64(n as i64)
-            .i64(k as i64);
-        return ctx.launch(
-            SRC,
-            &format!("dq_gemv_{sn}_{sfx}"),
-            [blocks as u32, 1, 1],
-            [32 * warps as u32, 1, 1],
-            0,
-            args,
-        );
+        let ptrs = (x.ptr, w.ptr, out.ptr);
+        let kernel = quant::dq_gemv(scheme, sfx, ptrs, m as i32, n as i64, k as i64);
+        return ctx.run(kernel, [blocks as u32, 1, 1], [32 * warps as u32, 1, 1], 0);
     }
     // Chunks of whole 128-column groups keep every chunk's output offset aligned.
     let es = dt.size_bytes();
@@ -98,12 +75,9 @@ pub(super) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered 
     let mut n0 = 0;
     while n0 < n {
         let rows = chunk.min(n - n0);
-        let args = KArgs::new()
-            .ptr(w.ptr + (n0 * rb) as u64)
-            .ptr(wbuf)
-            .i64(rows as i64)
-            .i64(k as i64);
-        ctx.launch_1d(SRC, &format!("dq_dequant_{sn}_{sfx}"), rows * k, args)?;
+        let wp = w.ptr + (n0 * rb) as u64;
+        let kernel = quant::dq_dequant(scheme, sfx, wp, wbuf, rows as i64, k as i64);
+        ctx.run_1d(kernel, rows * k)?;
         // out[:, n0..n0+rows] = x · W[n0..n0+rows]ᵀ, written in place with row stride N.
         let mut g = GemmDesc::simple(m, rows, k, px, wbuf, pc + (n0 * es) as u64, dt);
         g.trans_b = true;

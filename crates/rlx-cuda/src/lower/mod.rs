@@ -15,7 +15,7 @@ pub mod transformer;
 pub mod vision;
 
 use crate::gemm::GemmDesc;
-use crate::kernels::Src;
+use crate::kernels::{Kernel, Src};
 use crate::plan::{LowerEnv, Step};
 use crate::precision::Precision;
 use crate::CudaError;
@@ -144,6 +144,9 @@ impl Dims8 {
 #[derive(Clone, Debug, Default)]
 pub struct KArgs {
     pub(crate) vals: Vec<Vec<u64>>,
+    /// The exact byte size of each value (the storage is rounded up to 8), so a test can
+    /// compare a family's packing with the parameter list in its `.cu` source.
+    pub(crate) sizes: Vec<usize>,
 }
 
 impl KArgs {
@@ -158,6 +161,7 @@ impl KArgs {
         // interior references are created).
         unsafe { std::ptr::write_unaligned(buf.as_mut_ptr() as *mut T, v) };
         self.vals.push(buf);
+        self.sizes.push(std::mem::size_of::<T>());
         self
     }
     pub fn ptr(self, p: u64) -> KArgs {
@@ -311,6 +315,17 @@ impl<'a> NodeCtx<'a> {
             self.env.steps.push(Step::Memset { dst, bytes });
         }
         Ok(())
+    }
+
+    /// Record one launch of a typed kernel (built by a family function in `kernels::*`,
+    /// which owns the symbol name and the argument order).
+    pub fn run(&mut self, k: Kernel, grid: [u32; 3], block: [u32; 3], smem: u32) -> Lowered {
+        self.launch(k.src, &k.name, grid, block, smem, k.args)
+    }
+
+    /// `run` with one thread per element for `n` elements (as `launch_1d`).
+    pub fn run_1d(&mut self, k: Kernel, n: usize) -> Lowered {
+        self.launch_1d(k.src, &k.name, n, k.args)
     }
 
     /// A cuBLASLt matmul (see `GemmDesc`).

@@ -1,8 +1,9 @@
 //! CUDA lowering of the norm ops (kernels in `kernels/norm.cu`): LayerNorm, RmsNorm,
 //! FusedResidualLN and FusedResidualRmsNorm all become one row kernel launch.
-use super::reduce::cached_rows;
-use super::{KArgs, Lowered, NodeCtx};
-use crate::kernels::{Lib, Src};
+use super::reduce::cached_tile;
+use super::{Lowered, NodeCtx};
+use crate::kernels::norm::{self as k, NormPtrs, NormRows};
+use crate::kernels::Sfx;
 use crate::unsupported;
 
 pub(crate) fn layer_norm(ctx: &mut NodeCtx, axis: i64, eps: f32) -> Lowered {
@@ -32,7 +33,7 @@ fn norm_rows(
     has_bias: bool,
 ) -> Lowered {
     let x = ctx.input(0)?.clone();
-    let sfx = NodeCtx::float_sfx(x.dtype)?;
+    let sfx = Sfx::float(x.dtype)?;
     if let Some(t) = ctx.ins.iter().find(|t| t.dtype != x.dtype) {
         unsupported!(
             "mixed dtypes: x is {}, another input is {}",
@@ -92,39 +93,38 @@ fn norm_rows(
         ptr(be, len)?,
     );
 
-    let (name, grid, block) = match vec_rows(
-        sfx,
+    let (variant, grid, block) = match vec_rows(
         x.dtype.size_bytes(),
         rows,
         len,
         &[x.ptr, rp, bp, gp, bep, ctx.out.ptr],
     ) {
         Some(v) => v,
-        None => cached_rows("norm", sfx, rows, len),
+        None => {
+            let (tile, grid, block) = cached_tile(rows, len);
+            (NormRows::Cached(tile), grid, block)
+        }
     };
-    let args = KArgs::new()
-        .ptr(x.ptr)
-        .ptr(rp)
-        .ptr(bp)
-        .ptr(gp)
-        .ptr(bep)
-        .ptr(ctx.out.ptr)
-        .i64(rows as i64)
-        .i64(len as i64)
-        .f32(eps)
-        .i32(rms as i32);
-    ctx.launch(Src::Lib(Lib::Norm), &name, grid, block, 0, args)
+    let p = NormPtrs {
+        x: x.ptr,
+        r: rp,
+        b: bp,
+        g: gp,
+        be: bep,
+        y: ctx.out.ptr,
+    };
+    let kernel = k::norm(variant, sfx, p, rows as i64, len as i64, eps, rms as i32);
+    ctx.run(kernel, grid, block, 0)
 }
 
 /// The vectorised warp-per-row kernel (`norm_v<V>`) when the row is a multiple of four
 /// elements of at most 1024 and every pointer (0 = absent) is aligned to four elements.
 fn vec_rows(
-    sfx: &str,
     elem: usize,
     rows: usize,
     len: usize,
     ptrs: &[u64],
-) -> Option<(String, [u32; 3], [u32; 3])> {
+) -> Option<(NormRows, [u32; 3], [u32; 3])> {
     if !len.is_multiple_of(4)
         || len > 1024
         || ptrs.iter().any(|p| !p.is_multiple_of(4 * elem as u64))
@@ -133,5 +133,5 @@ fn vec_rows(
     }
     let v = (len / 4).div_ceil(32).next_power_of_two();
     let grid = rows.div_ceil(8).clamp(1, super::reduce::MAX_GRID) as u32;
-    Some((format!("norm_v{v}_{sfx}"), [grid, 1, 1], [32, 8, 1]))
+    Some((NormRows::Vec4(v), [grid, 1, 1], [32, 8, 1]))
 }

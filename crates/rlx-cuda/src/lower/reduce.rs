@@ -3,8 +3,9 @@
 #[path = "reduce_softmax.rs"]
 mod softmax;
 
-use super::{Dims8, KArgs, LowerError, Lowered, NodeCtx};
-use crate::kernels::{Lib, Src};
+use super::{Dims8, LowerError, Lowered, NodeCtx};
+use crate::kernels::reduce::{self as k, RedOp, RowMode, RowTile};
+use crate::kernels::Sfx;
 use crate::unsupported;
 use rlx_ir::{ops::reduce::reduce_axes, DType, ReduceOp};
 
@@ -15,20 +16,19 @@ pub(crate) const MAX_GRID: usize = 1 << 20;
 const TARGET_BLOCKS: usize = 512;
 
 /// A row kernel that keeps each thread's share of the row in registers (`<stem>_w<vpt>` and
-/// `<stem>_b<vpt>` in norm.cu / reduce.cu): the full name, grid and block for `rows` rows
+/// `<stem>_b<vpt>` in norm.cu / reduce.cu): the variant, grid and block for `rows` rows
 /// of `len`. Rows up to 512 get a warp each (8 rows a block, up to 16 values a lane: more
 /// would cost occupancy); longer rows a block, cached up to 16 values a thread, beyond that
 /// re-read from L1/L2 on every pass (vpt 0).
-pub(crate) fn cached_rows(
-    stem: &str,
-    sfx: &str,
-    rows: usize,
-    len: usize,
-) -> (String, [u32; 3], [u32; 3]) {
+pub(crate) fn cached_tile(rows: usize, len: usize) -> (RowTile, [u32; 3], [u32; 3]) {
     if len <= 512 {
         let vpt = len.div_ceil(32).next_power_of_two();
         let grid = rows.div_ceil(8).clamp(1, MAX_GRID) as u32;
-        return (format!("{stem}_w{vpt}_{sfx}"), [grid, 1, 1], [32, 8, 1]);
+        let tile = RowTile {
+            mode: RowMode::Warp,
+            vpt,
+        };
+        return (tile, [grid, 1, 1], [32, 8, 1]);
     }
     let (threads, vpt) = match len {
         0..=1024 => (256, 4),
@@ -39,21 +39,22 @@ pub(crate) fn cached_rows(
         _ => (1024, 0),
     };
     let grid = rows.clamp(1, MAX_GRID) as u32;
-    (
-        format!("{stem}_b{vpt}_{sfx}"),
-        [grid, 1, 1],
-        [threads, 1, 1],
-    )
+    let tile = RowTile {
+        mode: RowMode::Block,
+        vpt,
+    };
+    (tile, [grid, 1, 1], [threads, 1, 1])
 }
 
 /// A streaming row kernel (`<stem>_w` / `<stem>_b`): mode letter, grid and block.
-pub(crate) fn stream_rows(rows: usize, len: usize) -> (&'static str, [u32; 3], [u32; 3]) {
+pub(crate) fn stream_rows(rows: usize, len: usize) -> (RowMode, [u32; 3], [u32; 3]) {
     if len <= 1024 {
         let grid = rows.div_ceil(8).clamp(1, MAX_GRID) as u32;
-        return ("w", [grid, 1, 1], [32, 8, 1]);
+        return (RowMode::Warp, [grid, 1, 1], [32, 8, 1]);
     }
     let threads = if len <= 16384 { 256 } else { 1024 };
-    ("b", [rows.clamp(1, MAX_GRID) as u32, 1, 1], [threads, 1, 1])
+    let grid = [rows.clamp(1, MAX_GRID) as u32, 1, 1];
+    (RowMode::Block, grid, [threads, 1, 1])
 }
 
 /// Blocks over 32-column groups for the 32 x 8 column kernels.
@@ -95,9 +96,9 @@ fn merged_groups(dims: &[usize], axes: &[usize]) -> Vec<(usize, bool)> {
 pub(crate) fn reduce(ctx: &mut NodeCtx, op: ReduceOp, axes: &[i64]) -> Lowered {
     let x = ctx.input(0)?.clone();
     let (sfx, int) = match x.dtype {
-        DType::I32 => ("i32", true),
-        DType::I64 => ("i64", true),
-        d => (NodeCtx::float_sfx(d)?, false),
+        DType::I32 => (Sfx::I32, true),
+        DType::I64 => (Sfx::I64, true),
+        d => (Sfx::float(d)?, false),
     };
     if ctx.out.dtype != x.dtype {
         unsupported!(
@@ -123,22 +124,26 @@ pub(crate) fn reduce(ctx: &mut NodeCtx, op: ReduceOp, axes: &[i64]) -> Lowered {
         return ctx.copy(ctx.out.ptr, x.ptr, ctx.out.bytes());
     }
     let (opn, mean) = match op {
-        ReduceOp::Sum => ("sum", false),
-        ReduceOp::Mean => ("sum", true),
-        ReduceOp::Max => ("max", false),
-        ReduceOp::Min => ("min", false),
-        ReduceOp::Prod => ("prod", false),
+        ReduceOp::Sum => (RedOp::Sum, false),
+        ReduceOp::Mean => (RedOp::Sum, true),
+        ReduceOp::Max => (RedOp::Max, false),
+        ReduceOp::Min => (RedOp::Min, false),
+        ReduceOp::Prod => (RedOp::Prod, false),
     };
     let acc_bytes = if int { 8 } else { 4 };
     let groups = merged_groups(&x.dims, &axes);
     let n_red_groups = groups.iter().filter(|g| g.1).count();
     let trailing = groups.last().is_some_and(|g| g.1) && n_red_groups == 1;
 
-    let (kernel, grid, block, splits, args_tail) = if trailing || cnt == 0 {
+    // The kernel is built once the split count (and so the scratch `part`) is known.
+    type Build = Box<dyn FnOnce(u64) -> crate::kernels::Kernel>;
+    let (mean_i, cnt_i) = (mean as i32, cnt as i64);
+    let (x_ptr, y_ptr) = (x.ptr, ctx.out.ptr);
+    let (build, grid, block, splits): (Build, _, _, _) = if trailing || cnt == 0 {
         // nout contiguous rows of cnt values.
         let (mode, g, b) = stream_rows(nout, cnt);
         let mut s = 1;
-        if mode == "b" && nout < TARGET_BLOCKS / 2 {
+        if mode == RowMode::Block && nout < TARGET_BLOCKS / 2 {
             s = TARGET_BLOCKS
                 .div_ceil(nout)
                 .min(cnt.div_ceil(b[0] as usize * 8))
@@ -146,12 +151,12 @@ pub(crate) fn reduce(ctx: &mut NodeCtx, op: ReduceOp, axes: &[i64]) -> Lowered {
         }
         let chunk = cnt.div_ceil(s).max(1);
         s = cnt.div_ceil(chunk).max(1);
-        let tail = KArgs::new()
-            .i64(nout as i64)
-            .i64(cnt as i64)
-            .i64(chunk as i64);
-        let kernel = format!("reduce_rows_{mode}_{opn}_{sfx}");
-        (kernel, [g[0], s as u32, 1], b, s, tail)
+        let (rows, len, chunk) = (nout as i64, cnt as i64, chunk as i64);
+        let build: Build = Box::new(move |part| {
+            let ptrs = (x_ptr, y_ptr, part);
+            k::reduce_rows(opn, mode, sfx, ptrs, rows, len, chunk, mean_i, cnt_i)
+        });
+        (build, [g[0], s as u32, 1], b, s)
     } else {
         // General strided reduction over the merged groups.
         let sizes: Vec<usize> = groups.iter().map(|g| g.0).collect();
@@ -172,33 +177,24 @@ pub(crate) fn reduce(ctx: &mut NodeCtx, op: ReduceOp, axes: &[i64]) -> Lowered {
         } else {
             TARGET_BLOCKS.div_ceil(bx).min(cnt / 256).clamp(1, 65535)
         };
-        let tail = KArgs::new()
-            .dims(Dims8::new(&kd, &ks)?)
-            .dims(Dims8::new(&rd, &rs)?)
-            .i64(nout as i64)
-            .i64(cnt as i64);
-        let kernel = format!("reduce_cols_{opn}_{sfx}");
-        (kernel, [bx as u32, s as u32, 1], [32, 8, 1], s, tail)
+        let (kept, red) = (Dims8::new(&kd, &ks)?, Dims8::new(&rd, &rs)?);
+        let (no, nr) = (nout as i64, cnt as i64);
+        let build: Build = Box::new(move |part| {
+            let ptrs = (x_ptr, y_ptr, part);
+            k::reduce_cols(opn, sfx, ptrs, kept, red, no, nr, mean_i, cnt_i)
+        });
+        (build, [bx as u32, s as u32, 1], [32, 8, 1], s)
     };
     let part = if splits > 1 {
         ctx.scratch(splits * nout * acc_bytes)?
     } else {
         0
     };
-    let mut args = KArgs::new().ptr(x.ptr).ptr(ctx.out.ptr).ptr(part);
-    args.vals.extend(args_tail.vals);
-    let args = args.i32(mean as i32).i64(cnt as i64);
-    let src = Src::Lib(Lib::Reduce);
-    ctx.launch(src.clone(), &kernel, grid, block, 0, args)?;
+    ctx.run(build(part), grid, block, 0)?;
     if splits > 1 {
-        let args = KArgs::new()
-            .ptr(part)
-            .ptr(ctx.out.ptr)
-            .i64(nout as i64)
-            .i64(splits as i64)
-            .i32(mean as i32)
-            .i64(cnt as i64);
-        ctx.launch_1d(src, &format!("reduce_finish_{opn}_{sfx}"), nout, args)?;
+        let (no, s) = (nout as i64, splits as i64);
+        let fin = k::reduce_finish(opn, sfx, part, y_ptr, no, s, mean_i, cnt_i);
+        ctx.run_1d(fin, nout)?;
     }
     Ok(())
 }

@@ -1,11 +1,10 @@
 //! Softmax, ArgMax and the softmax cross-entropy family (kernels in `kernels/reduce.cu`).
-use super::{cached_rows, col_grid, stream_rows};
-use crate::kernels::{Lib, Src};
-use crate::lower::{DevTensor, KArgs, Lowered, NodeCtx};
+use super::{cached_tile, col_grid, stream_rows};
+use crate::kernels::reduce::{self as k, CeLabels};
+use crate::kernels::{Kernel, Sfx};
+use crate::lower::{DevTensor, Lowered, NodeCtx};
 use crate::unsupported;
 use rlx_ir::DType;
-
-const SRC: Src = Src::Lib(Lib::Reduce);
 
 /// (outer, len, inner) around `axis`.
 fn outer_inner(dims: &[usize], axis: usize) -> (usize, usize, usize) {
@@ -16,7 +15,7 @@ fn outer_inner(dims: &[usize], axis: usize) -> (usize, usize, usize) {
 
 pub(crate) fn softmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     let x = ctx.input(0)?.clone();
-    let sfx = NodeCtx::float_sfx(x.dtype)?;
+    let sfx = Sfx::float(x.dtype)?;
     if ctx.out.dtype != x.dtype || ctx.out.numel() != x.numel() {
         unsupported!("output {:?} does not match x {:?}", ctx.out, x);
     }
@@ -27,29 +26,22 @@ pub(crate) fn softmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     let (outer, len, inner) = outer_inner(&x.dims, a);
     let y = ctx.out.ptr;
     if inner == 1 && len <= i32::MAX as usize {
-        let (name, grid, block) = cached_rows("softmax", sfx, outer, len);
-        let args = KArgs::new()
-            .ptr(x.ptr)
-            .ptr(y)
-            .i64(outer as i64)
-            .i64(len as i64);
-        return ctx.launch(SRC, &name, grid, block, 0, args);
+        let (tile, grid, block) = cached_tile(outer, len);
+        let kernel = k::softmax_rows(tile, sfx, x.ptr, y, outer as i64, len as i64);
+        return ctx.run(kernel, grid, block, 0);
     }
-    launch_cols(
-        ctx,
-        &format!("softmax_cols_{sfx}"),
-        x.ptr,
-        y,
-        outer,
-        len,
-        inner,
-    )
+    launch_cols(ctx, k::softmax_cols, sfx, x.ptr, y, outer, len, inner)
 }
 
+/// A `*_cols` family: `(sfx, x, y, ncol, len, inner)`.
+type ColsFamily = fn(Sfx, u64, u64, i64, i64, i64) -> Kernel;
+
 /// A `*_cols` kernel: the op along a strided axis of `len`, `outer * inner` columns.
+#[allow(clippy::too_many_arguments)]
 fn launch_cols(
     ctx: &mut NodeCtx,
-    name: &str,
+    family: ColsFamily,
+    sfx: Sfx,
     x: u64,
     y: u64,
     outer: usize,
@@ -57,21 +49,16 @@ fn launch_cols(
     inner: usize,
 ) -> Lowered {
     let ncol = outer * inner;
-    let args = KArgs::new()
-        .ptr(x)
-        .ptr(y)
-        .i64(ncol as i64)
-        .i64(len as i64)
-        .i64(inner as i64);
-    ctx.launch(SRC, name, [col_grid(ncol), 1, 1], [32, 8, 1], 0, args)
+    let kernel = family(sfx, x, y, ncol as i64, len as i64, inner as i64);
+    ctx.run(kernel, [col_grid(ncol), 1, 1], [32, 8, 1], 0)
 }
 
 pub(crate) fn argmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     let x = ctx.input(0)?.clone();
     let sfx = match x.dtype {
-        DType::I32 => "i32",
-        DType::I64 => "i64",
-        d => NodeCtx::float_sfx(d)?,
+        DType::I32 => Sfx::I32,
+        DType::I64 => Sfx::I64,
+        d => Sfx::float(d)?,
     };
     let a = ctx.axis(axis, x.rank())?;
     let (outer, len, inner) = outer_inner(&x.dims, a);
@@ -87,29 +74,10 @@ pub(crate) fn argmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     let y = ctx.out.ptr;
     if inner == 1 {
         let (mode, grid, block) = stream_rows(outer, len);
-        let args = KArgs::new()
-            .ptr(x.ptr)
-            .ptr(y)
-            .i64(outer as i64)
-            .i64(len as i64);
-        return ctx.launch(
-            SRC,
-            &format!("argmax_rows_{mode}_{sfx}"),
-            grid,
-            block,
-            0,
-            args,
-        );
+        let kernel = k::argmax_rows(mode, sfx, x.ptr, y, outer as i64, len as i64);
+        return ctx.run(kernel, grid, block, 0);
     }
-    launch_cols(
-        ctx,
-        &format!("argmax_cols_{sfx}"),
-        x.ptr,
-        y,
-        outer,
-        len,
-        inner,
-    )
+    launch_cols(ctx, k::argmax_cols, sfx, x.ptr, y, outer, len, inner)
 }
 
 /// The run-time dtype code `ld_any` in reduce.cu reads labels, targets and d_loss with.
@@ -148,7 +116,7 @@ pub(super) enum CrossEntropy {
 pub(super) fn cross_entropy(ctx: &mut NodeCtx, form: CrossEntropy) -> Lowered {
     let x = ctx.input(0)?.clone();
     let lab = ctx.input(1)?.clone();
-    let sfx = NodeCtx::float_sfx(x.dtype)?;
+    let sfx = Sfx::float(x.dtype)?;
     if x.rank() != 2 {
         unsupported!("logits must be [N, C], got {:?}", x.dims);
     }
@@ -178,19 +146,19 @@ pub(super) fn cross_entropy(ctx: &mut NodeCtx, form: CrossEntropy) -> Lowered {
         return Ok(());
     }
     let (mode, grid, block) = stream_rows(n, c);
-    let mut args = KArgs::new()
-        .ptr(x.ptr)
-        .ptr(lab.ptr)
-        .i32(dtype_code(lab.dtype))
-        .i32(dense as i32);
-    let name = if backward {
-        let dl = ctx.input(2)?.clone();
-        check_numel("d_loss", &dl, n)?;
-        args = args.ptr(dl.ptr).i32(dtype_code(dl.dtype));
-        format!("ce_back_{mode}_{sfx}")
-    } else {
-        format!("ce_loss_{mode}_{sfx}")
+    let labels = CeLabels {
+        ptr: lab.ptr,
+        code: dtype_code(lab.dtype),
+        dense: dense as i32,
     };
-    let args = args.ptr(ctx.out.ptr).i64(n as i64).i64(c as i64);
-    ctx.launch(SRC, &name, grid, block, 0, args)
+    let (y, n, c) = (ctx.out.ptr, n as i64, c as i64);
+    let kernel = if backward {
+        let dl = ctx.input(2)?.clone();
+        check_numel("d_loss", &dl, n as usize)?;
+        let d_loss = (dl.ptr, dtype_code(dl.dtype));
+        k::ce_back(mode, sfx, x.ptr, labels, d_loss, y, n, c)
+    } else {
+        k::ce_loss(mode, sfx, x.ptr, labels, y, n, c)
+    };
+    ctx.run(kernel, grid, block, 0)
 }

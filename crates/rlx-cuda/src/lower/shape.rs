@@ -215,22 +215,10 @@ pub(crate) fn pad(ctx: &mut NodeCtx, pads: &[[usize; 2]], value: f64) -> Lowered
     let rows: usize = out.dims[..r - 1].iter().product();
     let l = out.dims[r - 1];
     let (block, grid) = move_ops::row_launch(rows, l, 1);
-    let args = super::KArgs::new()
-        .ptr(x.ptr)
-        .ptr(out.ptr)
-        .dims(od)
-        .dims(pd)
-        .i64(rows as i64)
-        .i64(l as i64)
-        .i64(pads[r - 1][0] as i64)
-        .i64(x.dims[r - 1] as i64)
-        .pod(pad_bits(value, out.dtype));
-    ctx.launch(
-        crate::kernels::Src::Lib(crate::kernels::Lib::ShapeOps),
-        &format!("pad_rows_{sfx}"),
-        [grid[0], 1, 1],
-        block,
-        0,
-        args,
-    )
+    let (rows, l) = (rows as i64, l as i64);
+    let (pb, n) = (pads[r - 1][0] as i64, x.dims[r - 1] as i64);
+    let bits = pad_bits(value, out.dtype);
+    let kernel =
+        crate::kernels::shape_ops::pad_rows(sfx, (x.ptr, out.ptr), od, pd, rows, l, pb, n, bits);
+    ctx.run(kernel, [grid[0], 1, 1], block, 0)
 }

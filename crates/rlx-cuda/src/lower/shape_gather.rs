@@ -1,21 +1,19 @@
 //! Gather: row copies picked by an index tensor (kernels in `kernels/shape_ops.cu`).
-use super::super::{KArgs, LowerError, Lowered, NodeCtx};
+use super::super::{LowerError, Lowered, NodeCtx};
 use super::move_ops::{row_launch, unit_sfx, widest_unit};
-use crate::kernels::{Lib, Src};
+use crate::kernels::{shape_ops, Sfx};
 use crate::unsupported;
 use rlx_ir::DType;
 
-const SRC: Src = Src::Lib(Lib::ShapeOps);
-
-fn index_sfx(dtype: DType) -> Result<&'static str, LowerError> {
+fn index_sfx(dtype: DType) -> Result<Sfx, LowerError> {
     Ok(match dtype {
-        DType::F32 => "f32",
-        DType::F16 => "f16",
-        DType::BF16 => "bf16",
-        DType::F64 => "f64",
-        DType::I32 => "i32",
-        DType::I64 => "i64",
-        DType::U8 => "u8",
+        DType::F32 => Sfx::F32,
+        DType::F16 => Sfx::F16,
+        DType::BF16 => Sfx::BF16,
+        DType::F64 => Sfx::F64,
+        DType::I32 => Sfx::I32,
+        DType::I64 => Sfx::I64,
+        DType::U8 => Sfx::U8,
         d => unsupported!("gather indices of dtype {d}"),
     })
 }
@@ -49,14 +47,8 @@ pub(super) fn gather(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     let u = widest_unit(es, inner, &[], &[data.ptr, out.ptr]);
     let iu = inner * es / u;
     let (block, grid) = row_launch(rows, iu, 2);
-    let args = KArgs::new()
-        .ptr(data.ptr)
-        .ptr(idx.ptr)
-        .ptr(out.ptr)
-        .i64(rows as i64)
-        .i64(k as i64)
-        .i64(n as i64)
-        .i64(iu as i64);
-    let func = format!("gather_rows_{}_{isfx}", unit_sfx(u)?);
-    ctx.launch(SRC, &func, grid, block, 0, args)
+    let ptrs = (data.ptr, idx.ptr, out.ptr);
+    let (rows, k, n, iu) = (rows as i64, k as i64, n as i64, iu as i64);
+    let kernel = shape_ops::gather_rows(unit_sfx(u)?, isfx, ptrs, rows, k, n, iu);
+    ctx.run(kernel, grid, block, 0)
 }

@@ -3,11 +3,10 @@
 //! tensor). Dims are coalesced first, then the cheapest kernel that reads and writes
 //! coalesced is picked: a memcpy, a row copy (contiguous last axis, vectorised up to 16
 //! bytes), a shared-memory tiled transpose (contiguous axis moved), or a generic gather.
-use super::super::{DevTensor, Dims8, KArgs, LowerError, Lowered, NodeCtx};
-use crate::kernels::{Lib, Src};
+use super::super::{DevTensor, Dims8, LowerError, Lowered, NodeCtx};
+use crate::kernels::shape_ops::{self, TileExtents};
+use crate::kernels::Unit;
 use crate::unsupported;
-
-const SRC: Src = Src::Lib(Lib::ShapeOps);
 
 /// Dims, element strides (may be 0 or negative) and element offset into a buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,15 +89,8 @@ pub(crate) fn dims8(dims: &[usize], strides: &[i64]) -> Result<Dims8, LowerError
 }
 
 /// Kernel suffix of a unit of `bytes`.
-pub(crate) fn unit_sfx(bytes: usize) -> Result<&'static str, LowerError> {
-    Ok(match bytes {
-        1 => "b1",
-        2 => "b2",
-        4 => "b4",
-        8 => "b8",
-        16 => "b16",
-        b => unsupported!("no {b}-byte copy kernel"),
-    })
+pub(crate) fn unit_sfx(bytes: usize) -> Result<Unit, LowerError> {
+    Unit::of_bytes(bytes)
 }
 
 /// Drop size-1 axes and merge neighbours that are contiguous in every stride set.
@@ -175,21 +167,8 @@ pub(crate) fn row_copy(
     let so = dims8(outer, &scale(ss))?;
     let dof = dims8(outer, &scale(ds))?;
     let (block, grid) = row_launch(rows, lu, 2);
-    let args = KArgs::new()
-        .ptr(src)
-        .ptr(dst)
-        .dims(so)
-        .dims(dof)
-        .i64(rows as i64)
-        .i64(lu as i64);
-    ctx.launch(
-        SRC,
-        &format!("row_copy_{}", unit_sfx(u)?),
-        grid,
-        block,
-        0,
-        args,
-    )
+    let kernel = shape_ops::row_copy(unit_sfx(u)?, src, dst, so, dof, rows as i64, lu as i64);
+    ctx.run(kernel, grid, block, 0)
 }
 
 /// The widest unit (16, 8, 4, 2 or 1 bytes) dividing a row of `len` elements, every stride
@@ -252,8 +231,7 @@ pub(crate) fn copy_view_raw(
         }
     }
     let v = dims8(&d, s)?;
-    let args = KArgs::new().ptr(src).ptr(dst).dims(v).i64(n as i64);
-    ctx.launch_1d(SRC, &format!("strided_copy_{sfx}"), n, args)
+    ctx.run_1d(shape_ops::strided_copy(sfx, src, dst, v, n as i64), n)
 }
 
 /// Tiled transpose of a coalesced view whose axis `p` reads contiguously.
@@ -266,7 +244,7 @@ fn tile(
     s: &[i64],
     t: &[i64],
     p: usize,
-    sfx: &str,
+    sfx: Unit,
 ) -> Lowered {
     let q = d.len() - 1;
     let batch: Vec<usize> = (0..d.len()).filter(|&k| k != p && k != q).collect();
@@ -279,22 +257,13 @@ fn tile(
         d[p].div_ceil(32).min(65535) as u32,
         nb.min(65535) as u32,
     ];
-    let args = KArgs::new()
-        .ptr(src)
-        .ptr(dst)
-        .dims(bs)
-        .dims(bd)
-        .i64(nb as i64)
-        .i64(d[p] as i64)
-        .i64(d[q] as i64)
-        .i64(s[q])
-        .i64(t[p]);
-    ctx.launch(
-        SRC,
-        &format!("tile_transpose_{sfx}"),
-        grid,
-        [32, 8, 1],
-        0,
-        args,
-    )
+    let e = TileExtents {
+        nb: nb as i64,
+        p: d[p] as i64,
+        q: d[q] as i64,
+        sq: s[q],
+        dp: t[p],
+    };
+    let kernel = shape_ops::tile_transpose(sfx, (src, dst), bs, bd, e);
+    ctx.run(kernel, grid, [32, 8, 1], 0)
 }

@@ -7,7 +7,7 @@
 //! keys over blocks and `attn_combine_*` merges the chunks. The layouts differ only in
 //! element strides, which are computed here, so one kernel serves Packed, Bshd and Bhsd.
 use super::super::{DevTensor, KArgs, KernelLaunch, LowerError, Lowered, NodeCtx};
-use crate::kernels::{Lib, Src};
+use crate::kernels::{Lib, Sfx, Src};
 use rlx_ir::{AttentionLayout, AttentionSpec, DType, MaskKind};
 
 /// Mirrors `AttnArgs` in `attention.cu` (same field order; 152 bytes, no padding).
@@ -169,21 +169,16 @@ fn keep_mask(ctx: &mut NodeCtx, n: usize) -> Result<u64, LowerError> {
     }
     let sfx = match m.dtype {
         DType::U8 | DType::Bool => return Ok(m.ptr),
-        DType::F32 => "f32",
-        DType::F16 => "f16",
-        DType::BF16 => "bf16",
-        DType::F64 => "f64",
-        DType::I32 => "i32",
-        DType::I64 => "i64",
+        DType::F32 => Sfx::F32,
+        DType::F16 => Sfx::F16,
+        DType::BF16 => Sfx::BF16,
+        DType::F64 => Sfx::F64,
+        DType::I32 => Sfx::I32,
+        DType::I64 => Sfx::I64,
     };
     let keep = ctx.scratch(n)?;
-    let args = KArgs::new().ptr(m.ptr).ptr(keep).i64(n as i64);
-    ctx.launch_1d(
-        Src::Lib(Lib::Attention),
-        &format!("attn_keep_{sfx}"),
-        n,
-        args,
-    )?;
+    let kernel = crate::kernels::attention::attn_keep(sfx, m.ptr, keep, n as i64);
+    ctx.run_1d(kernel, n)?;
     Ok(keep)
 }
 

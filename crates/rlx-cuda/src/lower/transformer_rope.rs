@@ -1,13 +1,11 @@
 //! Rope: rotary position embedding of q/k heads (kernels in `kernels/shape_ops.cu`, beside
 //! the row copies it shares its launch shape with).
 use super::super::shape::move_ops::{coalesce, dims8, istrides};
-use super::super::{KArgs, LowerError, Lowered, NodeCtx};
-use crate::kernels::{Lib, Src};
+use super::super::{LowerError, Lowered, NodeCtx};
+use crate::kernels::{shape_ops, Sfx};
 use crate::unsupported;
 use rlx_ir::ops::attention::rope_view;
 use rlx_ir::{Dim, RopeStyle};
-
-const SRC: Src = Src::Lib(Lib::ShapeOps);
 
 pub(super) fn rope(ctx: &mut NodeCtx, head_dim: usize, n_rot: usize, style: RopeStyle) -> Lowered {
     let (x, cos, sin, out) = (
@@ -16,8 +14,8 @@ pub(super) fn rope(ctx: &mut NodeCtx, head_dim: usize, n_rot: usize, style: Rope
         ctx.input(2)?.clone(),
         ctx.out.clone(),
     );
-    let xs = NodeCtx::float_sfx(x.dtype)?;
-    let cs = NodeCtx::float_sfx(cos.dtype)?;
+    let xs = Sfx::float(x.dtype)?;
+    let cs = Sfx::float(cos.dtype)?;
     if sin.dtype != cos.dtype || sin.dims != cos.dims {
         unsupported!(
             "sin {} {:?} differs from cos {} {:?}",
@@ -73,15 +71,8 @@ pub(super) fn rope(ctx: &mut NodeCtx, head_dim: usize, n_rot: usize, style: Rope
         RopeStyle::Half => 0,
         RopeStyle::Interleaved => 1,
     };
-    let args = KArgs::new()
-        .ptr(x.ptr)
-        .ptr(cos.ptr)
-        .ptr(sin.ptr)
-        .ptr(out.ptr)
-        .dims(cv)
-        .i64((n / head_dim) as i64)
-        .i64(head_dim as i64)
-        .i64(n_rot as i64)
-        .i32(style);
-    ctx.launch_1d(SRC, &format!("rope_{xs}_{cs}"), n, args)
+    let ptrs = (x.ptr, cos.ptr, sin.ptr, out.ptr);
+    let (rows, hd, nrot) = ((n / head_dim) as i64, head_dim as i64, n_rot as i64);
+    let kernel = shape_ops::rope(xs, cs, ptrs, cv, rows, hd, nrot, style);
+    ctx.run_1d(kernel, n)
 }

@@ -1,7 +1,8 @@
 //! CUDA lowering of the vision ops (kernels in `kernels/vision.cu`): pooling, its max
 //! gradient and nearest 2× upsampling here; the convolutions in `vision_conv.rs`.
-use super::{DevTensor, KArgs, Lowered, NodeCtx};
-use crate::kernels::{Lib, Src};
+use super::{DevTensor, Lowered, NodeCtx};
+use crate::kernels::vision::{self as k, PoolGeom};
+use crate::kernels::{Lib, Sfx, Src, Unit};
 use crate::unsupported;
 use rlx_ir::{ConvSpec, PoolKind, PoolSpec};
 
@@ -67,21 +68,24 @@ fn pool_geom(spec: &PoolSpec, x: &DevTensor) -> Result<[usize; 5], super::LowerE
     Ok([x.dims[0] * x.dims[1], x.dims[2], x.dims[3], out[0], out[1]])
 }
 
-/// The pool geometry as kernel arguments: h, w, ho, wo, kh, kw, sh, sw, ph, pw.
-fn pool_args(a: KArgs, spec: &PoolSpec, [planes, h, w, ho, wo]: [usize; 5]) -> KArgs {
-    let mut a = a.i32(planes as i32);
-    for v in [h, w, ho, wo] {
-        a = a.i32(v as i32);
+/// The pool geometry as the kernels take it.
+fn pool_args(spec: &PoolSpec, [planes, h, w, ho, wo]: [usize; 5]) -> PoolGeom {
+    let pair = |v: [usize; 2]| [v[0] as i32, v[1] as i32];
+    PoolGeom {
+        planes: planes as i32,
+        h: h as i32,
+        w: w as i32,
+        ho: ho as i32,
+        wo: wo as i32,
+        k: pair(spec.kernel_size),
+        s: pair(spec.stride),
+        p: pair(spec.padding),
     }
-    for v in [spec.kernel_size, spec.stride, spec.padding] {
-        a = a.i32(v[0] as i32).i32(v[1] as i32);
-    }
-    a
 }
 
 pub(crate) fn pool(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
     let x = ctx.input(0)?.clone();
-    let sfx = NodeCtx::float_sfx(x.dtype)?;
+    let sfx = Sfx::float(x.dtype)?;
     let geom = pool_geom(spec, &x)?;
     let [planes, _, _, ho, wo] = geom;
     if ctx.out.dims != [x.dims[0], x.dims[1], ho, wo] || ctx.out.dtype != x.dtype {
@@ -92,9 +96,9 @@ pub(crate) fn pool(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
     if n == 0 {
         return Ok(());
     }
-    let args = KArgs::new().ptr(x.ptr).ptr(ctx.out.ptr);
-    let args = pool_args(args, spec, geom).i32((spec.kind == PoolKind::Max) as i32);
-    ctx.launch_1d(SRC, &format!("pool2d_{sfx}"), n, args)
+    let is_max = (spec.kind == PoolKind::Max) as i32;
+    let kernel = k::pool2d(sfx, x.ptr, ctx.out.ptr, pool_args(spec, geom), is_max);
+    ctx.run_1d(kernel, n)
 }
 
 fn max_pool_backward(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
@@ -103,7 +107,7 @@ fn max_pool_backward(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
     }
     let x = ctx.input(0)?.clone();
     let dy = ctx.input(1)?.clone();
-    let sfx = NodeCtx::float_sfx(x.dtype)?;
+    let sfx = Sfx::float(x.dtype)?;
     let geom = pool_geom(spec, &x)?;
     let [planes, h, w, ho, wo] = geom;
     if dy.dims != [x.dims[0], x.dims[1], ho, wo] || dy.dtype != x.dtype {
@@ -125,36 +129,20 @@ fn max_pool_backward(ctx: &mut NodeCtx, spec: &PoolSpec) -> Lowered {
         if ho * k[0] < h || wo * k[1] < w {
             ctx.zero(dx, ctx.out.bytes())?;
         }
-        let args = KArgs::new()
-            .ptr(x.ptr)
-            .ptr(dy.ptr)
-            .ptr(dx)
-            .i32(planes as i32)
-            .i32(h as i32)
-            .i32(w as i32)
-            .i32(ho as i32)
-            .i32(wo as i32)
-            .i32(k[0] as i32)
-            .i32(k[1] as i32);
-        return ctx.launch_1d(
-            SRC,
-            &format!("maxpool2d_bwd_tiled_{sfx}"),
-            planes * ho * wo,
-            args,
-        );
+        let kernel = k::maxpool2d_bwd_tiled(sfx, x.ptr, dy.ptr, dx, pool_args(spec, geom));
+        return ctx.run_1d(kernel, planes * ho * wo);
     }
     let overlap = (0..2).any(|i| spec.kernel_size[i] > spec.stride[i]);
     if !overlap {
         // Each input sits in at most one window: rescanning it is as cheap as a stored index.
-        let args = pool_args(KArgs::new().ptr(x.ptr).ptr(dy.ptr).ptr(dx), spec, geom);
-        return ctx.launch_1d(SRC, &format!("maxpool2d_bwd_{sfx}"), n, args);
+        let kernel = k::maxpool2d_bwd(sfx, x.ptr, dy.ptr, dx, pool_args(spec, geom));
+        return ctx.run_1d(kernel, n);
     }
     // Overlapping windows: find each window's first maximum once, then gather.
     let idx = ctx.scratch(planes * ho * wo * 4)?;
-    let args = pool_args(KArgs::new().ptr(x.ptr).ptr(idx), spec, geom);
-    ctx.launch_1d(SRC, &format!("pool_argmax_{sfx}"), planes * ho * wo, args)?;
-    let args = pool_args(KArgs::new().ptr(idx).ptr(dy.ptr).ptr(dx), spec, geom);
-    ctx.launch_1d(SRC, &format!("maxpool2d_bwd_idx_{sfx}"), n, args)
+    let g = pool_args(spec, geom);
+    ctx.run_1d(k::pool_argmax(sfx, x.ptr, idx, g), planes * ho * wo)?;
+    ctx.run_1d(k::maxpool2d_bwd_idx(sfx, idx, dy.ptr, dx, g), n)
 }
 
 /// Any dtype: the kernel only moves elements, so it is picked by element size.
@@ -171,22 +159,18 @@ pub(crate) fn resize_nearest2x(ctx: &mut NodeCtx) -> Lowered {
         );
     }
     check_sizes(&[&ctx.out])?;
-    let sfx = match x.dtype.size_bytes() {
-        1 => "b1",
-        2 => "b2",
-        4 => "b4",
-        8 => "b8",
+    let unit = match x.dtype.size_bytes() {
+        1 => Unit::B1,
+        2 => Unit::B2,
+        4 => Unit::B4,
+        8 => Unit::B8,
         s => unsupported!("no ResizeNearest2x kernel for {s}-byte elements"),
     };
     let n = x.numel();
     if n == 0 {
         return Ok(());
     }
-    let args = KArgs::new()
-        .ptr(x.ptr)
-        .ptr(ctx.out.ptr)
-        .i32((d[0] * d[1]) as i32)
-        .i32(d[2] as i32)
-        .i32(d[3] as i32);
-    ctx.launch_1d(SRC, &format!("resize_nearest2x_{sfx}"), n, args)
+    let (planes, h, w) = ((d[0] * d[1]) as i32, d[2] as i32, d[3] as i32);
+    let kernel = k::resize_nearest2x(unit, x.ptr, ctx.out.ptr, planes, h, w);
+    ctx.run_1d(kernel, n)
 }

@@ -1,8 +1,21 @@
 //! The hand-written kernel sources, one `.cu` file per op group. Every source is compiled
 //! with `common.cuh` in front of it; CI compiles all of them with NVRTC for sm_90.
+pub mod attention;
+pub mod audio;
+mod family;
+pub mod linalg;
+pub mod norm;
+pub mod quant;
+pub mod reduce;
+pub mod shape_ops;
+#[cfg(test)]
+mod signature_test;
+pub mod vision;
+
+pub use family::{Kernel, Sfx, Unit};
 use std::hash::{Hash, Hasher};
 
-pub const COMMON: &str = include_str!("../kernels/common.cuh");
+pub const COMMON: &str = include_str!("../../kernels/common.cuh");
 
 /// A hand-written kernel library: one `kernels/<name>.cu` file. A typed address, so a
 /// launch cannot name a library that does not exist.
@@ -54,16 +67,16 @@ impl Lib {
     /// The source text (without `common.cuh`).
     pub fn source(self) -> &'static str {
         match self {
-            Lib::Attention => include_str!("../kernels/attention.cu"),
-            Lib::Audio => include_str!("../kernels/audio.cu"),
-            Lib::Elementwise => include_str!("../kernels/elementwise.cu"),
-            Lib::Linalg => include_str!("../kernels/linalg.cu"),
-            Lib::Norm => include_str!("../kernels/norm.cu"),
-            Lib::Profile => include_str!("../kernels/profile.cu"),
-            Lib::Quant => include_str!("../kernels/quant.cu"),
-            Lib::Reduce => include_str!("../kernels/reduce.cu"),
-            Lib::ShapeOps => include_str!("../kernels/shape_ops.cu"),
-            Lib::Vision => include_str!("../kernels/vision.cu"),
+            Lib::Attention => include_str!("../../kernels/attention.cu"),
+            Lib::Audio => include_str!("../../kernels/audio.cu"),
+            Lib::Elementwise => include_str!("../../kernels/elementwise.cu"),
+            Lib::Linalg => include_str!("../../kernels/linalg.cu"),
+            Lib::Norm => include_str!("../../kernels/norm.cu"),
+            Lib::Profile => include_str!("../../kernels/profile.cu"),
+            Lib::Quant => include_str!("../../kernels/quant.cu"),
+            Lib::Reduce => include_str!("../../kernels/reduce.cu"),
+            Lib::ShapeOps => include_str!("../../kernels/shape_ops.cu"),
+            Lib::Vision => include_str!("../../kernels/vision.cu"),
         }
     }
 }

@@ -1,0 +1,141 @@
+//! Family functions of `kernels/shape_ops.cu`: each owns one kernel's name and argument
+//! order. Move kernels are picked by element width (`Unit`), not dtype.
+use super::{Kernel, Lib, Sfx, Unit};
+use crate::lower::{Dims8, KArgs};
+
+/// `strided_copy_<unit>(src, dst, v, n)`; units B1..B8.
+pub fn strided_copy(unit: Unit, src: u64, dst: u64, v: Dims8, n: i64) -> Kernel {
+    let args = KArgs::new().ptr(src).ptr(dst).dims(v).i64(n);
+    let name = format!("strided_copy_{}", unit.name());
+    Kernel::new(Lib::ShapeOps, name, args)
+}
+
+/// The extents of a tiled transpose: `nb` batches of a `P × Q` tile grid, `sq` the source
+/// stride of axis Q and `dp` the destination stride of axis P.
+#[derive(Clone, Copy, Debug)]
+pub struct TileExtents {
+    pub nb: i64,
+    pub p: i64,
+    pub q: i64,
+    pub sq: i64,
+    pub dp: i64,
+}
+
+/// `tile_transpose_<unit>(src, dst, bs, bd, nb, P, Q, sq, dp)`; units B1..B8.
+pub fn tile_transpose(
+    unit: Unit,
+    (src, dst): (u64, u64),
+    bs: Dims8,
+    bd: Dims8,
+    e: TileExtents,
+) -> Kernel {
+    let args = KArgs::new()
+        .ptr(src)
+        .ptr(dst)
+        .dims(bs)
+        .dims(bd)
+        .i64(e.nb)
+        .i64(e.p)
+        .i64(e.q)
+        .i64(e.sq)
+        .i64(e.dp);
+    let name = format!("tile_transpose_{}", unit.name());
+    Kernel::new(Lib::ShapeOps, name, args)
+}
+
+/// `pad_rows_<unit>(src, dst, od, pd, rows, L, pb, n, bits)`; units B1..B8.
+#[allow(clippy::too_many_arguments)]
+pub fn pad_rows(
+    unit: Unit,
+    (src, dst): (u64, u64),
+    od: Dims8,
+    pd: Dims8,
+    rows: i64,
+    l: i64,
+    pb: i64,
+    n: i64,
+    bits: u64,
+) -> Kernel {
+    let args = KArgs::new()
+        .ptr(src)
+        .ptr(dst)
+        .dims(od)
+        .dims(pd)
+        .i64(rows)
+        .i64(l)
+        .i64(pb)
+        .i64(n)
+        .pod(bits);
+    Kernel::new(Lib::ShapeOps, format!("pad_rows_{}", unit.name()), args)
+}
+
+/// `row_copy_<unit>(src, dst, so, dof, rows, len)`; units B1..B16.
+pub fn row_copy(
+    unit: Unit,
+    src: u64,
+    dst: u64,
+    so: Dims8,
+    dof: Dims8,
+    rows: i64,
+    len: i64,
+) -> Kernel {
+    let args = KArgs::new()
+        .ptr(src)
+        .ptr(dst)
+        .dims(so)
+        .dims(dof)
+        .i64(rows)
+        .i64(len);
+    Kernel::new(Lib::ShapeOps, format!("row_copy_{}", unit.name()), args)
+}
+
+/// `gather_rows_<unit>_<isfx>(src, idx, dst, rows, K, N, inner)`; `isfx` is the index
+/// tensor's dtype (any of `Sfx`).
+#[allow(clippy::too_many_arguments)]
+pub fn gather_rows(
+    unit: Unit,
+    isfx: Sfx,
+    (src, idx, dst): (u64, u64, u64),
+    rows: i64,
+    k: i64,
+    n: i64,
+    inner: i64,
+) -> Kernel {
+    let args = KArgs::new()
+        .ptr(src)
+        .ptr(idx)
+        .ptr(dst)
+        .i64(rows)
+        .i64(k)
+        .i64(n)
+        .i64(inner);
+    let name = format!("gather_rows_{}_{}", unit.name(), isfx.name());
+    Kernel::new(Lib::ShapeOps, name, args)
+}
+
+/// `rope_<xs>_<cs>(x, cos, sin, out, cv, rows, hd, nrot, style)`: `xs` the float dtype of
+/// x / out, `cs` that of cos / sin.
+#[allow(clippy::too_many_arguments)]
+pub fn rope(
+    xs: Sfx,
+    cs: Sfx,
+    (x, cos, sin, out): (u64, u64, u64, u64),
+    cv: Dims8,
+    rows: i64,
+    hd: i64,
+    nrot: i64,
+    style: i32,
+) -> Kernel {
+    let args = KArgs::new()
+        .ptr(x)
+        .ptr(cos)
+        .ptr(sin)
+        .ptr(out)
+        .dims(cv)
+        .i64(rows)
+        .i64(hd)
+        .i64(nrot)
+        .i32(style);
+    let name = format!("rope_{}_{}", xs.name(), cs.name());
+    Kernel::new(Lib::ShapeOps, name, args)
+}
