@@ -260,7 +260,7 @@ pub fn gpu_or_skip(ordinal: usize) -> bool {
     match check_available(ordinal) {
         Ok(()) => true,
         Err(e) => {
-            if std::env::var("RLX_REQUIRE_CUDA").is_ok_and(|v| v == "1") {
+            if rlx_ir::env::flag(rlx_ir::env::Switch::RequireCuda) {
                 panic!("RLX_REQUIRE_CUDA=1 but no GPU: {e}");
             }
             eprintln!("skipping GPU test: {e}");

@@ -28,8 +28,8 @@ impl Default for CudaOptions {
     fn default() -> Self {
         CudaOptions {
             precision: Precision::F32,
-            cuda_graph: std::env::var("RLX_CUDA_GRAPH").map_or(true, |v| v != "0"),
-            verify: std::env::var("RLX_VERIFY").is_ok_and(|v| v == "1"),
+            cuda_graph: rlx_ir::env::flag(rlx_ir::env::Switch::CudaGraph),
+            verify: rlx_ir::env::flag(rlx_ir::env::Switch::Verify),
             force_variant: None,
         }
     }
@@ -48,7 +48,7 @@ mod replay;
 pub use profile::ProfileRow;
 
 fn trace_on() -> bool {
-    std::env::var("RLX_TRACE").is_ok_and(|v| v == "1")
+    rlx_ir::env::flag(rlx_ir::env::Switch::Trace)
 }
 
 /// One lowering for one binding of the dynamic dims.

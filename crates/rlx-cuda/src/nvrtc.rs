@@ -16,7 +16,7 @@ pub fn nvrtc_available() -> bool {
 /// `$CUDA_HOME/include`, `/usr/local/cuda/include`.
 pub fn include_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    if let Ok(v) = std::env::var("RLX_CUDA_INCLUDE") {
+    if let Some(v) = rlx_ir::env::text(rlx_ir::env::Switch::CudaInclude) {
         dirs.extend(v.split(':').filter(|s| !s.is_empty()).map(PathBuf::from));
     }
     for var in ["CUDA_HOME", "CUDA_PATH"] {
@@ -40,7 +40,7 @@ fn nvrtc_version() -> (i32, i32) {
 }
 
 fn cache_dir() -> Option<PathBuf> {
-    if let Ok(d) = std::env::var("RLX_CACHE_DIR") {
+    if let Some(d) = rlx_ir::env::text(rlx_ir::env::Switch::CacheDir) {
         return Some(PathBuf::from(d).join("cuda"));
     }
     let base = std::env::var("XDG_CACHE_HOME")
@@ -113,7 +113,7 @@ pub fn compile_uncached(name: &str, text: &str, arch: &str) -> Result<Vec<u8>, C
         opts.push(format!("--include-path={}", d.display()));
     }
     // RLX_NVRTC_VERBOSE=1: ptxas reports registers, shared memory and spills per kernel.
-    let verbose = std::env::var("RLX_NVRTC_VERBOSE").is_ok_and(|v| v == "1");
+    let verbose = rlx_ir::env::flag(rlx_ir::env::Switch::NvrtcVerbose);
     if verbose {
         opts.push("--ptxas-options=-v".to_string());
     }

@@ -39,7 +39,7 @@ fn pick(times: &[Option<f32>]) -> Option<usize> {
 }
 
 pub(crate) fn enabled() -> bool {
-    !std::env::var("RLX_TUNE").is_ok_and(|v| v == "0")
+    rlx_ir::env::flag(rlx_ir::env::Switch::Tune)
 }
 
 type Cache<V> = OnceLock<Mutex<HashMap<String, V>>>;

@@ -8,7 +8,7 @@ pub fn nvrtc_or_skip() -> bool {
     if nvrtc::nvrtc_available() {
         return true;
     }
-    if std::env::var("RLX_REQUIRE_NVRTC").is_ok_and(|v| v == "1") {
+    if rlx_ir::env::flag(rlx_ir::env::Switch::RequireNvrtc) {
         panic!("RLX_REQUIRE_NVRTC=1 but libnvrtc was not found on the loader path");
     }
     eprintln!("skipping: libnvrtc not found (set LD_LIBRARY_PATH to CUDA 13's lib folder)");
@@ -21,7 +21,7 @@ fn every_static_source_compiles_for_sm90() {
         return;
     }
     // RLX_KERNEL_SOURCES=norm,linalg compiles only those (a quick check while editing one).
-    let only = std::env::var("RLX_KERNEL_SOURCES").ok();
+    let only = rlx_ir::env::text(rlx_ir::env::Switch::KernelSources);
     let mut failed = Vec::new();
     for lib in Lib::ALL {
         let name = lib.name();
@@ -35,7 +35,7 @@ fn every_static_source_compiles_for_sm90() {
             Ok(cubin) => {
                 assert!(!cubin.is_empty(), "{name}: empty CUBIN");
                 // With RLX_CACHE_DIR set, leave the CUBINs in that cache (warms a device run).
-                if std::env::var("RLX_CACHE_DIR").is_ok() {
+                if rlx_ir::env::is_set(rlx_ir::env::Switch::CacheDir) {
                     nvrtc::store(
                         nvrtc::cache_path(&Src::Lib(lib), "sm_90").as_deref(),
                         &cubin,

@@ -17,7 +17,7 @@ pub fn nvrtc_or_skip() -> bool {
     if nvrtc::nvrtc_available() {
         return true;
     }
-    if std::env::var("RLX_REQUIRE_NVRTC").is_ok_and(|v| v == "1") {
+    if rlx_ir::env::flag(rlx_ir::env::Switch::RequireNvrtc) {
         panic!("RLX_REQUIRE_NVRTC=1 but libnvrtc was not found on the loader path");
     }
     eprintln!("skipping: libnvrtc not found (set LD_LIBRARY_PATH to CUDA 13's lib folder)");

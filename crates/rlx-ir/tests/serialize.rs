@@ -176,7 +176,7 @@ fn every_op_round_trips_binary() {
     assert_eq!(back.to_bytes(), bytes, "encoding is not deterministic");
     // `RLX_FUZZ_SEED_DIR=fuzz/corpus/graph_from_bytes` writes seeds for cargo-fuzz: whole
     // files, bare bodies (the target re-frames them) and JSON.
-    if let Ok(dir) = std::env::var("RLX_FUZZ_SEED_DIR") {
+    if let Some(dir) = rlx_ir::env::text(rlx_ir::env::Switch::FuzzSeedDir) {
         std::fs::create_dir_all(&dir).unwrap();
         for (i, s) in seeds().iter().enumerate() {
             std::fs::write(format!("{dir}/seed{i}.rlxg"), s).unwrap();

@@ -1,11 +1,11 @@
 //! Devices, sessions and compiled graphs. Inputs and params are checked here, once,
 //! through the graph's binding table (`rlx_ir::IoBindings`), so every backend reports user
 //! mistakes the same way and trusts what it is handed.
-use rlx_ir::env::{self, Switch};
 use crate::backend::{CpuBackend, CudaBackend, Executable};
 use crate::Error;
 use rlx_cpu::{CpuConstEvaluator, CpuExecutable};
 use rlx_cuda::{CudaExecutable, CudaOptions, Precision};
+use rlx_ir::env::{self, Switch};
 use rlx_ir::{CheckedInputs, Graph, HostTensor, IoBindings};
 use rlx_opt::{Autocast, ConstFold, Expand, Pipeline};
 use std::collections::BTreeMap;

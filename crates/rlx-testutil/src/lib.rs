@@ -18,9 +18,9 @@ impl Rng {
     /// A fresh seed per run (or `RLX_SEED`), printed so a failure can be replayed.
     pub fn new(test: &str) -> Rng {
         let seed = env::number(Switch::Seed).unwrap_or_else(|| {
-                let t = SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos() as u64);
+            let t = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
             t ^ (test.len() as u64).wrapping_mul(GOLDEN_GAMMA)
         });
         println!("[{test}] seed = {seed} (replay with RLX_SEED={seed})");
