@@ -99,7 +99,10 @@ fn every_rlx_name_in_the_sources_is_declared() {
             }
         }
     }
-    assert!(!macros.is_empty(), "no kernel macros found under crates/*/kernels");
+    assert!(
+        !macros.is_empty(),
+        "no kernel macros found under crates/*/kernels"
+    );
     let mut missing = BTreeSet::new();
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();

@@ -93,17 +93,25 @@ fn duplicate_param_names_fail_at_compile() {
     let mut g = Graph::new("dup");
     let x = g.input("x", Shape::new(&[2], DType::F32)).unwrap();
     let p = g.param("w", Shape::new(&[2], DType::F32)).unwrap();
-    let q = g.param("w", Shape::new(&[2], DType::F32)).unwrap();
+    let q = g.param("w2", Shape::new(&[2], DType::F32)).unwrap();
     let s = g.add(x, p).unwrap();
     let s = g.add(s, q).unwrap();
     g.set_outputs(vec![s]);
+    // The builder refuses a second "w"; a loaded or hand-edited graph can still carry one.
+    g.nodes[q.0].op = rlx_ir::Op::Param { name: "w".into() };
+    g.nodes[q.0].name = Some("w".into());
     let e = Session::new(Device::Cpu)
         .compile(g)
         .err()
         .expect("must fail");
+    // The verifier catches it first and names both nodes.
     assert!(
-        matches!(&e, Error::DuplicateName { kind: "param", name, .. } if name == "w"),
-        "{e}"
+        matches!(
+            &e,
+            Error::Ir(rlx_ir::IrError::DuplicateName { kind: rlx_ir::OpKind::Param, name, first, second })
+                if name == "w" && *first == p && *second == q
+        ),
+        "{e:?}"
     );
 }
 
