@@ -120,13 +120,62 @@ pub fn cast_ref(from: DType, to: DType, v: f64) -> f64 {
         // Non-f64 sources are exact in f32; an f64 source rounds once, as storage does.
         DType::F16 if from != DType::F64 => half::f16::from_f32(v as f32).to_f64(),
         DType::BF16 if from != DType::F64 => half::bf16::from_f32(v as f32).to_f64(),
+        // From f64, one correct rounding computed here (half's `from_f64` can round twice).
+        DType::F16 => round_nearest_even(v, 11, -14, 65504.0),
+        DType::BF16 => round_nearest_even(v, 8, -126, 3.389_531_389_251_535e38),
         _ => through(to, &[v])[0],
+    }
+}
+
+/// `v` rounded to nearest (ties to even) in a binary format with `bits` significant bits,
+/// smallest normal exponent `min_exp` (below it the spacing stays that of 2^min_exp:
+/// subnormals) and largest finite value `max`; beyond `max` it is ±∞.
+fn round_nearest_even(v: f64, bits: i32, min_exp: i32, max: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let e = (((v.abs().to_bits() >> 52) as i32) - 1023).max(min_exp);
+    let ulp = 2f64.powi(e - (bits - 1));
+    let r = (v / ulp).round_ties_even() * ulp;
+    if r.abs() > max {
+        f64::INFINITY.copysign(v)
+    } else {
+        r
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn half_rounding_from_f64_is_single() {
+        // Just above a bf16 tie: a round through f32 would make the tie and go to even.
+        let v = 105.25 + 2f64.powi(-40);
+        assert_eq!(cast_ref(DType::F64, DType::BF16, v), 105.5);
+        assert_eq!(cast_ref(DType::F64, DType::BF16, 105.25), 105.0);
+        assert_eq!(cast_ref(DType::F64, DType::F16, 1.0 + 2f64.powi(-11)), 1.0);
+        assert_eq!(
+            cast_ref(
+                DType::F64,
+                DType::F16,
+                1.0 + 2f64.powi(-11) + 2f64.powi(-40)
+            ),
+            1.0 + 2f64.powi(-10)
+        );
+        assert_eq!(cast_ref(DType::F64, DType::F16, 65520.0), f64::INFINITY);
+        assert_eq!(
+            cast_ref(DType::F64, DType::F16, 2f64.powi(-25) * 1.5),
+            2f64.powi(-24)
+        );
+        for x in [0.1f64, -3.7, 1e-6, 12345.678, -6e-8] {
+            assert_eq!(
+                cast_ref(DType::F64, DType::F16, x),
+                half::f16::from_f64(x).to_f64(),
+                "{x}"
+            );
+        }
+    }
 
     #[test]
     fn oracle_erf_matches_tabulated_values() {
