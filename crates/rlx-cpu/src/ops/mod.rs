@@ -11,10 +11,10 @@ use crate::error::op_err;
 use crate::{CpuError, OutView, TensorView};
 use rlx_ir::{Node, Op};
 
-/// Bind the type alias `$t` to the float type of compute class `$class` and evaluate
-/// `$body`; integer classes are an error.
-macro_rules! float_class {
-    ($class:expr, $t:ident => $body:expr) => {
+/// Bind the type alias `$t` to the f32 / f64 type of compute class `$class` and evaluate
+/// `$body`; the integer class evaluates `$int` (the one place the two macros below differ).
+macro_rules! class_with {
+    ($class:expr, $t:ident => $body:expr, int: $int:expr) => {
         match $class {
             rlx_ir::ComputeClass::F32 => {
                 type $t = f32;
@@ -24,30 +24,27 @@ macro_rules! float_class {
                 type $t = f64;
                 $body
             }
-            c => Err($crate::error::op_err(format!(
-                "needs float values, got values held as {c:?}"
-            ))),
+            rlx_ir::ComputeClass::I64 => $int,
         }
+    };
+}
+
+/// `$body` with `$t` the float type of `$class`; integer classes are an error.
+macro_rules! float_class {
+    ($class:expr, $t:ident => $body:expr) => {
+        class_with!($class, $t => $body, int: Err($crate::error::op_err(
+            "needs float values, got values held as I64"
+        )))
     };
 }
 
 /// Like `float_class!`, for thunks that move data of any class.
 macro_rules! any_class {
     ($class:expr, $t:ident => $body:expr) => {
-        match $class {
-            rlx_ir::ComputeClass::F32 => {
-                type $t = f32;
-                $body
-            }
-            rlx_ir::ComputeClass::F64 => {
-                type $t = f64;
-                $body
-            }
-            rlx_ir::ComputeClass::I64 => {
-                type $t = i64;
-                $body
-            }
-        }
+        class_with!($class, $t => $body, int: {
+            type $t = i64;
+            $body
+        })
     };
 }
 
