@@ -6,13 +6,11 @@
 use super::replay::{enqueue, Segment};
 use super::CudaExecutable;
 use crate::device::device_lock;
-use crate::kernels::{Lib, Src};
 use crate::plan::Step;
 use crate::CudaError;
 use cudarc::driver::{result as drv, sys};
 use rlx_ir::HostTensor;
 use std::collections::HashMap;
-use std::ffi::c_void;
 
 /// One kernel (or library call, copy, memset) of the plan, aggregated over the nodes that
 /// launch it: `what` is the op kind and kernel name, `launches` per run, `ms` per run.
@@ -87,17 +85,21 @@ impl CudaExecutable {
                     .map_err(|e| CudaError::driver("cuEventCreate", e))?,
             );
         }
-        let spin = self.gpu.function(&Src::Lib(Lib::Profile), "rlx_spin")?;
+        // About 20 ms at the H200's ~2 GHz: longer than the host takes to queue a plan.
+        let k = crate::kernels::profile::rlx_spin(40_000_000);
+        let spin = crate::plan::Launch {
+            func: self.gpu.function(&k.src, &k.name)?,
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            smem: 0,
+            args: k.args,
+            label: k.name,
+        };
         let mut total = vec![0f64; steps.len()];
         for _ in 0..iters {
-            // About 20 ms at the H200's ~2 GHz: longer than the host takes to queue a plan.
-            let mut cycles: i64 = 40_000_000;
-            let mut args = [&mut cycles as *mut i64 as *mut c_void];
-            // SAFETY: events and stream are live; the plan's buffers outlive the launches;
-            // rlx_spin takes one long long.
+            spin.enqueue(stream)?;
+            // SAFETY: events and stream are live; the plan's buffers outlive the launches.
             unsafe {
-                drv::launch_kernel(spin.0, (1, 1, 1), (1, 1, 1), 0, stream, &mut args)
-                    .map_err(|e| CudaError::driver("cuLaunchKernel (rlx_spin)", e))?;
                 drv::event::record(events.0[0], stream)
                     .map_err(|e| CudaError::driver("cuEventRecord", e))?;
             }

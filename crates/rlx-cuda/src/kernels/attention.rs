@@ -1,8 +1,100 @@
-//! Family functions of `kernels/attention.cu`. Only the keep-mask conversion is here so far;
-//! the flash / mma / split kernels are still named and packed in
-//! `lower/transformer_attention.rs` (their `AttnArgs` mirror lives there).
+//! Family functions of `kernels/attention.cu`: the SIMT flash forward (`attn_fwd_*`), the
+//! tensor-core forward (`attn_mma_*`), the decode split over keys (`attn_split_*` +
+//! `attn_combine_*`) and the keep-mask conversion. `lower/transformer_attention.rs` picks
+//! the path and the variant; these own the names and argument order.
 use super::{Kernel, Lib, Sfx};
 use crate::lower::KArgs;
+
+/// Mirrors `AttnArgs` in `attention.cu` (same field order; 152 bytes, no padding).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AttnArgs {
+    pub q: [i64; 3],
+    pub k: [i64; 3],
+    pub v: [i64; 3],
+    pub o: [i64; 3],
+    pub heads: i32,
+    pub group: i32,
+    pub sq: i32,
+    pub sk: i32,
+    pub d: i32,
+    pub dv: i32,
+    pub mask: i32,
+    pub window: i32,
+    pub scale: f32,
+    pub cap: f32,
+    pub vec: i32,
+    pub chunk: i32,
+    pub nsplit: i32,
+    pub pad: i32,
+}
+
+/// What every attention kernel reads and writes (device pointers; `keep` is the u8 keep
+/// mask or 0).
+#[derive(Clone, Copy, Debug)]
+pub struct AttnIo {
+    pub q: u64,
+    pub k: u64,
+    pub v: u64,
+    pub keep: u64,
+    pub out: u64,
+}
+
+impl AttnIo {
+    /// The kernels' leading arguments: q, k, v, keep, out.
+    fn ptrs(self) -> KArgs {
+        KArgs::new()
+            .ptr(self.q)
+            .ptr(self.k)
+            .ptr(self.v)
+            .ptr(self.keep)
+            .ptr(self.out)
+    }
+}
+
+/// One instance of the SIMT forward template: `rows` query tiles of 16 (1, 2, 4), `cv`
+/// output chunks of 4 columns a lane, `dq` the specialised head dim (0 = any), `kj` key
+/// tiles of 8 · kj.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlashVariant {
+    pub rows: usize,
+    pub cv: usize,
+    pub dq: usize,
+    pub kj: usize,
+}
+
+/// `attn_fwd_r<rows>_c<cv>_d<dq>_k<kj>_<sfx>(q, k, v, keep, out, a)`.
+pub fn attn_fwd(v: FlashVariant, sfx: Sfx, io: AttnIo, a: AttnArgs) -> Kernel {
+    let name = format!(
+        "attn_fwd_r{}_c{}_d{}_k{}_{}",
+        v.rows,
+        v.cv,
+        v.dq,
+        v.kj,
+        sfx.name()
+    );
+    Kernel::new(Lib::Attention, name, io.ptrs().pod(a))
+}
+
+/// `attn_mma_d<d>_w<warps>_<sfx>(q, k, v, keep, out, a)`: f16/bf16, d in {32, 64, 128},
+/// 1, 2 or 4 warps.
+pub fn attn_mma(d: usize, warps: usize, sfx: Sfx, io: AttnIo, a: AttnArgs) -> Kernel {
+    let name = format!("attn_mma_d{d}_w{warps}_{}", sfx.name());
+    Kernel::new(Lib::Attention, name, io.ptrs().pod(a))
+}
+
+/// `attn_split_<sfx>(q, k, v, keep, out, part, a)`: `part` holds the f32 chunk partials
+/// when `a.nsplit > 1` (else 0).
+pub fn attn_split(sfx: Sfx, io: AttnIo, part: u64, a: AttnArgs) -> Kernel {
+    let args = io.ptrs().ptr(part).pod(a);
+    Kernel::new(Lib::Attention, format!("attn_split_{}", sfx.name()), args)
+}
+
+/// `attn_combine_<sfx>(part, out, a)`.
+pub fn attn_combine(sfx: Sfx, part: u64, out: u64, a: AttnArgs) -> Kernel {
+    let args = KArgs::new().ptr(part).ptr(out).pod(a);
+    Kernel::new(Lib::Attention, format!("attn_combine_{}", sfx.name()), args)
+}
 
 /// `attn_keep_<sfx>(m, keep, n)`: a mask of any dtype but u8 / bool to a u8 keep mask.
 pub fn attn_keep(sfx: Sfx, m: u64, keep: u64, n: i64) -> Kernel {

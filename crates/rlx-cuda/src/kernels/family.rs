@@ -21,6 +21,15 @@ impl Kernel {
             args,
         }
     }
+
+    /// A kernel of generated source (a region kernel), named by its code generator.
+    pub(crate) fn generated(source: String, name: String, args: KArgs) -> Kernel {
+        Kernel {
+            src: Src::Generated(source),
+            name,
+            args,
+        }
+    }
 }
 
 /// The element-type suffix of a kernel name (`_f32`, `_bf16`, `_i64`, …).

@@ -5,6 +5,7 @@ pub mod audio;
 mod family;
 pub mod linalg;
 pub mod norm;
+pub mod profile;
 pub mod quant;
 pub mod reduce;
 pub mod shape_ops;

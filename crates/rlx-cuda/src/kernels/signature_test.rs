@@ -179,7 +179,10 @@ fn decl_for<'a>(decls: &'a [Decl], name: &str) -> Option<&'a Decl> {
 
 /// The kernel parameter structs with a Rust mirror, by their C name.
 fn structs() -> Vec<(&'static str, usize)> {
-    Vec::new()
+    vec![
+        ("ConvG", std::mem::size_of::<vision::ConvG>()),
+        ("AttnArgs", std::mem::size_of::<attention::AttnArgs>()),
+    ]
 }
 
 /// Check one kernel against its library's declarations.
@@ -323,6 +326,58 @@ fn every_kernel() -> Vec<Kernel> {
     for s in [Sfx::F32, Sfx::F16, Sfx::BF16, Sfx::F64, Sfx::I32, Sfx::I64] {
         v.push(attention::attn_keep(s, 1, 2, 3));
     }
+    let io = attention::AttnIo {
+        q: 1,
+        k: 2,
+        v: 3,
+        keep: 4,
+        out: 5,
+    };
+    let a = attention::AttnArgs::default();
+    // The instances `ATT_FWD_ALL` declares (the lowering picks among these).
+    let mut flash = Vec::new();
+    for (cv, dq) in [(1, 32), (2, 64), (4, 128), (1, 0), (2, 0), (4, 0)] {
+        for rows in [1, 2, 4] {
+            flash.push((rows, cv, dq, 8));
+        }
+    }
+    flash.extend([(1, 8, 0, 4), (2, 8, 0, 4)]);
+    for s in FLOATS {
+        for &(rows, cv, dq, kj) in &flash {
+            let fv = attention::FlashVariant { rows, cv, dq, kj };
+            v.push(attention::attn_fwd(fv, s, io, a));
+        }
+        v.push(attention::attn_split(s, io, 6, a));
+        v.push(attention::attn_combine(s, 1, 2, a));
+    }
+    for s in [Sfx::F16, Sfx::BF16] {
+        for d in [32, 64, 128] {
+            for w in [1, 2, 4] {
+                v.push(attention::attn_mma(d, w, s, io, a));
+            }
+        }
+    }
+    let cg = vision::ConvG::default();
+    let chunk = vision::ColChunk {
+        nb: 1,
+        ld: 2,
+        gs: 3,
+    };
+    let pack = vision::WeightPack {
+        ones: 1,
+        ldw: 2,
+        wgs: 3,
+    };
+    for s in FLOATS {
+        v.push(vision::conv_direct(s, 1, 2, 3, 4, cg));
+        v.push(vision::im2col(s, (1, 2), (3, 4, 5), cg, chunk, pack));
+        v.push(vision::col2im(s, 1, 2, cg, chunk));
+        v.push(vision::conv_bwd_input_direct(s, 1, 2, 3, cg));
+        v.push(vision::conv_bwd_weight_direct(s, (1, 2, 3, 4), cg, 5));
+        v.push(vision::conv_bwd_weight_reduce(s, 1, 2, 3, 4));
+        v.push(vision::swap01(s, 1, 2, (3, 4, 5), 6));
+    }
+    v.push(super::profile::rlx_spin(7));
     for s in FLOATS64 {
         v.push(linalg::mm_bias_act(false, s, 1, 2, 3, 4, 5));
     }

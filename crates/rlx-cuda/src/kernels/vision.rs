@@ -1,6 +1,5 @@
-//! Family functions of the pooling and resize kernels of `kernels/vision.cu`: each owns one
-//! kernel's name and argument order. (The convolution kernels are still launched from
-//! `lower/vision_conv.rs`.)
+//! Family functions of `kernels/vision.cu` (convolution, pooling, resize): each owns one
+//! kernel's name and argument order; `lower/vision*.rs` plans the launches.
 use super::{Kernel, Lib, Sfx, Unit};
 use crate::lower::KArgs;
 
@@ -84,4 +83,127 @@ pub fn resize_nearest2x(unit: Unit, x: u64, y: u64, planes: i32, h: i32, w: i32)
     let args = KArgs::new().ptr(x).ptr(y).i32(planes).i32(h).i32(w);
     let name = format!("resize_nearest2x_{}", unit.name());
     Kernel::new(Lib::Vision, name, args)
+}
+
+/// Mirrors `ConvG` in `kernels/vision.cu` (2-D conv geometry, all `int`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConvG {
+    pub n: i32,
+    pub c: i32,
+    pub h: i32,
+    pub w: i32,
+    pub o: i32,
+    pub ho: i32,
+    pub wo: i32,
+    pub kh: i32,
+    pub kw: i32,
+    pub sh: i32,
+    pub sw: i32,
+    pub ph: i32,
+    pub pw: i32,
+    pub dh: i32,
+    pub dw: i32,
+    pub groups: i32,
+    pub cg: i32,
+    pub og: i32,
+}
+
+/// One chunk of a column buffer: images in it, the padded row stride and group stride
+/// (elements).
+#[derive(Clone, Copy, Debug)]
+pub struct ColChunk {
+    pub nb: i32,
+    pub ld: i32,
+    pub gs: i32,
+}
+
+/// How `im2col` repacks the weight beside the columns: the bias ones-row (0 or 1), the
+/// padded row stride and group stride of the packed weight (elements).
+#[derive(Clone, Copy, Debug)]
+pub struct WeightPack {
+    pub ones: i32,
+    pub ldw: i32,
+    pub wgs: i32,
+}
+
+/// `conv_direct_<sfx>(x, w, bias, y, g)`; `bias` may be 0.
+pub fn conv_direct(sfx: Sfx, x: u64, w: u64, bias: u64, y: u64, g: ConvG) -> Kernel {
+    let args = KArgs::new().ptr(x).ptr(w).ptr(bias).ptr(y).pod(g);
+    Kernel::new(Lib::Vision, name("conv_direct", sfx), args)
+}
+
+/// `im2col_<sfx>(x, col, w, bias, waug, g, nb, ld, gs, ones, ldw, wgs)`: `waug` 0 skips the
+/// weight packing.
+#[allow(clippy::too_many_arguments)]
+pub fn im2col(
+    sfx: Sfx,
+    (x, col): (u64, u64),
+    (w, bias, waug): (u64, u64, u64),
+    g: ConvG,
+    c: ColChunk,
+    p: WeightPack,
+) -> Kernel {
+    let args = KArgs::new()
+        .ptr(x)
+        .ptr(col)
+        .ptr(w)
+        .ptr(bias)
+        .ptr(waug)
+        .pod(g)
+        .i32(c.nb)
+        .i32(c.ld)
+        .i32(c.gs)
+        .i32(p.ones)
+        .i32(p.ldw)
+        .i32(p.wgs);
+    Kernel::new(Lib::Vision, name("im2col", sfx), args)
+}
+
+/// `col2im_<sfx>(dcol, dx, g, nb, ld, gs)`.
+pub fn col2im(sfx: Sfx, dcol: u64, dx: u64, g: ConvG, c: ColChunk) -> Kernel {
+    let args = KArgs::new()
+        .ptr(dcol)
+        .ptr(dx)
+        .pod(g)
+        .i32(c.nb)
+        .i32(c.ld)
+        .i32(c.gs);
+    Kernel::new(Lib::Vision, name("col2im", sfx), args)
+}
+
+/// `conv_bwd_input_direct_<sfx>(dy, w, dx, g)`.
+pub fn conv_bwd_input_direct(sfx: Sfx, dy: u64, w: u64, dx: u64, g: ConvG) -> Kernel {
+    let args = KArgs::new().ptr(dy).ptr(w).ptr(dx).pod(g);
+    Kernel::new(Lib::Vision, name("conv_bwd_input_direct", sfx), args)
+}
+
+/// `conv_bwd_weight_direct_<sfx>(x, dy, dw, part, g, splits)`: `part` holds f32 partials
+/// when `splits > 1` (else 0).
+pub fn conv_bwd_weight_direct(
+    sfx: Sfx,
+    (x, dy, dw, part): (u64, u64, u64, u64),
+    g: ConvG,
+    splits: i32,
+) -> Kernel {
+    let args = KArgs::new()
+        .ptr(x)
+        .ptr(dy)
+        .ptr(dw)
+        .ptr(part)
+        .pod(g)
+        .i32(splits);
+    Kernel::new(Lib::Vision, name("conv_bwd_weight_direct", sfx), args)
+}
+
+/// `conv_bwd_weight_reduce_<sfx>(part, dw, nw, splits)`.
+pub fn conv_bwd_weight_reduce(sfx: Sfx, part: u64, dw: u64, nw: i32, splits: i32) -> Kernel {
+    let args = KArgs::new().ptr(part).ptr(dw).i32(nw).i32(splits);
+    Kernel::new(Lib::Vision, name("conv_bwd_weight_reduce", sfx), args)
+}
+
+/// `swap01_<sfx>(src, dst, a, b, P, ld)`: `[a, b, P]` to `[b, a·P]` rows of stride `ld`.
+pub fn swap01(sfx: Sfx, src: u64, dst: u64, (a, b, p): (i32, i32, i32), ld: i32) -> Kernel {
+    let args = KArgs::new().ptr(src).ptr(dst).i32(a).i32(b).i32(p).i32(ld);
+    Kernel::new(Lib::Vision, name("swap01", sfx), args)
 }

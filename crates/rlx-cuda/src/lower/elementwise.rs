@@ -10,7 +10,6 @@ mod codegen;
 mod hosttest;
 
 use super::{DevTensor, Dims8, KArgs, LowerError, Lowered, NodeCtx};
-use crate::kernels::Src;
 use crate::unsupported;
 use codegen::{Arg, Kernel, Spec, BATCH_TABLE};
 use rlx_ir::{Activation, BinaryOp, ChainOperand, ChainStep, CompareOp, DType, RegionPrologue};
@@ -126,7 +125,7 @@ pub(crate) fn record(ctx: &mut NodeCtx, planned: Vec<Planned>) -> Lowered {
                         Val::Table(t) => a.pod(*t),
                     };
                 }
-                ctx.launch_1d(Src::Generated(src), &name, n, a)?;
+                ctx.run_1d(crate::kernels::Kernel::generated(src, name, a), n)?;
             }
         }
     }

@@ -15,7 +15,7 @@ pub mod transformer;
 pub mod vision;
 
 use crate::gemm::GemmDesc;
-use crate::kernels::{Kernel, Src};
+use crate::kernels::Kernel;
 use crate::plan::{LowerEnv, Step};
 use crate::precision::Precision;
 use crate::CudaError;
@@ -187,14 +187,24 @@ impl KArgs {
     }
 }
 
-/// One candidate kernel launch (see `NodeCtx::launch_fastest`).
+/// One kernel launch: a typed kernel and its launch geometry (a candidate of
+/// `NodeCtx::launch_fastest`, or what `NodeCtx::run` records).
 pub struct KernelLaunch {
-    pub src: Src,
-    pub func: String,
+    pub kernel: Kernel,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub smem: u32,
-    pub args: KArgs,
+}
+
+impl KernelLaunch {
+    pub fn new(kernel: Kernel, grid: [u32; 3], block: [u32; 3], smem: u32) -> KernelLaunch {
+        KernelLaunch {
+            kernel,
+            grid,
+            block,
+            smem,
+        }
+    }
 }
 
 /// Everything one node's lowering sees.
@@ -222,59 +232,42 @@ impl<'a> NodeCtx<'a> {
         rlx_ir::normalize_axis(axis, rank).map_err(LowerError::Unsupported)
     }
 
-    /// The kernel-name suffix of a float storage type; other dtypes bail (CPU fallback).
-    pub fn float_sfx(dtype: DType) -> Result<&'static str, LowerError> {
-        match dtype {
-            DType::F32 => Ok("f32"),
-            DType::F16 => Ok("f16"),
-            DType::BF16 => Ok("bf16"),
-            d => Err(LowerError::Unsupported(format!(
-                "no {d} kernel (f32/f16/bf16 only)"
-            ))),
-        }
-    }
-
-    /// A launch of kernel `func` of `src`, labelled with this node.
-    fn make_launch(&mut self, k: KernelLaunch) -> Result<crate::plan::Launch, LowerError> {
-        let f = self.env.function(&k.src, &k.func)?;
-        if k.grid.contains(&0) || k.block.contains(&0) {
+    /// A launch of a typed kernel, labelled with this node.
+    fn make_launch(&mut self, l: KernelLaunch) -> Result<crate::plan::Launch, LowerError> {
+        let k = l.kernel;
+        let f = self.env.function(&k.src, &k.name)?;
+        if l.grid.contains(&0) || l.block.contains(&0) {
             unsupported!(
                 "empty launch of {}: grid {:?} block {:?}",
-                k.func,
-                k.grid,
-                k.block
+                k.name,
+                l.grid,
+                l.block
             );
         }
         Ok(crate::plan::Launch {
             func: f,
-            grid: k.grid,
-            block: k.block,
-            smem: k.smem,
+            grid: l.grid,
+            block: l.block,
+            smem: l.smem,
             args: k.args,
-            label: format!("{}#{} {}", self.node.op.kind(), self.node.id.0, k.func),
+            label: format!("{}#{} {}", self.node.op.kind(), self.node.id.0, k.name),
         })
     }
 
-    /// Record one kernel launch; `func` is an `extern "C"` kernel in `src`.
-    pub fn launch(
-        &mut self,
-        src: Src,
-        func: &str,
-        grid: [u32; 3],
-        block: [u32; 3],
-        smem: u32,
-        args: KArgs,
-    ) -> Lowered {
-        let l = self.make_launch(KernelLaunch {
-            src,
-            func: func.to_string(),
-            grid,
-            block,
-            smem,
-            args,
-        })?;
+    /// Record one launch of a typed kernel (built by a family function in `kernels::*`,
+    /// which owns the symbol name and the argument order, or a generated region kernel).
+    pub fn run(&mut self, k: Kernel, grid: [u32; 3], block: [u32; 3], smem: u32) -> Lowered {
+        let l = self.make_launch(KernelLaunch::new(k, grid, block, smem))?;
         self.env.steps.push(Step::Kernel(l));
         Ok(())
+    }
+
+    /// `run` with one thread per element for `n` elements, 256 threads a block
+    /// (grid-stride kernels may be given fewer blocks; this picks `ceil(n/256)` capped at
+    /// 65535·8).
+    pub fn run_1d(&mut self, k: Kernel, n: usize) -> Lowered {
+        let blocks = n.div_ceil(256).clamp(1, 65535 * 8) as u32;
+        self.run(k, [blocks, 1, 1], [256, 1, 1], 0)
     }
 
     /// Record the fastest of several launches that compute the same result (timed once
@@ -287,13 +280,6 @@ impl<'a> NodeCtx<'a> {
         let l = self.env.fastest(key, launches)?;
         self.env.steps.push(Step::Kernel(l));
         Ok(())
-    }
-
-    /// One thread per element for `n` elements, 256 threads a block (grid-stride kernels
-    /// may be given fewer blocks; this picks `ceil(n/256)` capped at 65535·8).
-    pub fn launch_1d(&mut self, src: Src, func: &str, n: usize, args: KArgs) -> Lowered {
-        let blocks = n.div_ceil(256).clamp(1, 65535 * 8) as u32;
-        self.launch(src, func, [blocks, 1, 1], [256, 1, 1], 0, args)
     }
 
     /// Device scratch memory that lives as long as the plan (for per-node temporaries).
@@ -315,17 +301,6 @@ impl<'a> NodeCtx<'a> {
             self.env.steps.push(Step::Memset { dst, bytes });
         }
         Ok(())
-    }
-
-    /// Record one launch of a typed kernel (built by a family function in `kernels::*`,
-    /// which owns the symbol name and the argument order).
-    pub fn run(&mut self, k: Kernel, grid: [u32; 3], block: [u32; 3], smem: u32) -> Lowered {
-        self.launch(k.src, &k.name, grid, block, smem, k.args)
-    }
-
-    /// `run` with one thread per element for `n` elements (as `launch_1d`).
-    pub fn run_1d(&mut self, k: Kernel, n: usize) -> Lowered {
-        self.launch_1d(k.src, &k.name, n, k.args)
     }
 
     /// A cuBLASLt matmul (see `GemmDesc`).

@@ -6,33 +6,10 @@
 //! head sizes); when there are few query rows (decode) `attn_split_*` spreads each row's
 //! keys over blocks and `attn_combine_*` merges the chunks. The layouts differ only in
 //! element strides, which are computed here, so one kernel serves Packed, Bshd and Bhsd.
-use super::super::{DevTensor, KArgs, KernelLaunch, LowerError, Lowered, NodeCtx};
-use crate::kernels::{Lib, Sfx, Src};
+use super::super::{DevTensor, KernelLaunch, LowerError, Lowered, NodeCtx};
+use crate::kernels::attention::{self as k, AttnArgs, AttnIo, FlashVariant};
+use crate::kernels::{Kernel, Lib, Sfx, Src};
 use rlx_ir::{AttentionLayout, AttentionSpec, DType, MaskKind};
-
-/// Mirrors `AttnArgs` in `attention.cu` (same field order; 152 bytes, no padding).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct AttnArgs {
-    q: [i64; 3],
-    k: [i64; 3],
-    v: [i64; 3],
-    o: [i64; 3],
-    heads: i32,
-    group: i32,
-    sq: i32,
-    sk: i32,
-    d: i32,
-    dv: i32,
-    mask: i32,
-    window: i32,
-    scale: f32,
-    cap: f32,
-    vec: i32,
-    chunk: i32,
-    nsplit: i32,
-    pad: i32,
-}
 
 /// Element strides (batch, head, seq) of a q/k/v/out tensor; the head dim is contiguous.
 fn strides(layout: AttentionLayout, heads: usize, seq: usize, size: usize) -> [i64; 3] {
@@ -67,7 +44,7 @@ pub(super) fn lower(ctx: &mut NodeCtx, spec: &AttentionSpec) -> Lowered {
         ctx.input(2)?.clone(),
     );
     let out = ctx.out.clone();
-    let sfx = NodeCtx::float_sfx(q.dtype)?;
+    let sfx = Sfx::float(q.dtype)?;
     if k.dtype != q.dtype || v.dtype != q.dtype || out.dtype != q.dtype {
         crate::unsupported!("q, k, v and the output must share a dtype");
     }
@@ -145,11 +122,13 @@ pub(super) fn lower(ctx: &mut NodeCtx, spec: &AttentionSpec) -> Lowered {
         && [&q, &k, &v, &out].iter().all(|t| t.ptr.is_multiple_of(16));
     let io = Io {
         sfx,
-        q: &q,
-        k: &k,
-        v: &v,
-        keep,
-        out: &out,
+        ptrs: AttnIo {
+            q: q.ptr,
+            k: k.ptr,
+            v: v.ptr,
+            keep,
+            out: out.ptr,
+        },
     };
     if sq <= SPLIT_MAX_SQ {
         lower_split(ctx, &io, &mut a, b * h * sq)
@@ -177,7 +156,7 @@ fn keep_mask(ctx: &mut NodeCtx, n: usize) -> Result<u64, LowerError> {
         DType::I64 => Sfx::I64,
     };
     let keep = ctx.scratch(n)?;
-    let kernel = crate::kernels::attention::attn_keep(sfx, m.ptr, keep, n as i64);
+    let kernel = k::attn_keep(sfx, m.ptr, keep, n as i64);
     ctx.run_1d(kernel, n)?;
     Ok(keep)
 }
@@ -217,9 +196,10 @@ fn lower_flash(ctx: &mut NodeCtx, io: &Io, a: &AttnArgs, bh: usize) -> Lowered {
         if rows > max_rows || smem > SMEM_MAX || tiles > 65535 {
             continue;
         }
-        let name = format!("attn_fwd_r{rows}_c{cv}_d{dq}_k{kj}_{sfx}");
+        let variant = FlashVariant { rows, cv, dq, kj };
+        let kernel = k::attn_fwd(variant, sfx, io.ptrs, *a);
         let grid = [fits_i32(bh)? as u32, tiles as u32, 1];
-        cands.push(candidate(ctx, name, grid, THREADS, smem, io, a)?);
+        cands.push(candidate(ctx, kernel, grid, THREADS, smem)?);
     }
     if cands.is_empty() {
         crate::unsupported!(
@@ -227,52 +207,35 @@ fn lower_flash(ctx: &mut NodeCtx, io: &Io, a: &AttnArgs, bh: usize) -> Lowered {
             flash_smem(1, kj, d, dv)
         );
     }
-    let key = format!("attn_fwd {sfx} bh={bh} keep={} {a:?}", io.keep != 0);
+    let key = format!(
+        "attn_fwd {} bh={bh} keep={} {a:?}",
+        sfx.name(),
+        io.ptrs.keep != 0
+    );
     ctx.launch_fastest(&key, cands)
 }
 
 /// What every attention kernel reads and writes, and the storage suffix of its name.
-struct Io<'a> {
-    sfx: &'a str,
-    q: &'a DevTensor,
-    k: &'a DevTensor,
-    v: &'a DevTensor,
-    /// The u8 keep mask, or 0.
-    keep: u64,
-    out: &'a DevTensor,
-}
-
-impl Io<'_> {
-    /// The kernels' leading arguments: q, k, v, keep, out.
-    fn ptrs(&self) -> KArgs {
-        KArgs::new()
-            .ptr(self.q.ptr)
-            .ptr(self.k.ptr)
-            .ptr(self.v.ptr)
-            .ptr(self.keep)
-            .ptr(self.out.ptr)
-    }
+struct Io {
+    sfx: Sfx,
+    ptrs: AttnIo,
 }
 
 /// One forward-kernel variant, allowed its shared memory.
 fn candidate(
     ctx: &mut NodeCtx,
-    func: String,
+    kernel: Kernel,
     grid: [u32; 3],
     threads: u32,
     smem: usize,
-    io: &Io,
-    a: &AttnArgs,
 ) -> Result<KernelLaunch, LowerError> {
-    allow_smem(ctx, &func, smem)?;
-    Ok(KernelLaunch {
-        src: Src::Lib(Lib::Attention),
-        func,
+    allow_smem(ctx, &kernel.name, smem)?;
+    Ok(KernelLaunch::new(
+        kernel,
         grid,
-        block: [threads, 1, 1],
-        smem: smem as u32,
-        args: io.ptrs().pod(*a),
-    })
+        [threads, 1, 1],
+        smem as u32,
+    ))
 }
 
 /// The tensor-core forward (f16/bf16, head_dim == v_head_dim in {32, 64, 128}): 16 query
@@ -290,14 +253,18 @@ fn lower_mma(ctx: &mut NodeCtx, io: &Io, a: &AttnArgs, bh: usize) -> Lowered {
         if smem > SMEM_MAX || tiles > 65535 {
             continue;
         }
-        let name = format!("attn_mma_d{d}_w{warps}_{sfx}");
+        let kernel = k::attn_mma(d, warps, sfx, io.ptrs, *a);
         let grid = [fits_i32(bh)? as u32, tiles as u32, 1];
-        cands.push(candidate(ctx, name, grid, 32 * warps as u32, smem, io, a)?);
+        cands.push(candidate(ctx, kernel, grid, 32 * warps as u32, smem)?);
     }
     if cands.is_empty() {
         crate::unsupported!("{sq} queries need more query tiles than the grid allows");
     }
-    let key = format!("attn_mma {sfx} bh={bh} keep={} {a:?}", io.keep != 0);
+    let key = format!(
+        "attn_mma {} bh={bh} keep={} {a:?}",
+        sfx.name(),
+        io.ptrs.keep != 0
+    );
     ctx.launch_fastest(&key, cands)
 }
 
@@ -315,33 +282,19 @@ fn lower_split(ctx: &mut NodeCtx, io: &Io, a: &mut AttnArgs, rows: usize) -> Low
     a.chunk = chunk as i32;
     a.nsplit = nsplit as i32;
     let smem = 4 * (d.div_ceil(4) * 4 + chunk + 32 + 4 * THREADS as usize);
-    let name = format!("attn_split_{sfx}");
-    allow_smem(ctx, &name, smem)?;
     let part = if nsplit > 1 {
         ctx.scratch(rows * nsplit * (dv + 2) * 4)?
     } else {
         0
     };
-    let args = io.ptrs().ptr(part).pod(*a);
-    ctx.launch(
-        Src::Lib(Lib::Attention),
-        &name,
-        [fits_i32(rows)? as u32, nsplit as u32, 1],
-        [THREADS, 1, 1],
-        smem as u32,
-        args,
-    )?;
+    let kernel = k::attn_split(sfx, io.ptrs, part, *a);
+    allow_smem(ctx, &kernel.name, smem)?;
+    let grid = [fits_i32(rows)? as u32, nsplit as u32, 1];
+    ctx.run(kernel, grid, [THREADS, 1, 1], smem as u32)?;
     if nsplit > 1 {
-        let args = KArgs::new().ptr(part).ptr(io.out.ptr).pod(*a);
         let block = (dv.div_ceil(32) * 32).min(256) as u32;
-        ctx.launch(
-            Src::Lib(Lib::Attention),
-            &format!("attn_combine_{sfx}"),
-            [rows as u32, 1, 1],
-            [block, 1, 1],
-            0,
-            args,
-        )?;
+        let kernel = k::attn_combine(sfx, part, io.ptrs.out, *a);
+        ctx.run(kernel, [rows as u32, 1, 1], [block, 1, 1], 0)?;
     }
     Ok(())
 }

@@ -2,14 +2,12 @@
 //! gradient and nearest 2× upsampling here; the convolutions in `vision_conv.rs`.
 use super::{DevTensor, Lowered, NodeCtx};
 use crate::kernels::vision::{self as k, PoolGeom};
-use crate::kernels::{Lib, Sfx, Src, Unit};
+use crate::kernels::{Sfx, Unit};
 use crate::unsupported;
 use rlx_ir::{ConvSpec, PoolKind, PoolSpec};
 
 #[path = "vision_conv.rs"]
 mod conv;
-
-const SRC: Src = Src::Lib(Lib::Vision);
 
 /// The kernels index with 32-bit ints; a tensor must stay well below 2^31 elements so a
 /// grid-stride index never overflows.

@@ -12,9 +12,11 @@
 //! cuBLASLt picks its algorithm assuming 256-byte aligned operands, so the GEMM route is
 //! taken only when every operand pointer is; otherwise the direct kernels run (correct for
 //! any geometry, just slower on large reductions).
-use super::{check_sizes, MAX_ELEMS, SRC};
+use super::{check_sizes, MAX_ELEMS};
 use crate::gemm::GemmDesc;
-use crate::lower::{KArgs, LowerError, Lowered, NodeCtx};
+use crate::kernels::vision::{self as k, ColChunk, ConvG, WeightPack};
+use crate::kernels::{Kernel, Sfx};
+use crate::lower::{LowerError, Lowered, NodeCtx};
 use crate::unsupported;
 use rlx_ir::ops::vision::{conv_out_len, conv_spec_2d};
 use rlx_ir::{ConvSpec, DType, Dim};
@@ -30,30 +32,6 @@ const GROUP_PAD: usize = 128;
 const LD_PAD: usize = 8;
 /// Blocks the direct weight gradient aims for (about 8 per SM on an H100/H200).
 const WGRAD_BLOCKS: usize = 1024;
-
-/// Mirrors `ConvG` in `kernels/vision.cu`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct ConvG {
-    n: i32,
-    c: i32,
-    h: i32,
-    w: i32,
-    o: i32,
-    ho: i32,
-    wo: i32,
-    kh: i32,
-    kw: i32,
-    sh: i32,
-    sw: i32,
-    ph: i32,
-    pw: i32,
-    dh: i32,
-    dw: i32,
-    groups: i32,
-    cg: i32,
-    og: i32,
-}
 
 /// Concrete conv geometry in 2-D terms.
 #[derive(Clone, Copy, Debug)]
@@ -223,33 +201,27 @@ fn gcd(a: usize, b: usize) -> usize {
 
 /// One step of a lowering plan.
 enum Act {
-    Kernel {
-        func: String,
-        grid: [u32; 3],
-        args: KArgs,
-    },
+    Kernel { k: Kernel, grid: [u32; 3] },
     Gemm(Box<GemmDesc>),
 }
 
-fn kernel_1d(func: String, n: usize, args: KArgs) -> Act {
+fn kernel_1d(k: Kernel, n: usize) -> Act {
     Act::Kernel {
-        func,
+        k,
         grid: [n.div_ceil(256).clamp(1, 65535 * 8) as u32, 1, 1],
-        args,
     }
 }
 
 /// im2col: grid.y walks the `rows` column rows plus one (the weight packing), grid.x the
 /// `nq` columns of a row.
-fn kernel_im2col(sfx: &str, nq: usize, rows: usize, args: KArgs) -> Act {
+fn kernel_im2col(k: Kernel, nq: usize, rows: usize) -> Act {
     Act::Kernel {
-        func: format!("im2col_{sfx}"),
+        k,
         grid: [
             nq.div_ceil(256).clamp(1, 65535 * 8) as u32,
             (rows + 1).min(65535) as u32,
             1,
         ],
-        args,
     }
 }
 
@@ -265,9 +237,7 @@ fn gemm_aligned(acts: &[Act]) -> bool {
 fn emit(ctx: &mut NodeCtx, acts: Vec<Act>) -> Lowered {
     for a in acts {
         match a {
-            Act::Kernel { func, grid, args } => {
-                ctx.launch(SRC, &func, grid, [256, 1, 1], 0, args)?
-            }
+            Act::Kernel { k, grid } => ctx.run(k, grid, [256, 1, 1], 0)?,
             Act::Gemm(g) => ctx.gemm(*g)?,
         }
     }
@@ -342,6 +312,15 @@ struct ColLayout {
 }
 
 impl ColLayout {
+    /// The kernels' view of the chunk.
+    fn chunk(&self, nb: usize) -> ColChunk {
+        ColChunk {
+            nb: nb as i32,
+            ld: self.ld as i32,
+            gs: self.gs as i32,
+        }
+    }
+
     fn new(g: &Geo, rows: usize, bytes_per_image: usize) -> Result<ColLayout, LowerError> {
         let nb = g.images_per_chunk(g.groups * rows * g.pp(), bytes_per_image);
         let ld = round_up(nb * g.pp(), LD_PAD);
@@ -367,7 +346,7 @@ pub(super) fn forward(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
     let bias = ctx.ins.get(2).cloned();
     let y = ctx.out.clone();
     let dtype = x.dtype;
-    let sfx = NodeCtx::float_sfx(dtype)?;
+    let sfx = Sfx::float(dtype)?;
     if w.rank() != 4 || w.dtype != dtype || y.dtype != dtype {
         unsupported!("conv weight {:?} / dtypes do not match the input", w.dims);
     }
@@ -420,20 +399,20 @@ pub(super) fn forward(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
             for (n0, nbc) in chunks(g.n, lay.nb) {
                 if !on_x {
                     let packs = n0 == 0;
-                    let args = KArgs::new()
-                        .ptr(es.at(x.ptr, n0 * g.c * g.hw()))
-                        .ptr(col)
-                        .ptr(w.ptr)
-                        .ptr(bias_ptr.unwrap_or(0))
-                        .ptr(if packs { waug } else { 0 })
-                        .pod(ca)
-                        .i32(nbc as i32)
-                        .i32(lay.ld as i32)
-                        .i32(lay.gs as i32)
-                        .i32(ones as i32)
-                        .i32(ldw as i32)
-                        .i32(wgs as i32);
-                    acts.push(kernel_im2col(sfx, nbc * p, g.groups * kr, args));
+                    let pack = WeightPack {
+                        ones: ones as i32,
+                        ldw: ldw as i32,
+                        wgs: wgs as i32,
+                    };
+                    let kern = k::im2col(
+                        sfx,
+                        (es.at(x.ptr, n0 * g.c * g.hw()), col),
+                        (w.ptr, bias_ptr.unwrap_or(0), if packs { waug } else { 0 }),
+                        ca,
+                        lay.chunk(nbc),
+                        pack,
+                    );
+                    acts.push(kernel_im2col(kern, nbc * p, g.groups * kr));
                 }
                 let (wa, lda, wstride) = if on_x {
                     (w.ptr, kr, og * kr)
@@ -471,13 +450,8 @@ pub(super) fn forward(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
             return emit(ctx, plan(col, waug));
         }
     }
-    let args = KArgs::new()
-        .ptr(x.ptr)
-        .ptr(w.ptr)
-        .ptr(bias_ptr.unwrap_or(0))
-        .ptr(y.ptr)
-        .pod(ca);
-    ctx.launch_1d(SRC, &format!("conv_direct_{sfx}"), y.numel(), args)
+    let kern = k::conv_direct(sfx, x.ptr, w.ptr, bias_ptr.unwrap_or(0), y.ptr, ca);
+    ctx.run_1d(kern, y.numel())
 }
 
 pub(super) fn backward_input(ctx: &mut NodeCtx, spec: &ConvSpec, input_hw: [usize; 2]) -> Lowered {
@@ -485,7 +459,7 @@ pub(super) fn backward_input(ctx: &mut NodeCtx, spec: &ConvSpec, input_hw: [usiz
     let w = ctx.input(1)?.clone();
     let dx = ctx.out.clone();
     let dtype = dy.dtype;
-    let sfx = NodeCtx::float_sfx(dtype)?;
+    let sfx = Sfx::float(dtype)?;
     if w.rank() != 4 || dx.rank() != 4 || w.dtype != dtype || dx.dtype != dtype {
         unsupported!(
             "conv weight {:?} / dx {:?} do not match dy",
@@ -553,14 +527,9 @@ pub(super) fn backward_input(ctx: &mut NodeCtx, spec: &ConvSpec, input_hw: [usiz
                         &label,
                     ));
                 }
-                let args = KArgs::new()
-                    .ptr(dcol)
-                    .ptr(es.at(dx.ptr, n0 * g.c * g.hw()))
-                    .pod(ca)
-                    .i32(nbc as i32)
-                    .i32(lay.ld as i32)
-                    .i32(lay.gs as i32);
-                acts.push(kernel_1d(format!("col2im_{sfx}"), nbc * g.c * g.hw(), args));
+                let dxc = es.at(dx.ptr, n0 * g.c * g.hw());
+                let kern = k::col2im(sfx, dcol, dxc, ca, lay.chunk(nbc));
+                acts.push(kernel_1d(kern, nbc * g.c * g.hw()));
             }
             acts
         };
@@ -573,13 +542,8 @@ pub(super) fn backward_input(ctx: &mut NodeCtx, spec: &ConvSpec, input_hw: [usiz
             return emit(ctx, plan(dcol));
         }
     }
-    let args = KArgs::new().ptr(dy.ptr).ptr(w.ptr).ptr(dx.ptr).pod(ca);
-    ctx.launch_1d(
-        SRC,
-        &format!("conv_bwd_input_direct_{sfx}"),
-        dx.numel(),
-        args,
-    )
+    let kern = k::conv_bwd_input_direct(sfx, dy.ptr, w.ptr, dx.ptr, ca);
+    ctx.run_1d(kern, dx.numel())
 }
 
 pub(super) fn backward_weight(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
@@ -587,7 +551,7 @@ pub(super) fn backward_weight(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
     let dy = ctx.input(1)?.clone();
     let dw = ctx.out.clone();
     let dtype = x.dtype;
-    let sfx = NodeCtx::float_sfx(dtype)?;
+    let sfx = Sfx::float(dtype)?;
     if dy.rank() != 4 || dy.dtype != dtype || dw.dtype != dtype {
         unsupported!("dy {:?} / dw dtypes do not match x", dy.dims);
     }
@@ -620,30 +584,20 @@ pub(super) fn backward_weight(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
                 let (a, lda) = if g.n == 1 {
                     (dy.ptr, p)
                 } else {
-                    let args = KArgs::new()
-                        .ptr(es.at(dy.ptr, n0 * g.o * p))
-                        .ptr(dyt)
-                        .i32(nbc as i32)
-                        .i32(g.o as i32)
-                        .i32(p as i32)
-                        .i32(lay.ld as i32);
-                    acts.push(kernel_1d(format!("swap01_{sfx}"), nbc * g.o * p, args));
+                    let dims = (nbc as i32, g.o as i32, p as i32);
+                    let src = es.at(dy.ptr, n0 * g.o * p);
+                    let kern = k::swap01(sfx, src, dyt, dims, lay.ld as i32);
+                    acts.push(kernel_1d(kern, nbc * g.o * p));
                     (dyt, lay.ld)
                 };
-                let args = KArgs::new()
-                    .ptr(es.at(x.ptr, n0 * g.c * g.hw()))
-                    .ptr(col)
-                    .ptr(0)
-                    .ptr(0)
-                    .ptr(0)
-                    .pod(ca)
-                    .i32(nbc as i32)
-                    .i32(lay.ld as i32)
-                    .i32(lay.gs as i32)
-                    .i32(0)
-                    .i32(0)
-                    .i32(0);
-                acts.push(kernel_im2col(sfx, nbc * p, g.groups * kg, args));
+                let no_pack = WeightPack {
+                    ones: 0,
+                    ldw: 0,
+                    wgs: 0,
+                };
+                let xc = es.at(x.ptr, n0 * g.c * g.hw());
+                let kern = k::im2col(sfx, (xc, col), (0, 0, 0), ca, lay.chunk(nbc), no_pack);
+                acts.push(kernel_im2col(kern, nbc * p, g.groups * kg));
                 let k = nbc * p;
                 acts.push(gemm(
                     (og, kg, k, g.groups),
@@ -681,28 +635,11 @@ pub(super) fn backward_weight(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
     } else {
         0
     };
-    let args = KArgs::new()
-        .ptr(x.ptr)
-        .ptr(dy.ptr)
-        .ptr(dw.ptr)
-        .ptr(part)
-        .pod(ca)
-        .i32(splits as i32);
-    ctx.launch(
-        SRC,
-        &format!("conv_bwd_weight_direct_{sfx}"),
-        [rows as u32, splits as u32, 1],
-        [256, 1, 1],
-        0,
-        args,
-    )?;
+    let kern = k::conv_bwd_weight_direct(sfx, (x.ptr, dy.ptr, dw.ptr, part), ca, splits as i32);
+    ctx.run(kern, [rows as u32, splits as u32, 1], [256, 1, 1], 0)?;
     if splits > 1 {
-        let args = KArgs::new()
-            .ptr(part)
-            .ptr(dw.ptr)
-            .i32(nw as i32)
-            .i32(splits as i32);
-        ctx.launch_1d(SRC, &format!("conv_bwd_weight_reduce_{sfx}"), nw, args)?;
+        let kern = k::conv_bwd_weight_reduce(sfx, part, dw.ptr, nw as i32, splits as i32);
+        ctx.run_1d(kern, nw)?;
     }
     Ok(())
 }
