@@ -8,7 +8,7 @@
 //! element strides, which are computed here, so one kernel serves Packed, Bshd and Bhsd.
 use super::super::{DevTensor, KernelLaunch, LowerError, Lowered, NodeCtx};
 use crate::kernels::attention::{self as k, AttnArgs, AttnIo, FlashVariant};
-use crate::kernels::{Kernel, Lib, Sfx, Src};
+use crate::kernels::{Kernel, Sfx};
 use rlx_ir::{AttentionLayout, AttentionSpec, DType, MaskKind};
 
 /// Element strides (batch, head, seq) of a q/k/v/out tensor; the head dim is contiguous.
@@ -229,7 +229,7 @@ fn candidate(
     threads: u32,
     smem: usize,
 ) -> Result<KernelLaunch, LowerError> {
-    allow_smem(ctx, &kernel.name, smem)?;
+    allow_smem(ctx, &kernel, smem)?;
     Ok(KernelLaunch::new(
         kernel,
         grid,
@@ -288,7 +288,7 @@ fn lower_split(ctx: &mut NodeCtx, io: &Io, a: &mut AttnArgs, rows: usize) -> Low
         0
     };
     let kernel = k::attn_split(sfx, io.ptrs, part, *a);
-    allow_smem(ctx, &kernel.name, smem)?;
+    allow_smem(ctx, &kernel, smem)?;
     let grid = [fits_i32(rows)? as u32, nsplit as u32, 1];
     ctx.run(kernel, grid, [THREADS, 1, 1], smem as u32)?;
     if nsplit > 1 {
@@ -301,11 +301,11 @@ fn lower_split(ctx: &mut NodeCtx, io: &Io, a: &mut AttnArgs, rows: usize) -> Low
 
 /// Above 48 KiB a kernel must opt in to its dynamic shared memory (once per function; the
 /// attribute sticks to the loaded module).
-fn allow_smem(ctx: &mut NodeCtx, name: &str, bytes: usize) -> Lowered {
+fn allow_smem(ctx: &mut NodeCtx, kernel: &Kernel, bytes: usize) -> Lowered {
     if bytes <= SMEM_DEFAULT {
         return Ok(());
     }
-    let f = ctx.env.function(&Src::Lib(Lib::Attention), name)?;
+    let f = ctx.env.function(&kernel.src, &kernel.name)?;
     // SAFETY: f is a function of a module loaded in the context `function` just bound.
     unsafe {
         cudarc::driver::result::function::set_function_attribute(
@@ -315,5 +315,5 @@ fn allow_smem(ctx: &mut NodeCtx, name: &str, bytes: usize) -> Lowered {
         )
     }
     // The callers keep `bytes` within SMEM_MAX, so a refusal is a driver failure.
-    .map_err(|e| LowerError::Internal(crate::CudaError::driver("cuFuncSetAttribute (max dynamic shared memory)", format!("{name}: {bytes} B: {e:?}"))))
+    .map_err(|e| LowerError::Internal(crate::CudaError::driver("cuFuncSetAttribute (max dynamic shared memory)", format!("{}: {bytes} B: {e:?}", kernel.name))))
 }
