@@ -27,6 +27,9 @@ pub enum CudaError {
     Cpu(#[from] rlx_cpu::CpuError),
     #[error(transparent)]
     Ir(#[from] rlx_ir::IrError),
+    /// An input or param that does not match the graph's declaration.
+    #[error(transparent)]
+    Bind(#[from] rlx_ir::BindError),
     /// Verify mode found a node whose GPU value differs from the CPU reference.
     #[error("verify: node {node} ({kind}) diverges from the CPU reference: rel-L2 {err:.3e} > {tol:.1e}")]
     Diverged {

@@ -7,7 +7,7 @@ use crate::{CudaError, Precision};
 use cudarc::driver::{result as drv, sys};
 use replay::{upload, Segment};
 use rlx_cpu::CpuExecutable;
-use rlx_ir::{Dim, Graph, HostTensor, Node, NodeId, Op};
+use rlx_ir::{CheckedInputs, DimBindings, Graph, HostTensor, IoBindings, Node, NodeId, Op};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -74,7 +74,10 @@ pub struct CudaExecutable {
     leaves: HashMap<usize, DevBuf>,
     param_set: Vec<bool>,
     plan: Option<Plan>,
-    bindings: HashMap<String, usize>,
+    /// The dynamic-dim sizes the current plan was built for.
+    bindings: DimBindings,
+    /// Name → node / declared shape of every input and param.
+    io: IoBindings,
     reference: Option<CpuExecutable>,
 }
 
@@ -98,6 +101,7 @@ impl CudaExecutable {
         opts: CudaOptions,
     ) -> Result<CudaExecutable, CudaError> {
         graph.verify()?;
+        let io = IoBindings::new(&graph)?;
         let gpu = Gpu::get(ordinal)?;
         let streams = StreamSet::new(&gpu)?;
         let mut leaves = HashMap::new();
@@ -128,7 +132,8 @@ impl CudaExecutable {
             leaves,
             param_set,
             plan: None,
-            bindings: HashMap::new(),
+            bindings: DimBindings::new(),
+            io,
             reference: None,
         };
         // A graph without dynamic dims is lowered now, so the dispatch report is complete at
@@ -148,33 +153,17 @@ impl CudaExecutable {
     }
 
     fn param_node(&self, name: &str) -> Result<&Node, CudaError> {
-        self.graph
-            .nodes
-            .iter()
-            .find(|n| matches!(&n.op, Op::Param { name: p } if p == name))
-            .ok_or_else(|| CudaError::Node {
-                node: name.into(),
-                msg: "the graph has no such param".into(),
-            })
+        Ok(&self.graph.nodes[self.io.param(name)?.node.0])
     }
 
-    /// Upload a param (shape and dtype must match; the caller checked).
+    /// Upload a param (checked against its declaration by the binding table).
     pub fn set_param(&mut self, name: &str, value: &HostTensor) -> Result<(), CudaError> {
         let _dev = device_lock();
-        let n = self.param_node(name)?.clone();
-        let buf = &self.leaves[&n.id.0];
-        if value.data.len() != buf.bytes || value.dtype != n.shape.dtype {
-            return Err(node_err(
-                &n,
-                format!(
-                    "value {:?} {} does not match {}",
-                    value.shape, value.dtype, n.shape
-                ),
-            ));
-        }
+        let node = self.io.check_param(name, value)?.node.0;
+        let buf = &self.leaves[&node];
         self.gpu.bind()?;
         upload(&self.streams, buf.ptr, &value.data)?;
-        self.param_set[n.id.0] = true;
+        self.param_set[node] = true;
         if let Some(r) = &mut self.reference {
             r.set_param(name, value)?;
         }
@@ -195,7 +184,7 @@ impl CudaExecutable {
     /// What the device holds for input `name` in the current plan (what the last run read):
     /// lets tests check that a run's uploads landed and nothing overwrote them.
     pub fn input_value(&self, name: &str) -> Result<HostTensor, CudaError> {
-        let id = self.input_id(name)?;
+        let id = self.io.input(name)?.node.0;
         let plan = self.plan.as_ref().ok_or_else(|| CudaError::Node {
             node: name.into(),
             msg: "no plan yet: run first".into(),
@@ -223,21 +212,49 @@ impl CudaExecutable {
         self.plan.as_ref().map_or(0, |p| p.arena_bytes)
     }
 
+    /// Check inputs against the binding table (and that every param is set), for the
+    /// entry points that take plain `(name, tensor)` pairs; the `_bound` ones trust
+    /// inputs a session checked.
+    pub fn check<'a>(
+        &self,
+        inputs: &'a [(&'a str, HostTensor)],
+    ) -> Result<CheckedInputs<'a>, CudaError> {
+        let checked = self.io.check_inputs(inputs.iter().map(|(n, t)| (*n, t)))?;
+        if let Some(p) = self.io.params().iter().find(|p| !self.param_set[p.node.0]) {
+            let n = &self.graph.nodes[p.node.0];
+            return Err(node_err(n, "param not set: call set_param first"));
+        }
+        Ok(checked)
+    }
+
     /// Run with named inputs; returns the graph's outputs.
     pub fn run(&mut self, inputs: &[(&str, HostTensor)]) -> Result<Vec<HostTensor>, CudaError> {
+        let checked = self.check(inputs)?;
         Ok(self
-            .run_writeback(inputs, &[], true)?
+            .run_bound(&checked, &[], true)?
             .into_iter()
             .flatten()
             .collect())
     }
 
-    /// Run, then copy output `k` over param `p` for each `(k, p)` in `writes` (on the device).
-    /// Outputs bound to a param are returned only when `return_updated`; the others always
-    /// (`None` in place of a skipped one).
+    /// `run_bound` on plain inputs, checked first.
     pub fn run_writeback(
         &mut self,
         inputs: &[(&str, HostTensor)],
+        writes: &[(usize, &str)],
+        return_updated: bool,
+    ) -> Result<Vec<Option<HostTensor>>, CudaError> {
+        let checked = self.check(inputs)?;
+        self.run_bound(&checked, writes, return_updated)
+    }
+
+    /// Run on checked inputs (every param set: `check` or the session made sure), then copy
+    /// output `k` over param `p` for each `(k, p)` in `writes` (on the device). Outputs
+    /// bound to a param are returned only when `return_updated`; the others always (`None`
+    /// in place of a skipped one).
+    pub fn run_bound(
+        &mut self,
+        inputs: &CheckedInputs,
         writes: &[(usize, &str)],
         return_updated: bool,
     ) -> Result<Vec<Option<HostTensor>>, CudaError> {
@@ -245,19 +262,10 @@ impl CudaExecutable {
         // are serialised with each other and with plan building (see `device_lock`).
         let _dev = device_lock();
         self.gpu.bind()?;
-        let bindings = self.bind_inputs(inputs)?;
-        if let Some(n) = self
-            .graph
-            .nodes
-            .iter()
-            .find(|n| matches!(n.op, Op::Param { .. }) && !self.param_set[n.id.0])
-        {
-            return Err(node_err(n, "param not set: call set_param first"));
-        }
-        if self.plan.is_none() || bindings != self.bindings {
+        if self.plan.is_none() || *inputs.dims() != self.bindings {
             self.plan = None;
-            self.plan = Some(self.build_plan(&bindings)?);
-            self.bindings = bindings;
+            self.plan = Some(self.build_plan(inputs.dims())?);
+            self.bindings = inputs.dims().clone();
         }
         let reference = if self.opts.verify {
             Some(self.reference_values(inputs)?)
@@ -266,8 +274,8 @@ impl CudaExecutable {
         };
         let stream = self.streams.stream;
         let plan = self.plan.as_ref().expect("plan");
-        for (name, t) in inputs {
-            let id = self.input_id(name)?;
+        for &(name, t) in inputs.tensors() {
+            let id = self.io.input(name)?.node.0;
             // On the run's stream, so the replay below is ordered after it.
             // SAFETY: the input buffer was sized from these very dims in build_plan; the host
             // slice outlives the stream synchronisation at the end of the run.
@@ -318,8 +326,20 @@ impl CudaExecutable {
         warmup: usize,
         iters: usize,
     ) -> Result<f64, CudaError> {
+        let checked = self.check(inputs)?;
+        self.time_bound(&checked, writes, warmup, iters)
+    }
+
+    /// `time_replays` on checked inputs.
+    pub fn time_bound(
+        &mut self,
+        inputs: &CheckedInputs,
+        writes: &[(usize, &str)],
+        warmup: usize,
+        iters: usize,
+    ) -> Result<f64, CudaError> {
         let _dev = device_lock();
-        self.run_writeback(inputs, writes, false)?;
+        self.run_bound(inputs, writes, false)?;
         let stream = self.streams.stream;
         let plan = self.plan.as_ref().expect("plan after a run");
         let mut copies = Vec::new();
@@ -370,55 +390,9 @@ impl CudaExecutable {
         Ok(times.get(times.len() / 2).copied().unwrap_or(0.0))
     }
 
-    fn input_id(&self, name: &str) -> Result<usize, CudaError> {
-        self.graph
-            .nodes
-            .iter()
-            .find(|n| matches!(&n.op, Op::Input { name: p } if p == name))
-            .map(|n| n.id.0)
-            .ok_or_else(|| CudaError::Node {
-                node: name.into(),
-                msg: "the graph has no such input".into(),
-            })
-    }
-
-    fn bind_inputs(
-        &self,
-        inputs: &[(&str, HostTensor)],
-    ) -> Result<HashMap<String, usize>, CudaError> {
-        let mut b = HashMap::new();
-        for (name, t) in inputs {
-            let n = &self.graph.nodes[self.input_id(name)?];
-            if t.shape.len() != n.shape.rank() || t.dtype != n.shape.dtype {
-                return Err(node_err(
-                    n,
-                    format!("input {:?} {} does not match {}", t.shape, t.dtype, n.shape),
-                ));
-            }
-            for (d, &v) in n.shape.dims.iter().zip(&t.shape) {
-                match d {
-                    Dim::Dynamic(s) => {
-                        b.insert(s.clone(), v);
-                    }
-                    Dim::Static(s) if *s != v => {
-                        return Err(node_err(
-                            n,
-                            format!("input {:?} does not match {}", t.shape, n.shape),
-                        ))
-                    }
-                    _ => {}
-                }
-            }
-        }
-        Ok(b)
-    }
-
     /// Verify mode: every node's value on the CPU reference for these inputs, with the
     /// params as they are on the device now.
-    fn reference_values(
-        &mut self,
-        inputs: &[(&str, HostTensor)],
-    ) -> Result<Vec<HostTensor>, CudaError> {
+    fn reference_values(&mut self, inputs: &CheckedInputs) -> Result<Vec<HostTensor>, CudaError> {
         if self.reference.is_none() {
             self.reference = Some(CpuExecutable::new(self.graph.clone())?);
         }
@@ -434,7 +408,7 @@ impl CudaExecutable {
         for (n, v) in &params {
             r.set_param(n, v)?;
         }
-        Ok(r.run_all(inputs)?)
+        Ok(r.run_all(&inputs.to_owned_pairs())?)
     }
 
     fn compare_reference(&self, want: &[HostTensor]) -> Result<(), CudaError> {

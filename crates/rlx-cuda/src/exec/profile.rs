@@ -9,7 +9,7 @@ use crate::device::device_lock;
 use crate::plan::Step;
 use crate::CudaError;
 use cudarc::driver::{result as drv, sys};
-use rlx_ir::HostTensor;
+use rlx_ir::{CheckedInputs, HostTensor};
 use std::collections::HashMap;
 
 /// One kernel (or library call, copy, memset) of the plan, aggregated over the nodes that
@@ -65,8 +65,18 @@ impl CudaExecutable {
         inputs: &[(&str, HostTensor)],
         iters: usize,
     ) -> Result<Vec<ProfileRow>, CudaError> {
+        let checked = self.check(inputs)?;
+        self.profile_bound(&checked, iters)
+    }
+
+    /// `profile` on checked inputs.
+    pub fn profile_bound(
+        &mut self,
+        inputs: &CheckedInputs,
+        iters: usize,
+    ) -> Result<Vec<ProfileRow>, CudaError> {
         let _dev = device_lock();
-        self.run(inputs)?;
+        self.run_bound(inputs, &[], false)?;
         let iters = iters.max(1);
         let stream = self.streams.stream;
         let plan = self.plan.as_ref().expect("plan after a run");

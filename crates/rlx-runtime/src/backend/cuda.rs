@@ -1,6 +1,6 @@
 //! `Executable` for the CUDA backend. Its executable takes `&mut self` and runs on one
 //! device stream, so runs are serialised behind a lock here (they would be by the device
-//! lock anyway). It still checks its inputs' rank, dtype and static dims itself.
+//! lock anyway). Inputs come checked by the session and are passed on as they are.
 use super::Executable;
 use crate::Error;
 use rlx_cuda::CudaExecutable;
@@ -40,10 +40,9 @@ impl Executable for CudaBackend {
         writes: &[(usize, &str)],
         return_updated: bool,
     ) -> Result<Vec<HostTensor>, Error> {
-        let inputs = inputs.to_owned_pairs();
         Ok(self
             .lock()
-            .run_writeback(&inputs, writes, return_updated)?
+            .run_bound(inputs, writes, return_updated)?
             .into_iter()
             .flatten()
             .collect())
@@ -57,8 +56,7 @@ impl Executable for CudaBackend {
         warmup: usize,
         iters: usize,
     ) -> Result<f64, Error> {
-        let inputs = inputs.to_owned_pairs();
-        Ok(self.lock().time_replays(&inputs, writes, warmup, iters)?)
+        Ok(self.lock().time_bound(inputs, writes, warmup, iters)?)
     }
 
     fn profile(
@@ -66,8 +64,7 @@ impl Executable for CudaBackend {
         inputs: &CheckedInputs,
         iters: usize,
     ) -> Result<Option<Vec<rlx_cuda::ProfileRow>>, Error> {
-        let inputs = inputs.to_owned_pairs();
-        Ok(Some(self.lock().profile(&inputs, iters)?))
+        Ok(Some(self.lock().profile_bound(inputs, iters)?))
     }
 
     fn dispatch(&self) -> Vec<(NodeId, OpKind, Option<String>)> {
