@@ -40,13 +40,10 @@ fn normals(dims: &[Dims]) -> Vec<Input> {
 }
 
 /// The leaves of `inputs` in the case dtype `dt` (fixed dtypes kept).
-fn leaves(inputs: &[Input], dt: DType) -> Vec<(&'static str, &'static [usize], DType)> {
+fn leaves(inputs: &[Input], dt: DType) -> Vec<(&str, &[usize], DType)> {
     inputs
         .iter()
-        .map(|i| {
-            let d: &'static [usize] = Box::leak(i.dims.clone().into_boxed_slice());
-            (i.name, d, i.dtype_in(dt))
-        })
+        .map(|i| (i.name, &i.dims[..], i.dtype_in(dt)))
         .collect()
 }
 
