@@ -1,218 +1,17 @@
-//! Oracle tests: Fft (O(n²) DFT in all NumPy norm modes), LogMel (Whisper's formula) and
-//! LogMelBackward (its definition and central finite differences).
+//! Oracle tests of the audio group: the per-op cases (Fft against the O(n²) DFT in every
+//! NumPy norm mode and its round trip, LogMel against Whisper's formula, LogMelBackward
+//! against its definition) come from rlx-testutil's case table; below them the tests that
+//! are not per-op cases (LogMelBackward against finite differences, the 1e-10 floor, the
+//! builders' errors).
 mod common;
 use common::*;
 use rlx_ir::{DType, FftNorm, Graph, HostTensor, Shape};
-use std::f64::consts::PI;
+use rlx_testutil::cases::audio::{
+    dims_of, filterbank, log_mel_grad_ref, log_mel_ref, out_shape, power_spec, MelDims,
+};
+use rlx_testutil::run::cpu;
 
-const NORMS: [FftNorm; 3] = [FftNorm::Backward, FftNorm::Ortho, FftNorm::Forward];
-
-/// The DFT sum over axis -2 of `[.., n, 2]`, NumPy's sign and scaling conventions.
-fn dft_ref(x: &[f64], n: usize, inverse: bool, norm: FftNorm) -> Vec<f64> {
-    let sign = if inverse { 1.0 } else { -1.0 };
-    let nf = n as f64;
-    let scale = match (norm, inverse) {
-        (FftNorm::Backward, false) | (FftNorm::Forward, true) => 1.0,
-        (FftNorm::Backward, true) | (FftNorm::Forward, false) => 1.0 / nf,
-        (FftNorm::Ortho, _) => 1.0 / nf.sqrt(),
-    };
-    let mut y = vec![0.0; x.len()];
-    for (xi, yi) in x.chunks(2 * n).zip(y.chunks_mut(2 * n)) {
-        for k in 0..n {
-            let (mut re, mut im) = (0.0, 0.0);
-            for j in 0..n {
-                let a = sign * 2.0 * PI * ((j * k) % n) as f64 / nf;
-                let (c, s) = (a.cos(), a.sin());
-                re += xi[2 * j] * c - xi[2 * j + 1] * s;
-                im += xi[2 * j] * s + xi[2 * j + 1] * c;
-            }
-            yi[2 * k] = re * scale;
-            yi[2 * k + 1] = im * scale;
-        }
-    }
-    y
-}
-
-fn run_fft(shape: &[usize], x: &[f64], dtype: DType, ops: &[(bool, FftNorm)]) -> HostTensor {
-    let mut g = Graph::new("fft");
-    let mut y = g.input("x", Shape::new(shape, dtype)).unwrap();
-    for &(inverse, norm) in ops {
-        y = g.fft(y, inverse, norm).unwrap();
-    }
-    g.set_outputs(vec![y]);
-    let feed = HostTensor::from_f64_as(shape, x, dtype);
-    run(&g, &[("x", feed)], &[]).remove(0)
-}
-
-fn fft_shapes() -> Vec<Vec<usize>> {
-    vec![
-        vec![1, 2],
-        vec![2, 2],
-        vec![7, 2],
-        vec![3, 12, 2],
-        vec![2, 2, 15, 2],
-        vec![4, 16, 2],
-        vec![2, 97, 2],
-    ]
-}
-
-#[test]
-fn fft_matches_dft_in_all_norm_modes() {
-    let mut rng = Rng::new("fft_matches_dft_in_all_norm_modes");
-    for dtype in [DType::F32, DType::F64] {
-        for shape in fft_shapes() {
-            let n = shape[shape.len() - 2];
-            for norm in NORMS {
-                for inverse in [false, true] {
-                    let x = through(dtype, &rng.normals(shape.iter().product()));
-                    let got = run_fft(&shape, &x, dtype, &[(inverse, norm)]);
-                    assert_eq!(got.shape, shape);
-                    let want = dft_ref(&x, n, inverse, norm);
-                    let what = format!("fft {dtype} {shape:?} inverse={inverse} {norm:?}");
-                    assert_close(&what, &got, &want, dtype);
-                }
-            }
-        }
-    }
-}
-
-#[test]
-fn fft_half_storage() {
-    let mut rng = Rng::new("fft_half_storage");
-    for dtype in [DType::F16, DType::BF16] {
-        for shape in [vec![3, 12, 2], vec![15, 2]] {
-            let n = shape[shape.len() - 2];
-            for norm in NORMS {
-                let x = through(dtype, &rng.normals(shape.iter().product()));
-                let got = run_fft(&shape, &x, dtype, &[(false, norm)]);
-                assert_close(
-                    &format!("fft {dtype} {norm:?}"),
-                    &got,
-                    &dft_ref(&x, n, false, norm),
-                    dtype,
-                );
-            }
-        }
-    }
-}
-
-#[test]
-fn fft_forward_then_inverse_round_trips() {
-    let mut rng = Rng::new("fft_forward_then_inverse_round_trips");
-    for dtype in [DType::F32, DType::F64] {
-        for shape in fft_shapes() {
-            for norm in NORMS {
-                let x = through(dtype, &rng.normals(shape.iter().product()));
-                let got = run_fft(&shape, &x, dtype, &[(false, norm), (true, norm)]);
-                assert_close(
-                    &format!("ifft(fft) {dtype} {shape:?} {norm:?}"),
-                    &got,
-                    &x,
-                    dtype,
-                );
-            }
-        }
-    }
-}
-
-/// Whisper's log-mel straight from its definition; returns the output and, per element,
-/// whether it is live (unclamped and above the floor) plus m = spec·fb.
-fn log_mel_ref(
-    spec: &[f64],
-    fb: &[f64],
-    (items, f, nf, nm): (usize, usize, usize, usize),
-) -> (Vec<f64>, Vec<bool>, Vec<f64>) {
-    let mut out = vec![0.0; items * f * nm];
-    let mut live = vec![false; out.len()];
-    let mut ms = vec![0.0; out.len()];
-    for it in 0..items {
-        let base = it * f * nm;
-        let mut l = vec![0.0; f * nm];
-        for t in 0..f {
-            for j in 0..nm {
-                let mut m = 0.0;
-                for k in 0..nf {
-                    m += spec[(it * f + t) * nf + k] * fb[k * nm + j];
-                }
-                ms[base + t * nm + j] = m;
-                l[t * nm + j] = m.max(1e-10).log10();
-            }
-        }
-        let mx = l.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        for (i, &v) in l.iter().enumerate() {
-            out[base + i] = (v.max(mx - 8.0) + 4.0) / 4.0;
-            live[base + i] = v >= mx - 8.0 && ms[base + i] >= 1e-10;
-        }
-    }
-    (out, live, ms)
-}
-
-/// dspec by the chain rule with the documented subgradient choices.
-fn log_mel_grad_ref(
-    spec: &[f64],
-    fb: &[f64],
-    dy: &[f64],
-    dims: (usize, usize, usize, usize),
-) -> Vec<f64> {
-    let (items, f, nf, nm) = dims;
-    let (_, live, ms) = log_mel_ref(spec, fb, dims);
-    let mut ds = vec![0.0; spec.len()];
-    for it in 0..items {
-        for t in 0..f {
-            for j in 0..nm {
-                let i = (it * f + t) * nm + j;
-                if !live[i] {
-                    continue;
-                }
-                let g = dy[i] / (4.0 * ms[i] * std::f64::consts::LN_10);
-                for k in 0..nf {
-                    ds[(it * f + t) * nf + k] += g * fb[k * nm + j];
-                }
-            }
-        }
-    }
-    ds
-}
-
-fn dims_of(shape: &[usize], nm: usize) -> (usize, usize, usize, usize) {
-    let r = shape.len();
-    (
-        shape[..r - 2].iter().product(),
-        shape[r - 2],
-        shape[r - 1],
-        nm,
-    )
-}
-
-fn out_shape(shape: &[usize], nm: usize) -> Vec<usize> {
-    let mut s = shape.to_vec();
-    *s.last_mut().unwrap() = nm;
-    s
-}
-
-/// A power spectrum whose frames span `decades` orders of magnitude, so the (max − 8)
-/// clamp is active on some frames when `decades` > 8: every third frame sits at the top,
-/// the next at the bottom, the rest at random scales in between.
-fn power_spec(rng: &mut Rng, n: usize, nf: usize, decades: f64) -> Vec<f64> {
-    let mut v = vec![];
-    for t in 0..n / nf {
-        let exponent = match t % 3 {
-            0 => 0.0,
-            1 => decades,
-            _ => rng.range(0.0, decades),
-        };
-        let frame_scale = 10f64.powf(-exponent);
-        for _ in 0..nf {
-            v.push(frame_scale * rng.range(0.05, 2.0));
-        }
-    }
-    v
-}
-
-/// A triangular-ish nonnegative filterbank with random weights.
-fn filterbank(rng: &mut Rng, nf: usize, nm: usize) -> Vec<f64> {
-    (0..nf * nm).map(|_| rng.range(0.0, 1.0)).collect()
-}
+rlx_testutil::case_tests!(audio, cpu);
 
 fn run_log_mel(
     shape: &[usize],
@@ -243,46 +42,9 @@ fn run_log_mel(
     run(&g, &feeds, &[]).remove(0)
 }
 
-#[test]
-fn log_mel_matches_whisper_formula() {
-    let mut rng = Rng::new("log_mel_matches_whisper_formula");
-    let cases: [(&[usize], usize); 4] = [
-        (&[9, 13], 5),
-        (&[2, 11, 21], 8),
-        (&[2, 1, 7, 16], 3),
-        (&[3, 2, 5, 33], 10),
-    ];
-    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
-        for &(shape, nm) in &cases {
-            let n: usize = shape.iter().product();
-            let nf = shape[shape.len() - 1];
-            // Half storage: keep the spectrum inside f16's normal range.
-            let decades = if matches!(dtype, DType::F16) {
-                3.5
-            } else {
-                12.0
-            };
-            let spec = through(dtype, &power_spec(&mut rng, n, nf, decades));
-            let fb = through(dtype, &filterbank(&mut rng, nf, nm));
-            let got = run_log_mel(shape, nm, &spec, &fb, None, dtype);
-            assert_eq!(got.shape, out_shape(shape, nm));
-            let (want, live, _) = log_mel_ref(&spec, &fb, dims_of(shape, nm));
-            assert_close(&format!("logmel {dtype} {shape:?}"), &got, &want, dtype);
-            if decades > 8.0 && n / nf > 4 {
-                assert!(live.iter().any(|l| !l), "the clamp should be exercised");
-            }
-        }
-    }
-}
-
 /// d/dspec of Σ dy·LogMel(spec) by central differences of the f64 oracle; NaN where a step
 /// crosses a kink.
-fn log_mel_fd(
-    spec: &[f64],
-    fb: &[f64],
-    dy: &[f64],
-    dims: (usize, usize, usize, usize),
-) -> Vec<f64> {
+fn log_mel_fd(spec: &[f64], fb: &[f64], dy: &[f64], dims: MelDims) -> Vec<f64> {
     let loss = |s: &[f64]| -> f64 {
         log_mel_ref(s, fb, dims)
             .0
@@ -324,7 +86,7 @@ fn log_mel_fd(
 }
 
 /// Items' argmax frames: the only rows where the treated-as-constant max matters.
-fn argmax_rows(spec: &[f64], fb: &[f64], dims: (usize, usize, usize, usize)) -> Vec<usize> {
+fn argmax_rows(spec: &[f64], fb: &[f64], dims: MelDims) -> Vec<usize> {
     let (items, f, _, nm) = dims;
     let (out, _, _) = log_mel_ref(spec, fb, dims);
     (0..items)
@@ -341,8 +103,10 @@ fn argmax_rows(spec: &[f64], fb: &[f64], dims: (usize, usize, usize, usize)) -> 
         .collect()
 }
 
+/// LogMelBackward against central finite differences of the f64 oracle (its values against
+/// the definition are table cases).
 #[test]
-fn log_mel_backward_matches_definition_and_finite_differences() {
+fn log_mel_backward_matches_finite_differences() {
     let mut rng = Rng::new("log_mel_backward");
     let cases: [(&[usize], usize); 3] = [(&[6, 11], 4), (&[2, 7, 9], 5), (&[2, 1, 5, 12], 3)];
     // decades: 1.5 = nothing clamped; 14 = clamp active on some frames.
@@ -356,11 +120,9 @@ fn log_mel_backward_matches_definition_and_finite_differences() {
             let dy = rng.normals(dims.0 * dims.1 * nm);
             let got = run_log_mel(shape, nm, &spec, &fb, Some(&dy), DType::F64);
             assert_eq!(got.shape, shape);
-            let def = log_mel_grad_ref(&spec, &fb, &dy, dims);
-            assert_close(&format!("dspec def {shape:?}"), &got, &def, DType::F64);
-            // Finite differences: where the clamp is active, the forward's max moves with
-            // the argmax row, which the op deliberately does not propagate; compare the
-            // other rows there, everything otherwise.
+            // Where the clamp is active, the forward's max moves with the argmax row, which
+            // the op deliberately does not propagate; compare the other rows there,
+            // everything otherwise.
             let fd = log_mel_fd(&spec, &fb, &dy, dims);
             let g = got.to_f64_vec();
             let (_, live, _) = log_mel_ref(&spec, &fb, dims);
@@ -383,15 +145,6 @@ fn log_mel_backward_matches_definition_and_finite_differences() {
                 e < 1e-6,
                 "dspec vs finite differences {shape:?} decades {decades}: {e:.3e}"
             );
-            // f32 storage against the definition.
-            let (s32, f32b, d32) = (
-                through(DType::F32, &spec),
-                through(DType::F32, &fb),
-                through(DType::F32, &dy),
-            );
-            let got32 = run_log_mel(shape, nm, &s32, &f32b, Some(&d32), DType::F32);
-            let def32 = log_mel_grad_ref(&s32, &f32b, &d32, dims);
-            assert_close("dspec f32", &got32, &def32, DType::F32);
         }
     }
 }

@@ -14,8 +14,12 @@
 //! `cpu` and `grad` are the oracle and gradcheck checks; every other name is a device
 //! parity check. A new op adds its cases to its group's file (and a new set's name to the
 //! list below); a new backend writes its `check` and calls `case_tests!` for every group.
+pub mod audio;
+pub mod audio_oracle;
 pub mod elementwise;
 pub mod elementwise_oracle;
+pub mod region;
+pub mod region_oracle;
 
 /// One `#[test]` per case set of a group, for a device (see the module doc). Set flags
 /// leave a set out of a check none of its cases take: `nooracle`, `noparity`, `nograd`.
@@ -30,6 +34,29 @@ macro_rules! case_tests {
             where_select [],
             cast [nograd],
             stop_gradient [nograd],
+        );
+    };
+    (region, $dev:ident) => {
+        $crate::case_tests!(@group $dev, region,
+            chain [nograd],
+            casts [nograd],
+            compare_where [nograd],
+            integer_chain [nograd],
+            mixed [nograd],
+            resize [nograd],
+            batch [nograd],
+            large [nograd],
+            big [nooracle nograd],
+            swiglu [nooracle nograd],
+        );
+    };
+    (audio, $dev:ident) => {
+        $crate::case_tests!(@group $dev, audio,
+            fft [],
+            fft_round_trip [nograd],
+            fft_big [nooracle nograd],
+            log_mel [],
+            log_mel_backward [nograd],
         );
     };
     (@group $dev:ident, $g:ident, $($set:ident [$($flag:ident)*]),* $(,)?) => {
