@@ -16,6 +16,9 @@
 //! list below); a new backend writes its `check` and calls `case_tests!` for every group.
 pub mod elementwise;
 pub mod elementwise_oracle;
+pub mod transformer;
+pub mod transformer_oracle;
+pub mod transformer_rope;
 
 /// One `#[test]` per case set of a group, for a device (see the module doc). Set flags
 /// leave a set out of a check none of its cases take: `nooracle`, `noparity`, `nograd`.
@@ -30,6 +33,31 @@ macro_rules! case_tests {
             where_select [],
             cast [nograd],
             stop_gradient [nograd],
+        );
+    };
+    (transformer, $dev:ident) => {
+        $crate::case_tests!(@group $dev, transformer,
+            attention_masks [nograd],
+            attention_head_dims [nooracle nograd],
+            attention_gqa [nograd],
+            attention_decode [nograd],
+            attention_empty_rows [nograd],
+            attention_custom [nograd],
+            attention_v_dim [nograd],
+            attention_scale_softcap [nograd],
+            attention_storage [nograd],
+            attention_large [nograd],
+            attention_big [nooracle nograd],
+            attention_grad [],
+            rope_full [nograd],
+            rope_partial [nograd],
+            rope_per_batch [nograd],
+            rope_large [nograd],
+            rope_storage [nograd],
+            rope_single_head [nograd],
+            rope_grad [],
+            rope_styles [nograd],
+            swiglu [],
         );
     };
     (@group $dev:ident, $g:ident, $($set:ident [$($flag:ident)*]),* $(,)?) => {
