@@ -30,7 +30,12 @@ fn attention_rows_without_keys_are_zero() {
             f("v", c.v_dims(), &v),
         ];
         let got = run(&c.graph(DType::F32, DType::Bool), &feeds, &[]);
-        assert_close(&format!("{c:?}"), &got[0], &c.oracle(&q, &k, &v, None), DType::F32);
+        assert_close(
+            &format!("{c:?}"),
+            &got[0],
+            &c.oracle(&q, &k, &v, None),
+            DType::F32,
+        );
         let g = got[0].to_f64_vec();
         // Queries 0 and 1 sit at positions -2 and -1: nothing to attend to.
         for b in 0..c.b {

@@ -133,7 +133,8 @@ use MaskKind as M;
 pub fn attention_masks() -> Vec<Case> {
     let mut cases = vec![];
     for l in LAYOUTS {
-        for (b, sq, sk, h, hkv, d) in [(2, 7, 7, 3, 3, 5), (1, 5, 9, 2, 2, 16), (3, 1, 1, 1, 1, 3)] {
+        for (b, sq, sk, h, hkv, d) in [(2, 7, 7, 3, 3, 5), (1, 5, 9, 2, 2, 16), (3, 1, 1, 1, 1, 3)]
+        {
             cases.push(cpu32(Attn::new(l, b, sq, sk, h, hkv, d)));
         }
         for (b, s, h, d) in [(2, 9, 4, 8), (1, 7, 3, 5)] {
@@ -194,7 +195,8 @@ pub fn attention_gqa() -> Vec<Case> {
 pub fn attention_decode() -> Vec<Case> {
     let mut cases = vec![];
     for l in LAYOUTS {
-        for (b, sq, sk, h, hkv, d) in [(2, 1, 11, 4, 2, 8), (2, 3, 10, 6, 2, 5), (1, 3, 7, 3, 1, 7)] {
+        for (b, sq, sk, h, hkv, d) in [(2, 1, 11, 4, 2, 8), (2, 3, 10, 6, 2, 5), (1, 3, 7, 3, 1, 7)]
+        {
             cases.push(cpu32(Attn::new(l, b, sq, sk, h, hkv, d).mask(M::Causal)));
         }
         for m in [M::Causal, M::SlidingWindow(1), M::SlidingWindow(100)] {
@@ -209,7 +211,9 @@ pub fn attention_decode() -> Vec<Case> {
             }
         }
         cases.push(gpu_plain(Attn::new(l, 1, 1, 4096, 8, 2, 128)));
-        cases.push(gpu_plain(Attn::new(l, 1, 1, 4096, 8, 2, 128).mask(M::Causal)));
+        cases.push(gpu_plain(
+            Attn::new(l, 1, 1, 4096, 8, 2, 128).mask(M::Causal),
+        ));
     }
     cases
 }
@@ -237,13 +241,27 @@ pub fn attention_custom() -> Vec<Case> {
     let mut cases = vec![];
     for l in LAYOUTS {
         for mask_dtype in [DType::Bool, DType::F32, DType::I64] {
-            let dr = Draws { mask_dtype, ..PLAIN };
-            cases.push(cpu(Attn::new(l, 3, 7, 7, 4, 2, 5).mask(M::Custom), dr, &[DType::F32]));
-            cases.push(cpu(Attn::new(l, 2, 3, 11, 2, 1, 6).mask(M::Custom), dr, &[DType::F32]));
+            let dr = Draws {
+                mask_dtype,
+                ..PLAIN
+            };
+            cases.push(cpu(
+                Attn::new(l, 3, 7, 7, 4, 2, 5).mask(M::Custom),
+                dr,
+                &[DType::F32],
+            ));
+            cases.push(cpu(
+                Attn::new(l, 2, 3, 11, 2, 1, 6).mask(M::Custom),
+                dr,
+                &[DType::F32],
+            ));
         }
         for mask_dtype in [DType::Bool, DType::U8, DType::F32, DType::I64] {
             for (sq, sk) in [(129, 129), (1, 257), (7, 1000), (40, 33)] {
-                let dr = Draws { mask_dtype, ..PLAIN };
+                let dr = Draws {
+                    mask_dtype,
+                    ..PLAIN
+                };
                 cases.push(gpu(Attn::new(l, 2, sq, sk, 4, 2, 32).mask(M::Custom), dr));
             }
         }
@@ -256,15 +274,33 @@ pub fn attention_v_dim() -> Vec<Case> {
     let mut cases = vec![];
     for l in LAYOUTS {
         for (d, dv) in [(6, 4), (4, 7), (5, 1)] {
-            cases.push(cpu32(Attn::new(l, 2, 7, 7, 4, 2, d).v_dim(dv).mask(M::Causal)));
-            cases.push(cpu32(Attn::new(l, 1, 2, 9, 3, 1, d).v_dim(dv).mask(M::Custom)));
+            cases.push(cpu32(
+                Attn::new(l, 2, 7, 7, 4, 2, d).v_dim(dv).mask(M::Causal),
+            ));
+            cases.push(cpu32(
+                Attn::new(l, 1, 2, 9, 3, 1, d).v_dim(dv).mask(M::Custom),
+            ));
         }
-        for (d, dv) in [(64, 32), (32, 80), (80, 128), (128, 64), (7, 5), (16, 256), (256, 256)] {
+        for (d, dv) in [
+            (64, 32),
+            (32, 80),
+            (80, 128),
+            (128, 64),
+            (7, 5),
+            (16, 256),
+            (256, 256),
+        ] {
             for (sq, sk) in [(33, 33), (1, 200), (100, 130)] {
-                cases.push(gpu_plain(Attn::new(l, 2, sq, sk, 2, 2, d).v_dim(dv).mask(M::Causal)));
+                cases.push(gpu_plain(
+                    Attn::new(l, 2, sq, sk, 2, 2, d).v_dim(dv).mask(M::Causal),
+                ));
             }
         }
-        cases.push(gpu_plain(Attn::new(l, 1, 50, 50, 2, 2, 256).v_dim(200).mask(M::Custom)));
+        cases.push(gpu_plain(
+            Attn::new(l, 1, 50, 50, 2, 2, 256)
+                .v_dim(200)
+                .mask(M::Custom),
+        ));
     }
     cases
 }
@@ -274,14 +310,22 @@ pub fn attention_scale_softcap() -> Vec<Case> {
     let mut cases = vec![];
     let amp = |amp| Draws { amp, ..PLAIN };
     for l in LAYOUTS {
-        cases.push(cpu32(Attn::new(l, 2, 7, 7, 4, 2, 8).mask(M::Causal).scale(0.37)));
-        let c = Attn::new(l, 2, 9, 9, 4, 2, 8).mask(M::SlidingWindow(5)).cap(5.0);
+        cases.push(cpu32(
+            Attn::new(l, 2, 7, 7, 4, 2, 8).mask(M::Causal).scale(0.37),
+        ));
+        let c = Attn::new(l, 2, 9, 9, 4, 2, 8)
+            .mask(M::SlidingWindow(5))
+            .cap(5.0);
         cases.push(cpu(c, amp(3.0), &[DType::F32]));
         cases.push(cpu(c.scale(0.21), amp(3.0), &[DType::F32]));
         for (sq, sk) in [(65, 65), (1, 300), (9, 9)] {
-            let c = Attn::new(l, 2, sq, sk, 4, 2, 64).mask(M::Causal).scale(0.37);
+            let c = Attn::new(l, 2, sq, sk, 4, 2, 64)
+                .mask(M::Causal)
+                .scale(0.37);
             cases.push(gpu_plain(c));
-            let c = Attn::new(l, 2, sq, sk, 4, 4, 64).mask(M::SlidingWindow(20)).cap(5.0);
+            let c = Attn::new(l, 2, sq, sk, 4, 4, 64)
+                .mask(M::SlidingWindow(20))
+                .cap(5.0);
             cases.push(gpu(c, amp(2.0)));
             cases.push(gpu(c.scale(0.21), amp(2.0)));
         }
@@ -294,10 +338,18 @@ pub fn attention_storage() -> Vec<Case> {
     let mut cases = vec![];
     for dtypes in [&[DType::F16, DType::BF16][..], &[DType::F64]] {
         for l in LAYOUTS {
-            cases.push(cpu(Attn::new(l, 2, 7, 7, 6, 2, 5).mask(M::Causal), PLAIN, dtypes));
+            cases.push(cpu(
+                Attn::new(l, 2, 7, 7, 6, 2, 5).mask(M::Causal),
+                PLAIN,
+                dtypes,
+            ));
             let c = Attn::new(l, 2, 3, 10, 4, 1, 8).mask(M::SlidingWindow(4));
             cases.push(cpu(c, PLAIN, dtypes));
-            cases.push(cpu(Attn::new(l, 2, 5, 5, 2, 2, 6).mask(M::Custom), PLAIN, dtypes));
+            cases.push(cpu(
+                Attn::new(l, 2, 5, 5, 2, 2, 6).mask(M::Custom),
+                PLAIN,
+                dtypes,
+            ));
             let c = Attn::new(l, 1, 4, 4, 3, 3, 6).v_dim(3).scale(0.5).cap(4.0);
             cases.push(cpu(c, Draws { amp: 2.0, ..PLAIN }, dtypes));
         }
@@ -322,10 +374,14 @@ pub fn attention_big() -> Vec<Case> {
     let mut cases = vec![];
     for b in [1, 32] {
         cases.push(gpu_plain(Attn::new(L::Packed, b, 128, 128, 12, 12, 32)));
-        cases.push(gpu_plain(Attn::new(L::Packed, b, 128, 128, 12, 12, 32).mask(M::Custom)));
+        cases.push(gpu_plain(
+            Attn::new(L::Packed, b, 128, 128, 12, 12, 32).mask(M::Custom),
+        ));
     }
     cases.push(gpu_plain(Attn::new(L::Bhsd, 4, 1024, 1024, 12, 12, 64)));
-    cases.push(gpu_plain(Attn::new(L::Packed, 4, 1024, 1024, 12, 12, 64).mask(M::Causal)));
+    cases.push(gpu_plain(
+        Attn::new(L::Packed, 4, 1024, 1024, 12, 12, 64).mask(M::Causal),
+    ));
     cases
 }
 

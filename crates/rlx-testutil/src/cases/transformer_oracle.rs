@@ -107,8 +107,10 @@ impl Attn {
         let q = g.input("q", Shape::new(&self.q_dims(), dt)).unwrap();
         let k = g.input("k", Shape::new(&self.k_dims(), dt)).unwrap();
         let v = g.input("v", Shape::new(&self.v_dims(), dt)).unwrap();
-        let m = (self.mask == MaskKind::Custom)
-            .then(|| g.input("mask", Shape::new(&[self.b, self.sk], mask_dt)).unwrap());
+        let m = (self.mask == MaskKind::Custom).then(|| {
+            g.input("mask", Shape::new(&[self.b, self.sk], mask_dt))
+                .unwrap()
+        });
         let o = g.attention(q, k, v, m, self.spec()).unwrap();
         g.set_outputs(vec![o]);
         g
@@ -116,7 +118,13 @@ impl Attn {
 
     /// Flat index of element (b, h, s, e) of a tensor with `heads` heads, `seq` positions
     /// and head size `size`, stored in this layout.
-    pub fn idx(&self, p: (usize, usize, usize, usize), heads: usize, seq: usize, size: usize) -> usize {
+    pub fn idx(
+        &self,
+        p: (usize, usize, usize, usize),
+        heads: usize,
+        seq: usize,
+        size: usize,
+    ) -> usize {
         let (b, h, s, e) = p;
         match self.layout {
             // [B, S, H*D]: head h owns columns h*D .. h*D + D of row (b, s).
@@ -167,8 +175,8 @@ impl Attn {
                     for e in 0..c.dv {
                         let mut acc = 0.0;
                         for &(j, s) in &logits {
-                            acc += (s - m).exp() / den
-                                * v[c.idx((b, kvh, j, e), c.hkv, c.sk, c.dv)];
+                            acc +=
+                                (s - m).exp() / den * v[c.idx((b, kvh, j, e), c.hkv, c.sk, c.dv)];
                         }
                         out[c.idx((b, h, i, e), c.h, c.sq, c.dv)] = acc;
                     }

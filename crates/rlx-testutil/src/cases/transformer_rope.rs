@@ -3,9 +3,9 @@
 //! (both orders, output casts). Cos and sin are independent uniforms in [-1, 1], so a
 //! swapped or mis-paired table cannot pass (the op is linear in x whatever they are, so
 //! gradchecks need no real angles).
-use super::transformer_oracle::{swiglu_ref, CosForm, RopeCase, XLayout, STYLES, XLAYOUTS};
-use super::transformer::GPU_FLOATS;
 use super::elementwise::{graph, tol_dtype};
+use super::transformer::GPU_FLOATS;
+use super::transformer_oracle::{swiglu_ref, CosForm, RopeCase, XLayout, STYLES, XLAYOUTS};
 use super::Dims;
 use crate::case::{Case, Draw, Input};
 use rlx_ir::DType;
@@ -114,7 +114,9 @@ pub fn rope_single_head() -> Vec<Case> {
     for st in STYLES {
         for b in [2, 5] {
             for form in [CosForm::Seq, CosForm::Seq2d] {
-                cases.push(cpu32(RopeCase::new(XLayout::Packed, (b, 5, 1, 8), 6, st).cos(form)));
+                cases.push(cpu32(
+                    RopeCase::new(XLayout::Packed, (b, 5, 1, 8), 6, st).cos(form),
+                ));
             }
         }
     }
@@ -173,7 +175,11 @@ pub fn swiglu_case(dims: Dims, gate_first: bool, dt: DType, cast_to: Option<DTyp
     Case::new(
         format!("swiglu {dims:?} gate_first {gate_first} {dt} -> {odt}"),
         vec![Input::new("x", dims, Draw::Normal(1.0))],
-        move |d| graph(&[("x", dims, d)], |g, x| g.swiglu(x[0], gate_first, cast_to).unwrap()),
+        move |d| {
+            graph(&[("x", dims, d)], |g, x| {
+                g.swiglu(x[0], gate_first, cast_to).unwrap()
+            })
+        },
     )
     .dtypes(&[dt])
     .out(&out)
