@@ -1,6 +1,6 @@
 //! GPU parity of the elementwise and region groups: the per-op cases (Activation, Binary,
-//! Compare, Where, Cast, StopGradient; ElementwiseRegion, BatchElementwiseRegion and the
-//! FusedSwiGLU parity cases) come from rlx-testutil's case tables; below them a region made
+//! Compare, Where, Cast, StopGradient; ElementwiseRegion, BatchElementwiseRegion) come from
+//! rlx-testutil's case tables (FusedSwiGLU's are in the transformer table); below them a region made
 //! by fusion, against the CPU thunks.
 mod common;
 use common::*;

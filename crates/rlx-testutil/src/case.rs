@@ -184,6 +184,9 @@ pub struct Case {
     /// Whether finite differences may step across a kink (see `gradcheck_with`).
     pub allow_kinks: bool,
     pub checks: Checks,
+    /// The dtype whose tolerance the oracle check takes (None: the case dtype), for ops
+    /// whose output storage is less precise than their input's.
+    pub tol_dtype: Option<DType>,
 }
 
 impl Case {
@@ -206,6 +209,7 @@ impl Case {
             wrt: vec![],
             allow_kinks: true,
             checks: Checks::ALL,
+            tol_dtype: None,
         }
     }
 
@@ -244,6 +248,12 @@ impl Case {
 
     pub fn fallback(mut self, k: OpKindSet) -> Case {
         self.fallback = k;
+        self
+    }
+
+    /// Check against the oracle at `dt`'s tolerance instead of the case dtype's.
+    pub fn tol(mut self, dt: DType) -> Case {
+        self.tol_dtype = Some(dt);
         self
     }
 

@@ -20,6 +20,9 @@ pub mod elementwise;
 pub mod elementwise_oracle;
 pub mod region;
 pub mod region_oracle;
+pub mod transformer;
+pub mod transformer_oracle;
+pub mod transformer_rope;
 
 /// One `#[test]` per case set of a group, for a device (see the module doc). Set flags
 /// leave a set out of a check none of its cases take: `nooracle`, `noparity`, `nograd`.
@@ -47,7 +50,6 @@ macro_rules! case_tests {
             batch [nograd],
             large [nograd],
             big [nooracle nograd],
-            swiglu [nooracle nograd],
         );
     };
     (audio, $dev:ident) => {
@@ -57,6 +59,31 @@ macro_rules! case_tests {
             fft_big [nooracle nograd],
             log_mel [],
             log_mel_backward [nograd],
+        );
+    };
+    (transformer, $dev:ident) => {
+        $crate::case_tests!(@group $dev, transformer,
+            attention_masks [nograd],
+            attention_head_dims [nooracle nograd],
+            attention_gqa [nograd],
+            attention_decode [nograd],
+            attention_empty_rows [nograd],
+            attention_custom [nograd],
+            attention_v_dim [nograd],
+            attention_scale_softcap [nograd],
+            attention_storage [nograd],
+            attention_large [nograd],
+            attention_big [nooracle nograd],
+            attention_grad [],
+            rope_full [nograd],
+            rope_partial [nograd],
+            rope_per_batch [nograd],
+            rope_large [nograd],
+            rope_storage [nograd],
+            rope_single_head [nograd],
+            rope_grad [],
+            rope_styles [nograd],
+            swiglu [],
         );
     };
     (@group $dev:ident, $g:ident, $($set:ident [$($flag:ident)*]),* $(,)?) => {

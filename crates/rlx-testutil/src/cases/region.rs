@@ -1,10 +1,10 @@
 //! Case table of the region group: ElementwiseRegion (chains with broadcast operands, casts
 //! inside a chain, compare + where, integer chains, the resize prologue) and
 //! BatchElementwiseRegion (samples with shared operands), with f64 oracles that settle each
-//! step into its dtype the way the executor does; plus the FusedSwiGLU parity cases that
-//! the CUDA elementwise suite held (its oracle and gradchecks live with the norm tests).
+//! step into its dtype the way the executor does (FusedSwiGLU's cases are in the
+//! transformer table).
 //! Region ops are made by fusion and have no VJP rules: no case is gradchecked.
-use super::elementwise::{graph, tol_dtype, FLOATS};
+use super::elementwise::{graph, FLOATS};
 use super::region_oracle::*;
 use super::{broadcast, numel, src_index, Dims};
 use crate::case::{Case, Draw, Input};
@@ -585,47 +585,4 @@ pub fn big() -> Vec<Case> {
     })
     .dtypes(&[DType::F32, DType::BF16])
     .only_parity()]
-}
-
-// ---- FusedSwiGLU ----
-
-/// FusedSwiGLU in both halves' orders and every output cast, frozen at each input dtype
-/// with the tolerance of the least precise of input and output; and a big one. Parity only:
-/// the CPU oracle and gradcheck of SwiGLU are in the norm tests.
-pub fn swiglu() -> Vec<Case> {
-    let sw = |x: Dims, gate_first, cast_to, dt: DType| -> Graph {
-        graph(&[("x0", x, dt)], |g, i| {
-            g.swiglu(i[0], gate_first, cast_to).unwrap()
-        })
-    };
-    let mut cases = vec![];
-    for dims in [&[7usize, 66][..], &[1, 2], &[3, 5, 258]] {
-        for gate_first in [false, true] {
-            for dt in FLOATS {
-                for cast_to in [None, Some(DType::F32), Some(DType::F16), Some(DType::F64)] {
-                    cases.push(
-                        Case::new(
-                            format!("swiglu {dims:?} {dt} -> {cast_to:?} gate_first {gate_first}"),
-                            vec![Input::new("x0", dims, Draw::Normal(1.0))],
-                            move |_| sw(dims, gate_first, cast_to, dt),
-                        )
-                        .dtypes(&[dt])
-                        .frozen(tol_dtype(dt, cast_to.unwrap_or(dt)))
-                        .only_parity(),
-                    );
-                }
-            }
-        }
-    }
-    let d: Dims = &[1024, 8192];
-    cases.push(
-        Case::new(
-            "big swiglu",
-            vec![Input::new("x0", d, Draw::Normal(1.0))],
-            move |dt| sw(d, false, None, dt),
-        )
-        .dtypes(&[DType::F32, DType::F16])
-        .only_parity(),
-    );
-    cases
 }

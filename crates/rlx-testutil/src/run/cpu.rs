@@ -80,7 +80,8 @@ pub fn check(set: &str, cases: &[Case]) {
             if case.compare == Compare::Exact || !out_dt.is_float() {
                 assert_exact(&what, &out[0], &want);
             } else {
-                assert_close(&what, &out[0], &through(out_dt, &want), dt);
+                let t = case.tol_dtype.unwrap_or(dt);
+                assert_close(&what, &out[0], &through(out_dt, &want), t);
             }
             ran += 1;
         }
