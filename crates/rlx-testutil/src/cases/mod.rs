@@ -16,6 +16,8 @@
 //! list below); a new backend writes its `check` and calls `case_tests!` for every group.
 pub mod elementwise;
 pub mod elementwise_oracle;
+pub mod vision;
+pub mod vision_oracle;
 
 /// One `#[test]` per case set of a group, for a device (see the module doc). Set flags
 /// leave a set out of a check none of its cases take: `nooracle`, `noparity`, `nograd`.
@@ -30,6 +32,18 @@ macro_rules! case_tests {
             where_select [],
             cast [nograd],
             stop_gradient [nograd],
+        );
+    };
+    (vision, $dev:ident) => {
+        $crate::case_tests!(@group $dev, vision,
+            conv [],
+            conv_backward_input [nograd],
+            conv_backward_weight [nograd],
+            conv_big [nooracle nograd],
+            pool [],
+            max_pool_backward [nograd],
+            pool_big [nooracle nograd],
+            resize [],
         );
     };
     (@group $dev:ident, $g:ident, $($set:ident [$($flag:ident)*]),* $(,)?) => {
