@@ -62,7 +62,7 @@ fn spec3() -> ConvSpec {
 /// The CPU oracle tests' geometries: stride, padding, dilation, groups (depthwise and
 /// channel-multiplier), 1×1, odd sizes, kernels as large as the (padded) input; a bias on
 /// every other one.
-fn cpu_geos() -> Vec<Geo> {
+pub(crate) fn cpu_geos() -> Vec<Geo> {
     let one = [1, 1];
     let list = [
         ([2, 3, 7, 9], 5, spec2([3, 3], one, [0, 0], one, 1)),
@@ -104,7 +104,7 @@ fn cpu_geos() -> Vec<Geo> {
 }
 
 /// The gradchecks' geometries (the last one the 1-D form).
-fn grad_geos() -> Vec<Geo> {
+pub(crate) fn grad_geos() -> Vec<Geo> {
     vec![
         g2([1, 2, 5, 5], 3, spec3(), true),
         g2([2, 2, 6, 5], 2, spec2([2, 3], [2, 1], [1, 1], [1, 1], 1), false),
@@ -542,4 +542,42 @@ pub fn resize() -> Vec<Case> {
         .only_grad(),
     );
     cases
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::parity::{check, Feed};
+    use rlx_ir::Op;
+
+    /// Every parity case builds in each of its dtypes and in f64 (parity-only ones too,
+    /// which no GPU-less run would otherwise build), and feeds exactly its graph's leaves
+    /// with values of their declared sizes.
+    #[test]
+    fn parity_cases_build_and_feed_their_leaves() {
+        let dev = |name: &str, build: &dyn Fn(DType) -> Graph, feeds: &[Feed], dt, _| {
+            for g in [build(dt), build(DType::F64)] {
+                for n in &g.nodes {
+                    if let Op::Input { name: leaf } = &n.op {
+                        let f = feeds.iter().find(|f| &f.0 == leaf);
+                        let (_, dims, v) = f.unwrap_or_else(|| panic!("{name}: {leaf} unfed"));
+                        assert_eq!(n.shape.static_dims().unwrap(), *dims, "{name}: {leaf}");
+                        assert_eq!(v.len(), numel(dims), "{name}: {leaf}");
+                    }
+                }
+            }
+        };
+        for (set, cases) in [
+            ("conv", conv()),
+            ("conv_backward_input", conv_backward_input()),
+            ("conv_backward_weight", conv_backward_weight()),
+            ("conv_big", conv_big()),
+            ("pool", pool()),
+            ("max_pool_backward", max_pool_backward()),
+            ("pool_big", pool_big()),
+            ("resize", resize()),
+        ] {
+            check(set, &cases, &dev);
+        }
+    }
 }

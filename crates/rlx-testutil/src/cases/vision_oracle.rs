@@ -206,7 +206,7 @@ pub fn resize_ref(x: &[f64], xs: [usize; 4]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cases::vision::{conv_geos, pool_geos};
+    use crate::cases::vision::{cpu_geos, grad_geos, pool_geos};
     use crate::{rel_l2, Rng};
 
     /// Central differences of `f` at every coordinate of `at`.
@@ -230,12 +230,13 @@ mod tests {
 
     /// The conv gradient oracles are the derivatives of the forward oracle (2-D and 1-D):
     /// what the CPU's backward kernels were checked against by finite differences before
-    /// the case table, now checked once on the oracles the kernels must match.
+    /// the case table, now checked on the oracles the kernels must match, on the CPU
+    /// tests' geometries (each difference reruns the whole forward oracle).
     #[test]
     fn conv_gradient_oracles_are_derivatives() {
         let mut rng = Rng::new("conv_gradient_oracles_are_derivatives");
         let mut ran = 0;
-        for geo in conv_geos().into_iter().filter(|g| numel(&g.x) <= 4096) {
+        for geo in cpu_geos().into_iter().chain(grad_geos()) {
             let x = rng.normals(numel(&geo.x));
             let w = rng.normals(numel(&geo.w()));
             let dy = rng.normals(numel(&geo.y()));
