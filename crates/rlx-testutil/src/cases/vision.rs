@@ -7,8 +7,8 @@
 //! elements of any dtype and takes every dtype everywhere. Parity draws max-pool inputs
 //! from a grid exact in every dtype (ties are real, the first-max rule is what is checked);
 //! gradchecks draw them spaced apart so no step crosses a tie.
-pub use super::vision_oracle::*;
 use super::elementwise::graph;
+pub use super::vision_oracle::*;
 use super::{numel, Dims};
 use crate::case::{Case, Draw, Input};
 use crate::Rng;
@@ -98,8 +98,18 @@ pub(crate) fn cpu_geos() -> Vec<Geo> {
         geos.push(g1([n, c, 1, l], o, spec1(k), true));
     }
     // On an H = 1 input, index-1 parameters that are not neutral keep the 2-D reading.
-    geos.push(g2([2, 4, 1, 9], 3, spec2(one, [2, 2], [0, 1], one, 1), false));
-    geos.push(g2([1, 3, 1, 11], 5, spec2([3, 1], [1, 2], [1, 0], one, 1), false));
+    geos.push(g2(
+        [2, 4, 1, 9],
+        3,
+        spec2(one, [2, 2], [0, 1], one, 1),
+        false,
+    ));
+    geos.push(g2(
+        [1, 3, 1, 11],
+        5,
+        spec2([3, 1], [1, 2], [1, 0], one, 1),
+        false,
+    ));
     geos
 }
 
@@ -107,8 +117,18 @@ pub(crate) fn cpu_geos() -> Vec<Geo> {
 pub(crate) fn grad_geos() -> Vec<Geo> {
     vec![
         g2([1, 2, 5, 5], 3, spec3(), true),
-        g2([2, 2, 6, 5], 2, spec2([2, 3], [2, 1], [1, 1], [1, 1], 1), false),
-        g2([1, 4, 7, 7], 4, spec2([3, 3], [1, 1], [1, 0], [2, 2], 2), true),
+        g2(
+            [2, 2, 6, 5],
+            2,
+            spec2([2, 3], [2, 1], [1, 1], [1, 1], 1),
+            false,
+        ),
+        g2(
+            [1, 4, 7, 7],
+            4,
+            spec2([3, 3], [1, 1], [1, 0], [2, 2], 2),
+            true,
+        ),
         g1([2, 3, 1, 9], 2, spec1((3, 2, 1, 1, 1)), true),
     ]
 }
@@ -122,11 +142,26 @@ fn parity_geos() -> Vec<Geo> {
     vec![
         g2([2, 3, 7, 9], 5, p1, true),
         g2([3, 6, 13, 13], 7, spec3(), false),
-        g2([2, 4, 13, 13], 6, spec3().stride([2, 2]).padding([2, 2]), false),
+        g2(
+            [2, 4, 13, 13],
+            6,
+            spec3().stride([2, 2]).padding([2, 2]),
+            false,
+        ),
         g2([2, 5, 29, 31], 20, p1.stride([2, 2]), true),
-        g2([2, 3, 29, 31], 17, spec3().dilation([2, 2]).padding([2, 2]), true),
+        g2(
+            [2, 3, 29, 31],
+            17,
+            spec3().dilation([2, 2]).padding([2, 2]),
+            true,
+        ),
         g2([2, 3, 29, 31], 7, k5, true),
-        g2([2, 4, 11, 13], 10, spec2([3, 5], [2, 1], [1, 2], [1, 2], 1), false),
+        g2(
+            [2, 4, 11, 13],
+            10,
+            spec2([3, 5], [2, 1], [1, 2], [1, 2], 1),
+            false,
+        ),
         g2([1, 8, 9, 9], 24, p1, false),
         g2([2, 6, 5, 5], 3, ConvSpec::new([5, 5]), true),
         // Short reductions run direct.
@@ -142,7 +177,12 @@ fn parity_geos() -> Vec<Geo> {
         g2([2, 8, 13, 13], 12, spec3().stride([2, 2]).groups(4), false),
         g2([2, 6, 13, 13], 6, p1.groups(6), true),
         g2([2, 4, 9, 11], 8, k5.groups(4), false),
-        g2([2, 5, 29, 31], 5, spec2([3, 3], [2, 2], [2, 2], [2, 2], 5), true),
+        g2(
+            [2, 5, 29, 31],
+            5,
+            spec2([3, 3], [2, 2], [2, 2], [2, 2], 5),
+            true,
+        ),
         // Pointwise.
         g2([2, 32, 7, 9], 12, k1, false),
         g2([2, 32, 7, 9], 12, k1, true),
@@ -166,7 +206,12 @@ fn big_geos() -> Vec<Geo> {
         g2([128, 16, 14, 14], 32, s, true),
         g2([128, 1, 28, 28], 32, s, true),
         g2([128, 32, 14, 14], 64, s, true),
-        g2([6, 32, 128, 128], 8, ConvSpec::new([5, 5]).padding([2, 2]), true),
+        g2(
+            [6, 32, 128, 128],
+            8,
+            ConvSpec::new([5, 5]).padding([2, 2]),
+            true,
+        ),
     ]
 }
 
@@ -246,7 +291,11 @@ fn conv_case(geo: Geo) -> Case {
     .dtypes(&FLOATS)
     .out(&ys)
     .oracle(move |v, _| conv_ref(&geo, &v[0], &v[1], geo.bias.then(|| &v[2][..])))
-    .wrt(if geo.bias { &["x", "w", "b"] } else { &["x", "w"] });
+    .wrt(if geo.bias {
+        &["x", "w", "b"]
+    } else {
+        &["x", "w"]
+    });
     if numel(&xs) + numel(&ws) <= GRAD_BUDGET {
         c
     } else {
@@ -340,8 +389,11 @@ fn pspec(kind: PoolKind, k: [usize; 2], s: [usize; 2], p: [usize; 2]) -> PoolSpe
     }
 }
 
-/// (x dims, kernel, stride, padding) of the parity tests, the last two MNIST-sized.
-const PARITY_POOLS: [([usize; 4], [usize; 2], [usize; 2], [usize; 2]); 9] = [
+/// (x dims, kernel, stride, padding) of a pool.
+type PoolGeo = ([usize; 4], [usize; 2], [usize; 2], [usize; 2]);
+
+/// The parity tests' pools, the last two MNIST-sized.
+const PARITY_POOLS: [PoolGeo; 9] = [
     ([2, 3, 7, 9], [2, 2], [2, 2], [0, 0]),
     ([2, 3, 13, 13], [3, 3], [2, 2], [1, 1]),
     ([1, 4, 29, 31], [3, 3], [1, 1], [1, 1]),
@@ -422,9 +474,11 @@ fn max_pool_backward_case(xs: [usize; 4], spec: PoolSpec, x_draw: Draw) -> Case 
         Input::new("x", &xs, x_draw).gpu(Draw::custom(|r, n, _| grid_values(r, n))),
         Input::new("dy", &ys, Draw::Normal(1.0)),
     ];
-    Case::new(pool_label("MaxPool2dBackward", &xs, &spec), ins, move |dt| {
-        max_pool_backward_graph(dt, &xs, spec)
-    })
+    Case::new(
+        pool_label("MaxPool2dBackward", &xs, &spec),
+        ins,
+        move |dt| max_pool_backward_graph(dt, &xs, spec),
+    )
     .dtypes(&FLOATS)
     .out(&xs)
     .oracle(move |v, _| max_pool_dx_ref(&v[0], &v[1], xs, &spec))

@@ -269,7 +269,9 @@ mod tests {
     #[test]
     fn max_pool_gradient_oracle_is_the_derivative() {
         let mut rng = Rng::new("max_pool_gradient_oracle_is_the_derivative");
-        let small = pool_geos(PoolKind::Max).into_iter().filter(|(xs, _)| numel(xs) <= 4096);
+        let small = pool_geos(PoolKind::Max)
+            .into_iter()
+            .filter(|(xs, _)| numel(xs) <= 4096);
         for (xs, spec) in small {
             let x = rng.normals(numel(&xs));
             let dy = rng.normals(numel(&pool_out(xs, &spec)));
