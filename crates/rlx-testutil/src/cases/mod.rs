@@ -23,6 +23,8 @@ pub mod region_oracle;
 pub mod transformer;
 pub mod transformer_oracle;
 pub mod transformer_rope;
+pub mod vision;
+pub mod vision_oracle;
 
 /// One `#[test]` per case set of a group, for a device (see the module doc). Set flags
 /// leave a set out of a check none of its cases take: `nooracle`, `noparity`, `nograd`.
@@ -84,6 +86,18 @@ macro_rules! case_tests {
             rope_grad [],
             rope_styles [nograd],
             swiglu [],
+        );
+    };
+    (vision, $dev:ident) => {
+        $crate::case_tests!(@group $dev, vision,
+            conv [],
+            conv_backward_input [nograd],
+            conv_backward_weight [nograd],
+            conv_big [nooracle nograd],
+            pool [],
+            max_pool_backward [nograd],
+            pool_big [nooracle nograd],
+            resize [],
         );
     };
     (@group $dev:ident, $g:ident, $($set:ident [$($flag:ident)*]),* $(,)?) => {
