@@ -16,6 +16,10 @@
 //! list below); a new backend writes its `check` and calls `case_tests!` for every group.
 pub mod elementwise;
 pub mod elementwise_oracle;
+pub mod norm;
+pub mod norm_oracle;
+pub mod reduce;
+pub mod reduce_oracle;
 
 /// One `#[test]` per case set of a group, for a device (see the module doc). Set flags
 /// leave a set out of a check none of its cases take: `nooracle`, `noparity`, `nograd`.
@@ -30,6 +34,25 @@ macro_rules! case_tests {
             where_select [],
             cast [nograd],
             stop_gradient [nograd],
+        );
+    };
+    (reduce, $dev:ident) => {
+        $crate::case_tests!(@group $dev, reduce,
+            reduce [],
+            reduce_big [nooracle nograd],
+            reduce_int [nograd],
+            softmax [],
+            argmax [nograd],
+            cross_entropy [],
+            cross_entropy_backward [nograd],
+        );
+    };
+    (norm, $dev:ident) => {
+        $crate::case_tests!(@group $dev, norm,
+            layer_norm [],
+            rms_norm [],
+            fused_residual_ln [],
+            fused_residual_rms_norm [],
         );
     };
     (@group $dev:ident, $g:ident, $($set:ident [$($flag:ident)*]),* $(,)?) => {
