@@ -176,7 +176,10 @@ pub fn reduce() -> Vec<Case> {
         (&[4, 1, 6], &[1]),
         (&[3, 1, 5, 1, 2, 1, 3, 2], &[0, 2, 6]),
     ];
-    let paths = rows.iter().enumerate().map(|(i, r)| (r, i % 2 == 0));
+    let paths = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r, i.is_multiple_of(2)));
     let paths = paths.chain(cols.iter().enumerate().map(|(i, c)| (c, i % 2 == 1)));
     for (&(dims, axes), keep) in paths {
         for op in OPS {
@@ -264,7 +267,7 @@ pub fn reduce_int() -> Vec<Case> {
             } else {
                 Draw::Ints(-1000, 1000)
             };
-            let c = reduce_case(op, dims, axes, i % 2 == 0, draw);
+            let c = reduce_case(op, dims, axes, i.is_multiple_of(2), draw);
             cases.push(c.dtypes(&ints).no_grad());
         }
     }
@@ -372,7 +375,7 @@ pub fn argmax() -> Vec<Case> {
     ];
     let with_ints = [DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64];
     for (i, (dims, axis)) in gpu.into_iter().enumerate() {
-        let keep = i % 2 == 0;
+        let keep = i.is_multiple_of(2);
         let spread = argmax_case("", dims, axis, keep, Draw::Normal(1.0));
         cases.push(spread.dtypes(&GPU_FLOATS));
         let ties = argmax_case("ties ", dims, axis, keep, Draw::Ints(0, 3));
