@@ -23,8 +23,8 @@ pub fn norm_axes(axes: &[i64], rank: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Output shape and, for each input element, the flat output position it reduces into.
-pub fn groups(shape: &[usize], axes: &[usize], keep: bool) -> (Vec<usize>, Vec<usize>) {
+/// The shape of `shape` reduced over `axes`.
+pub fn reduced_shape(shape: &[usize], axes: &[usize], keep: bool) -> Vec<usize> {
     let mut out_shape = vec![];
     for (d, &n) in shape.iter().enumerate() {
         if !axes.contains(&d) {
@@ -33,6 +33,12 @@ pub fn groups(shape: &[usize], axes: &[usize], keep: bool) -> (Vec<usize>, Vec<u
             out_shape.push(1);
         }
     }
+    out_shape
+}
+
+/// Output shape and, for each input element, the flat output position it reduces into.
+pub fn groups(shape: &[usize], axes: &[usize], keep: bool) -> (Vec<usize>, Vec<usize>) {
+    let out_shape = reduced_shape(shape, axes, keep);
     let numel: usize = shape.iter().product();
     let dest = (0..numel)
         .map(|k| {
