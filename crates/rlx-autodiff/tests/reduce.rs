@@ -1,130 +1,13 @@
-//! Finite-difference checks: Reduce (every op, keep_dim on/off, negative and empty axes),
-//! Softmax, SoftmaxCrossEntropy (dense targets), SoftmaxCrossEntropyWithLogits; and the
-//! `unbroadcast` helper against a plain loop.
+//! Finite-difference checks of the reduce group (the per-op cases of Reduce, Softmax,
+//! SoftmaxCrossEntropy and SoftmaxCrossEntropyWithLogits come from rlx-testutil's case
+//! table), and the `unbroadcast` helper against a plain loop.
 mod common;
 use common::*;
 use rlx_autodiff::unbroadcast;
-use rlx_ir::{DType, Graph, HostTensor, Op, ReduceOp, Shape};
+use rlx_ir::{DType, Graph, Shape};
+use rlx_testutil::run::grad;
 
-#[test]
-fn reduce_vjp() {
-    let mut rng = Rng::new("reduce_vjp");
-    let ops = [
-        ReduceOp::Sum,
-        ReduceOp::Mean,
-        ReduceOp::Max,
-        ReduceOp::Min,
-        ReduceOp::Prod,
-    ];
-    let cases: [(&[usize], Vec<i64>); 5] = [
-        (&[3, 5], vec![1]),
-        (&[3, 5], vec![-2]),
-        (&[2, 3, 4], vec![0, 2]),
-        (&[2, 3, 4], vec![]),
-        (&[7], vec![0]),
-    ];
-    for op in ops {
-        for (dims, axes) in &cases {
-            for keep_dim in [false, true] {
-                let mut g = Graph::new("red");
-                let x = f64_input(&mut g, "x", dims);
-                let y = g
-                    .add_node(
-                        Op::Reduce {
-                            op,
-                            axes: axes.clone(),
-                            keep_dim,
-                        },
-                        &[x],
-                    )
-                    .unwrap();
-                g.set_outputs(vec![y]);
-                let n: usize = dims.iter().product();
-                // Prod: magnitudes near 1 keep the product tame; all ops: nonzero values.
-                let xv: Vec<f64> = match op {
-                    ReduceOp::Prod => rng
-                        .uniforms(n, 0.6, 1.4)
-                        .into_iter()
-                        .map(|v| if rng.uniform() < 0.3 { -v } else { v })
-                        .collect(),
-                    _ => rng.normals(n),
-                };
-                gradcheck(
-                    &format!("reduce {op:?} {dims:?} axes {axes:?} keep {keep_dim}"),
-                    &g,
-                    &[("x", HostTensor::from_f64(dims, &xv))],
-                    &[x],
-                    &mut rng,
-                );
-            }
-        }
-    }
-}
-
-#[test]
-fn softmax_vjp() {
-    let mut rng = Rng::new("softmax_vjp");
-    for (dims, axis) in [(vec![3, 5], -1i64), (vec![2, 3, 4], 1), (vec![4, 3], 0)] {
-        let mut g = Graph::new("sm");
-        let x = f64_input(&mut g, "x", &dims);
-        let y = g.add_node(Op::Softmax { axis }, &[x]).unwrap();
-        g.set_outputs(vec![y]);
-        gradcheck(
-            &format!("softmax {dims:?} axis {axis}"),
-            &g,
-            &[("x", rng.tensor(&dims))],
-            &[x],
-            &mut rng,
-        );
-    }
-}
-
-#[test]
-fn cross_entropy_vjps() {
-    let mut rng = Rng::new("cross_entropy_vjps");
-    for (n, c) in [(4, 5), (3, 7)] {
-        // Dense targets (not normalised: the rule must not assume rows sum to 1).
-        let mut g = Graph::new("sce");
-        let z = f64_input(&mut g, "z", &[n, c]);
-        let t = f64_input(&mut g, "t", &[n, c]);
-        let y = g.add_node(Op::SoftmaxCrossEntropy, &[z, t]).unwrap();
-        g.set_outputs(vec![y]);
-        gradcheck(
-            &format!("sce dense {n}x{c}"),
-            &g,
-            &[
-                ("z", rng.tensor(&[n, c])),
-                (
-                    "t",
-                    HostTensor::from_f64(&[n, c], &rng.uniforms(n * c, 0.0, 1.0)),
-                ),
-            ],
-            &[z, t],
-            &mut rng,
-        );
-        // Integer labels (i64 and i32): the logits get (softmax − onehot)·dloss.
-        for ldt in [DType::I64, DType::I32] {
-            let mut g = Graph::new("scel");
-            let z = f64_input(&mut g, "z", &[n, c]);
-            let l = g.input("labels", Shape::new(&[n], ldt)).unwrap();
-            let y = g
-                .add_node(Op::SoftmaxCrossEntropyWithLogits, &[z, l])
-                .unwrap();
-            g.set_outputs(vec![y]);
-            let labels: Vec<f64> = (0..n).map(|_| rng.below(c) as f64).collect();
-            gradcheck(
-                &format!("sce labels {ldt} {n}x{c}"),
-                &g,
-                &[
-                    ("z", rng.tensor(&[n, c])),
-                    ("labels", HostTensor::from_f64_as(&[n], &labels, ldt)),
-                ],
-                &[z],
-                &mut rng,
-            );
-        }
-    }
-}
+rlx_testutil::case_tests!(reduce, grad);
 
 #[test]
 fn unbroadcast_sums_broadcast_axes() {

@@ -171,6 +171,9 @@ pub struct Case {
     pub build: Build,
     /// Dtypes the oracle and parity checks run in (gradchecks always run in f64).
     pub dtypes: Vec<DType>,
+    /// Dtypes the parity check runs in, where they differ from `dtypes` (a kernel family
+    /// without an f64 kernel, say); `None`: the same.
+    pub parity_dtypes: Option<Vec<DType>>,
     pub oracle: Option<Oracle>,
     pub compare: Compare,
     /// Output 0's expected dims and dtype (from the case dtype), checked against the CPU.
@@ -200,6 +203,7 @@ impl Case {
             inputs,
             build: Arc::new(build),
             dtypes: vec![DType::F32],
+            parity_dtypes: None,
             oracle: None,
             compare: Compare::Close,
             out_dims: None,
@@ -215,6 +219,11 @@ impl Case {
 
     pub fn dtypes(mut self, d: &[DType]) -> Case {
         self.dtypes = d.to_vec();
+        self
+    }
+
+    pub fn parity_dtypes(mut self, d: &[DType]) -> Case {
+        self.parity_dtypes = Some(d.to_vec());
         self
     }
 

@@ -18,6 +18,10 @@ pub mod audio;
 pub mod audio_oracle;
 pub mod elementwise;
 pub mod elementwise_oracle;
+pub mod norm;
+pub mod norm_oracle;
+pub mod reduce;
+pub mod reduce_oracle;
 pub mod region;
 pub mod region_oracle;
 pub mod transformer;
@@ -98,6 +102,25 @@ macro_rules! case_tests {
             max_pool_backward [nograd],
             pool_big [nooracle nograd],
             resize [],
+        );
+    };
+    (reduce, $dev:ident) => {
+        $crate::case_tests!(@group $dev, reduce,
+            reduce [],
+            reduce_big [nooracle nograd],
+            reduce_int [nograd],
+            softmax [],
+            argmax [nograd],
+            cross_entropy [],
+            cross_entropy_backward [nograd],
+        );
+    };
+    (norm, $dev:ident) => {
+        $crate::case_tests!(@group $dev, norm,
+            layer_norm [],
+            rms_norm [],
+            fused_residual_ln [],
+            fused_residual_rms_norm [],
         );
     };
     (@group $dev:ident, $g:ident, $($set:ident [$($flag:ident)*]),* $(,)?) => {

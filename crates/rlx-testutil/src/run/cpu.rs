@@ -68,7 +68,10 @@ pub fn check(set: &str, cases: &[Case]) {
                 })
                 .collect();
             let what = format!("{} [{dt}]", case.name);
-            let out = rlx_cpu::run_graph(&g, &[], &feeds)
+            // Leaves declared as params (weights a device keeps resident) are fed as params.
+            let (params, feeds): (Vec<_>, Vec<_>) =
+                feeds.into_iter().partition(|(n, _)| super::is_param(&g, n));
+            let out = rlx_cpu::run_graph(&g, &params, &feeds)
                 .unwrap_or_else(|e| panic!("{what}: run failed: {e}"));
             let out_dt = case.out_dtype.as_ref().map_or(dt, |f| f(dt));
             if let Some(d) = &case.out_dims {

@@ -14,3 +14,10 @@ pub(crate) fn is_leaf(g: &Graph, name: &str) -> bool {
         .iter()
         .any(|n| matches!(&n.op, Op::Input { name: m } | Op::Param { name: m } if m == name))
 }
+
+/// Whether the leaf named `name` is a `Param` (fed as a param, not an input).
+pub(crate) fn is_param(g: &Graph, name: &str) -> bool {
+    g.nodes
+        .iter()
+        .any(|n| matches!(&n.op, Op::Param { name: m } if m == name))
+}

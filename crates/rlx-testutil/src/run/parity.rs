@@ -17,7 +17,7 @@ pub fn check(set: &str, cases: &[Case], parity: ParityFn) {
     let mut rng = Rng::new(set);
     let mut ran = 0;
     for case in cases.iter().filter(|c| c.checks.parity) {
-        for &dt in &case.dtypes {
+        for &dt in case.parity_dtypes.as_ref().unwrap_or(&case.dtypes) {
             let raw = draw_inputs(case, Check::Parity, &mut rng, dt);
             let feeds: Vec<Feed> = case
                 .inputs
