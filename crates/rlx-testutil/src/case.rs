@@ -184,6 +184,10 @@ pub struct Case {
     /// Whether finite differences may step across a kink (see `gradcheck_with`).
     pub allow_kinks: bool,
     pub checks: Checks,
+    /// For sums of products (matmul): the oracle of the same sums over |terms|. When set,
+    /// the oracle check measures the error against its norm instead of the result's (a sum
+    /// that cancels keeps its dtype's digits of the terms, not of the result).
+    pub sums: Option<Oracle>,
 }
 
 impl Case {
@@ -206,6 +210,7 @@ impl Case {
             wrt: vec![],
             allow_kinks: true,
             checks: Checks::ALL,
+            sums: None,
         }
     }
 
@@ -219,6 +224,15 @@ impl Case {
         f: impl Fn(&[Vec<f64>], DType) -> Vec<f64> + Send + Sync + 'static,
     ) -> Case {
         self.oracle = Some(Arc::new(f));
+        self
+    }
+
+    /// Compare as sums of products: `abs` is the oracle over |terms| (see `Case::sums`).
+    pub fn sums(
+        mut self,
+        abs: impl Fn(&[Vec<f64>], DType) -> Vec<f64> + Send + Sync + 'static,
+    ) -> Case {
+        self.sums = Some(Arc::new(abs));
         self
     }
 

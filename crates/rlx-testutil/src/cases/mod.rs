@@ -16,6 +16,10 @@
 //! list below); a new backend writes its `check` and calls `case_tests!` for every group.
 pub mod elementwise;
 pub mod elementwise_oracle;
+pub mod linalg;
+pub mod linalg_oracle;
+pub mod shape;
+pub mod shape_oracle;
 
 /// One `#[test]` per case set of a group, for a device (see the module doc). Set flags
 /// leave a set out of a check none of its cases take: `nooracle`, `noparity`, `nograd`.
@@ -30,6 +34,25 @@ macro_rules! case_tests {
             where_select [],
             cast [nograd],
             stop_gradient [nograd],
+        );
+    };
+    (linalg, $dev:ident) => {
+        $crate::case_tests!(@group $dev, linalg,
+            matmul [],
+            fused_matmul_bias_act [],
+            dequant_matmul [nograd],
+        );
+    };
+    (shape, $dev:ident) => {
+        $crate::case_tests!(@group $dev, shape,
+            reshape [],
+            expand [],
+            transpose [],
+            narrow [],
+            concat [],
+            gather [],
+            pad [],
+            slice [],
         );
     };
     (@group $dev:ident, $g:ident, $($set:ident [$($flag:ident)*]),* $(,)?) => {
