@@ -3,8 +3,8 @@
 //! oracle suite's shapes and dtypes, the parity suite's (every float dtype, operands scaled
 //! so outputs stay O(1)), and the gradcheck suite's. Sums of products are compared against
 //! the sums over |terms| (`Case::sums`). Big-shape launch tests stay in the CUDA test files.
-pub use super::linalg_oracle::*;
 use super::elementwise::{act_ref, graph};
+pub use super::linalg_oracle::*;
 use super::numel;
 use crate::case::{Case, Draw, Input};
 use crate::Rng;
@@ -31,9 +31,17 @@ fn small(c: &Case) -> bool {
 fn matmul_case(ash: &'static [usize], bsh: &'static [usize], parity_suite: bool) -> Case {
     let k = ash[ash.len() - 1];
     // The oracle suite drew plain normals; the parity suite scaled a by 1/√K.
-    let a = Input::new("a", ash, if parity_suite { scaled_normals(k) } else { Draw::Normal(1.0) })
-        .gpu(scaled_normals(k))
-        .grad(Draw::Normal(1.0));
+    let a = Input::new(
+        "a",
+        ash,
+        if parity_suite {
+            scaled_normals(k)
+        } else {
+            Draw::Normal(1.0)
+        },
+    )
+    .gpu(scaled_normals(k))
+    .grad(Draw::Normal(1.0));
     let b = Input::new("b", bsh, Draw::Normal(1.0));
     let dims = matmul_dims(ash, bsh);
     let out = dims.clone();
@@ -206,11 +214,16 @@ fn fused_case(
         Input::new("bias", &[n], db),
     ];
     let dims = matmul_dims(ash, wsh);
-    Case::new(format!("fused {act:?} {ash:?} @ {wsh:?}"), inputs, move |dt| {
-        graph(&[("a", ash, dt), ("w", wsh, dt), ("bias", &[n], dt)], |g, x| {
-            g.matmul_bias_act(x[0], x[1], x[2], act).unwrap()
-        })
-    })
+    Case::new(
+        format!("fused {act:?} {ash:?} @ {wsh:?}"),
+        inputs,
+        move |dt| {
+            graph(
+                &[("a", ash, dt), ("w", wsh, dt), ("bias", &[n], dt)],
+                |g, x| g.matmul_bias_act(x[0], x[1], x[2], act).unwrap(),
+            )
+        },
+    )
     .out(&dims)
     .oracle(move |v, _| {
         let (mm, _) = ref_matmul(&v[0], ash, &v[1], wsh);

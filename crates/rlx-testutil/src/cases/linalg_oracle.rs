@@ -87,7 +87,12 @@ pub fn f16_val(b: &[u8]) -> f64 {
 }
 
 /// Random blocks for a `[rows, cols]` weight: random scales (and mins) and random quants.
-pub fn random_packed(rng: &mut crate::Rng, scheme: QuantScheme, rows: usize, cols: usize) -> Vec<u8> {
+pub fn random_packed(
+    rng: &mut crate::Rng,
+    scheme: QuantScheme,
+    rows: usize,
+    cols: usize,
+) -> Vec<u8> {
     let mut out = vec![];
     for _ in 0..rows * cols / 32 {
         out.extend(f16_bytes(rng.range(0.01, 0.2)));

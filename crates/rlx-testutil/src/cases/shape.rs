@@ -5,9 +5,9 @@
 //! `MOVERS` (u8 included; their parity check also compares bytes, see the CUDA test's
 //! device), and the gradcheck suite's own graphs, which feed the op's result through a sine
 //! (`only_grad`). Big-shape launch tests stay in the CUDA test file.
-pub use super::shape_oracle::*;
 use super::elementwise::graph;
 use super::numel;
+pub use super::shape_oracle::*;
 use crate::case::{Case, Draw, Input};
 use crate::Rng;
 use rlx_ir::{Activation, DType, Dim, Graph, NodeId, Op};
@@ -36,7 +36,10 @@ pub const MOVERS: [DType; 6] = [
 /// (±1000 in the oracle suite's cases, ±100000 in the parity suite's).
 pub fn values(rng: &mut Rng, n: usize, dt: DType, wide: bool) -> Vec<f64> {
     let ints = |rng: &mut Rng, lo: f64, hi: f64| -> Vec<f64> {
-        rng.uniforms(n, lo, hi).into_iter().map(f64::round).collect()
+        rng.uniforms(n, lo, hi)
+            .into_iter()
+            .map(f64::round)
+            .collect()
     };
     match dt {
         d if d.is_float() => rng.normals(n),
@@ -174,8 +177,16 @@ pub fn reshape() -> Vec<Case> {
         |g, x| g.reshape(x, &[-1i64, 7, 5]).unwrap(),
         |x, _| x.to_vec(),
     ));
-    cases.push(through_sin("reshape", &[2, 6], Op::Reshape { shape: vec![3, -1] }));
-    cases.push(through_sin("reshape 0", &[2, 3, 4], Op::Reshape { shape: vec![0, 12] }));
+    cases.push(through_sin(
+        "reshape",
+        &[2, 6],
+        Op::Reshape { shape: vec![3, -1] },
+    ));
+    cases.push(through_sin(
+        "reshape 0",
+        &[2, 3, 4],
+        Op::Reshape { shape: vec![0, 12] },
+    ));
     cases.push(through_sin(
         "reshape 1-elem broadcast",
         &[1],
@@ -251,7 +262,10 @@ pub fn transpose() -> Vec<Case> {
             )
         })
         .collect();
-    let grad = [(&[2usize, 3, 4][..], vec![2usize, 0, 1]), (&[3, 5], vec![1, 0])];
+    let grad = [
+        (&[2usize, 3, 4][..], vec![2usize, 0, 1]),
+        (&[3, 5], vec![1, 0]),
+    ];
     for (dims, perm) in grad {
         let name = format!("transpose {perm:?}");
         cases.push(through_sin(&name, dims, Op::Transpose { perm }));
@@ -364,7 +378,9 @@ pub fn concat() -> Vec<Case> {
         ];
         let c = Case::new(format!("grad concat axis {axis}"), inputs, move |dt| {
             graph(&[("c", &da, dt), ("d", &db, dt)], |g, x| {
-                let y = g.add_node(Op::Concat { axis }, &[x[0], x[1], x[0]]).unwrap();
+                let y = g
+                    .add_node(Op::Concat { axis }, &[x[0], x[1], x[0]])
+                    .unwrap();
                 g.activation(Activation::Tanh, y).unwrap()
             })
         });
@@ -420,7 +436,14 @@ pub fn gather() -> Vec<Case> {
         let a = axis_of(axis, 3);
         for idt in [DType::I64, DType::I32, DType::F32] {
             let idx = Input::new("i", ish, index_draw(data[a], 0.0, true)).of(idt);
-            let c = gather_case(format!("gather {data:?} by {ish:?} {idt} axis {axis}"), data, ish, idt, axis, idx);
+            let c = gather_case(
+                format!("gather {data:?} by {ish:?} {idt} axis {axis}"),
+                data,
+                ish,
+                idt,
+                axis,
+                idx,
+            );
             let c = finish(c, From::Oracle, gathered(data, ish, a));
             cases.push(c.oracle(move |v, _| gather_ref(&v[0], data, &v[1], ish, a)));
         }
@@ -439,7 +462,14 @@ pub fn gather() -> Vec<Case> {
         let a = axis_of(axis, data.len());
         let p = if neg { 0.4 } else { 0.0 };
         let idx = Input::new("i", ish, index_draw(data[a], p, false)).of(idt);
-        let mut c = gather_case(format!("gather {data:?} by {ish:?} {idt} axis {axis}"), data, ish, idt, axis, idx);
+        let mut c = gather_case(
+            format!("gather {data:?} by {ish:?} {idt} axis {axis}"),
+            data,
+            ish,
+            idt,
+            axis,
+            idx,
+        );
         c.inputs[0] = x("x", data, true);
         let c = finish(c, From::Parity, gathered(data, ish, a));
         cases.push(c.oracle(move |v, _| gather_ref(&v[0], data, &v[1], ish, a)));
@@ -458,12 +488,16 @@ pub fn gather() -> Vec<Case> {
         let n = dd[axis_of(axis, dd.len())];
         let idx = Input::new("i", ish, index_draw(n, 0.3, false)).of(idt);
         let inputs = vec![Input::new("x", dd, Draw::Normal(1.0)), idx];
-        let c = Case::new(format!("grad gather {dd:?} axis {axis} idx {ish:?} {idt}"), inputs, move |dt| {
-            graph(&[("x", dd, dt), ("i", ish, idt)], |g, x| {
-                let y = g.add_node(Op::Gather { axis }, &[x[0], x[1]]).unwrap();
-                g.activation(Activation::Sin, y).unwrap()
-            })
-        });
+        let c = Case::new(
+            format!("grad gather {dd:?} axis {axis} idx {ish:?} {idt}"),
+            inputs,
+            move |dt| {
+                graph(&[("x", dd, dt), ("i", ish, idt)], |g, x| {
+                    let y = g.add_node(Op::Gather { axis }, &[x[0], x[1]]).unwrap();
+                    g.activation(Activation::Sin, y).unwrap()
+                })
+            },
+        );
         cases.push(c.wrt(&["x"]).only_grad());
     }
     cases
@@ -505,7 +539,12 @@ pub fn pad() -> Vec<Case> {
     one(From::Parity, &[3, 5, 7], &[[1, 0], [0, 2], [3, 4]], 0.0);
     one(From::Parity, &[3, 5, 7], &[[0, 0], [2, 2], [0, 0]], -1.5);
     one(From::Parity, &[1000], &[[17, 3]], 2.25);
-    one(From::Parity, &[2, 3, 9, 9], &[[0, 0], [0, 0], [1, 1], [1, 1]], 7.0);
+    one(
+        From::Parity,
+        &[2, 3, 9, 9],
+        &[[0, 0], [0, 0], [1, 1], [1, 1]],
+        7.0,
+    );
     one(From::Parity, &[4, 1, 3], &[[1, 0], [1, 1], [0, 2]], 3.0);
     let op = Op::Pad {
         pads: vec![[1, 0], [2, 1]],
@@ -536,7 +575,13 @@ pub fn slice() -> Vec<Case> {
         (&[7, 9, 4], &[], &[1, -3], &[6, 0], &[2, -2]),
     ];
     let parity: [SliceArgs; 5] = [
-        (&[6, 40, 9], &[-1, 0, 1], &[100, 1, -3], &[-100, 6, 2], &[-2, 2, -5]),
+        (
+            &[6, 40, 9],
+            &[-1, 0, 1],
+            &[100, 1, -3],
+            &[-100, 6, 2],
+            &[-2, 2, -5],
+        ),
         (&[6, 40, 9], &[], &[-1, 3], &[-7, 1000], &[-1, 7]),
         (&[33, 65], &[1], &[-1], &[i64::MIN], &[-1]),
         (&[33, 65], &[0, 1], &[2, 5], &[3, 6], &[]),

@@ -45,7 +45,9 @@ pub fn transpose_ref(x: &[f64], shape: &[usize], perm: &[usize]) -> Vec<f64> {
 
 /// NumPy broadcast of `x` (dims `ins`) to `outs`.
 pub fn expand_ref(x: &[f64], ins: &[usize], outs: &[usize]) -> Vec<f64> {
-    (0..numel(outs)).map(|k| x[src_index(ins, outs, k)]).collect()
+    (0..numel(outs))
+        .map(|k| x[src_index(ins, outs, k)])
+        .collect()
 }
 
 /// Dims after taking `len` entries of `axis`.
