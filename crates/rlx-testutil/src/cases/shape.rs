@@ -61,8 +61,9 @@ fn x(name: &'static str, dims: &[usize], wide: bool) -> Input {
 
 /// Where a case came from: its dtypes and draws, and whether it gets a parity check.
 #[derive(Clone, Copy, PartialEq)]
-enum From {
-    /// The CPU oracle suite: `DTYPES`; parity is not run for f64 shape ops, so off.
+enum Suite {
+    /// The CPU oracle suite: `DTYPES`. They never had parity, and f64 is a dtype the parity
+    /// suite never ran a mover in: parity stays off.
     Oracle,
     /// The parity suite: `MOVERS`, wide integers.
     Parity,
@@ -71,14 +72,14 @@ enum From {
 /// A one-output exact case of a single data input `x`, gradchecked in f64.
 fn mover(
     name: String,
-    from: From,
+    from: Suite,
     dims: &[usize],
     out: Vec<usize>,
     op: impl Fn(&mut Graph, NodeId) -> NodeId + Send + Sync + 'static,
     oracle: impl Fn(&[f64], DType) -> Vec<f64> + Send + Sync + 'static,
 ) -> Case {
     let d = dims.to_vec();
-    let c = Case::new(name, vec![x("x", dims, from == From::Parity)], move |dt| {
+    let c = Case::new(name, vec![x("x", dims, from == Suite::Parity)], move |dt| {
         graph(&[("x", &d, dt)], |g, x| op(g, x[0]))
     });
     finish(c, from, out).oracle(move |v, dt| oracle(&v[0], dt))
@@ -86,12 +87,12 @@ fn mover(
 
 /// Dtypes, exactness, output dims and checks by origin; gradchecks on small inputs only
 /// (finite differences cost four runs per element).
-fn finish(c: Case, from: From, out: Vec<usize>) -> Case {
+fn finish(c: Case, from: Suite, out: Vec<usize>) -> Case {
     let small = c.inputs.iter().map(|i| numel(&i.dims)).sum::<usize>() <= 400;
     let c = c.exact().out(&out).wrt(&["x"]);
     let c = match from {
-        From::Oracle => c.dtypes(&DTYPES).no_parity(),
-        From::Parity => c.dtypes(&MOVERS),
+        Suite::Oracle => c.dtypes(&DTYPES).no_parity(),
+        Suite::Parity => c.dtypes(&MOVERS),
     };
     if small {
         c
@@ -136,7 +137,7 @@ pub fn reshape() -> Vec<Case> {
     for (t, out) in targets {
         cases.push(mover(
             format!("reshape [3, 4, 5] -> {t:?}"),
-            From::Oracle,
+            Suite::Oracle,
             &[3, 4, 5],
             out.to_vec(),
             move |g, x| g.reshape(x, t).unwrap(),
@@ -146,16 +147,16 @@ pub fn reshape() -> Vec<Case> {
     // The target given as usize dims (the builder takes either).
     cases.push(mover(
         "reshape [3, 4, 5] -> usize [2, 6, 5]".into(),
-        From::Oracle,
+        Suite::Oracle,
         &[3, 4, 5],
         vec![2, 6, 5],
         |g, x| g.reshape(x, &[2usize, 6, 5]).unwrap(),
         |x, _| x.to_vec(),
     ));
-    let ones: [(From, &[usize], &[i64]); 3] = [
-        (From::Oracle, &[1], &[2, 3]),
-        (From::Oracle, &[1, 1], &[3, 1, 2]),
-        (From::Parity, &[1, 1], &[3, 4]),
+    let ones: [(Suite, &[usize], &[i64]); 3] = [
+        (Suite::Oracle, &[1], &[2, 3]),
+        (Suite::Oracle, &[1, 1], &[3, 1, 2]),
+        (Suite::Parity, &[1, 1], &[3, 4]),
     ];
     for (from, ins, t) in ones {
         let out: Vec<usize> = t.iter().map(|&d| d as usize).collect();
@@ -171,7 +172,7 @@ pub fn reshape() -> Vec<Case> {
     }
     cases.push(mover(
         "reshape [6, 35] -> [-1, 7, 5]".into(),
-        From::Parity,
+        Suite::Parity,
         &[6, 35],
         vec![6, 7, 5],
         |g, x| g.reshape(x, &[-1i64, 7, 5]).unwrap(),
@@ -198,15 +199,15 @@ pub fn reshape() -> Vec<Case> {
 // ---- expand ----
 
 pub fn expand() -> Vec<Case> {
-    let shapes: [(From, &[usize], &[usize]); 8] = [
-        (From::Oracle, &[3, 1, 5], &[2, 3, 4, 5]),
-        (From::Oracle, &[1], &[7]),
-        (From::Oracle, &[4, 1], &[4, 9]),
-        (From::Parity, &[5, 1, 7], &[3, 5, 4, 7]),
-        (From::Parity, &[33, 1], &[33, 65]),
-        (From::Parity, &[1], &[1000]),
-        (From::Parity, &[7], &[2, 3, 7]),
-        (From::Parity, &[1, 129, 1], &[2, 129, 9]),
+    let shapes: [(Suite, &[usize], &[usize]); 8] = [
+        (Suite::Oracle, &[3, 1, 5], &[2, 3, 4, 5]),
+        (Suite::Oracle, &[1], &[7]),
+        (Suite::Oracle, &[4, 1], &[4, 9]),
+        (Suite::Parity, &[5, 1, 7], &[3, 5, 4, 7]),
+        (Suite::Parity, &[33, 1], &[33, 65]),
+        (Suite::Parity, &[1], &[1000]),
+        (Suite::Parity, &[7], &[2, 3, 7]),
+        (Suite::Parity, &[1, 129, 1], &[2, 129, 9]),
     ];
     let mut cases: Vec<Case> = shapes
         .into_iter()
@@ -234,20 +235,20 @@ pub fn expand() -> Vec<Case> {
 // ---- transpose ----
 
 pub fn transpose() -> Vec<Case> {
-    let perms: [(From, &[usize], &[usize]); 13] = [
-        (From::Oracle, &[3, 5], &[1, 0]),
-        (From::Oracle, &[2, 3, 5, 7], &[2, 0, 3, 1]),
-        (From::Oracle, &[4, 1, 3], &[2, 1, 0]),
-        (From::Oracle, &[9], &[0]),
-        (From::Parity, &[33, 65], &[1, 0]),
-        (From::Parity, &[1, 7], &[1, 0]),
-        (From::Parity, &[7, 33, 129], &[0, 2, 1]),
-        (From::Parity, &[5, 9, 1000], &[2, 0, 1]),
-        (From::Parity, &[2, 9, 5, 16], &[0, 2, 1, 3]),
-        (From::Parity, &[3, 5, 7, 11], &[3, 1, 0, 2]),
-        (From::Parity, &[4, 1, 6, 33], &[0, 3, 2, 1]),
-        (From::Parity, &[2, 3, 4, 5, 6], &[4, 2, 0, 3, 1]),
-        (From::Parity, &[3, 2, 129, 7, 2], &[0, 1, 3, 2, 4]),
+    let perms: [(Suite, &[usize], &[usize]); 13] = [
+        (Suite::Oracle, &[3, 5], &[1, 0]),
+        (Suite::Oracle, &[2, 3, 5, 7], &[2, 0, 3, 1]),
+        (Suite::Oracle, &[4, 1, 3], &[2, 1, 0]),
+        (Suite::Oracle, &[9], &[0]),
+        (Suite::Parity, &[33, 65], &[1, 0]),
+        (Suite::Parity, &[1, 7], &[1, 0]),
+        (Suite::Parity, &[7, 33, 129], &[0, 2, 1]),
+        (Suite::Parity, &[5, 9, 1000], &[2, 0, 1]),
+        (Suite::Parity, &[2, 9, 5, 16], &[0, 2, 1, 3]),
+        (Suite::Parity, &[3, 5, 7, 11], &[3, 1, 0, 2]),
+        (Suite::Parity, &[4, 1, 6, 33], &[0, 3, 2, 1]),
+        (Suite::Parity, &[2, 3, 4, 5, 6], &[4, 2, 0, 3, 1]),
+        (Suite::Parity, &[3, 2, 129, 7, 2], &[0, 1, 3, 2, 4]),
     ];
     let mut cases: Vec<Case> = perms
         .into_iter()
@@ -276,15 +277,15 @@ pub fn transpose() -> Vec<Case> {
 // ---- narrow ----
 
 pub fn narrow() -> Vec<Case> {
-    let takes: [(From, &[usize], i64, usize, usize); 8] = [
-        (From::Oracle, &[3, 7, 5], 1, 2, 4),
-        (From::Oracle, &[3, 7, 5], -1, 1, 3),
-        (From::Oracle, &[3, 7, 5], 0, 2, 1),
-        (From::Oracle, &[3, 7, 5], -2, 0, 7),
-        (From::Parity, &[6, 40, 9], -2, 3, 30),
-        (From::Parity, &[6, 40, 9], 0, 5, 1),
-        (From::Parity, &[6, 40, 9], -1, 1, 7),
-        (From::Parity, &[1001], 0, 17, 900),
+    let takes: [(Suite, &[usize], i64, usize, usize); 8] = [
+        (Suite::Oracle, &[3, 7, 5], 1, 2, 4),
+        (Suite::Oracle, &[3, 7, 5], -1, 1, 3),
+        (Suite::Oracle, &[3, 7, 5], 0, 2, 1),
+        (Suite::Oracle, &[3, 7, 5], -2, 0, 7),
+        (Suite::Parity, &[6, 40, 9], -2, 3, 30),
+        (Suite::Parity, &[6, 40, 9], 0, 5, 1),
+        (Suite::Parity, &[6, 40, 9], -1, 1, 7),
+        (Suite::Parity, &[1001], 0, 17, 900),
     ];
     let mut cases: Vec<Case> = takes
         .into_iter()
@@ -310,13 +311,13 @@ pub fn narrow() -> Vec<Case> {
 // ---- concat ----
 
 /// Concat of inputs `x0, x1, ..` of `shapes` on `axis` (`dims` the oracle's axis).
-fn concat_case(from: From, shapes: Vec<Vec<usize>>, axis: i64) -> Case {
+fn concat_case(from: Suite, shapes: Vec<Vec<usize>>, axis: i64) -> Case {
     const NAMES: [&str; 3] = ["x0", "x1", "x2"];
     let a = axis_of(axis, shapes[0].len());
     let inputs = shapes
         .iter()
         .zip(NAMES)
-        .map(|(s, n)| x(n, s, from == From::Parity))
+        .map(|(s, n)| x(n, s, from == Suite::Parity))
         .collect();
     let ins = shapes.clone();
     let c = Case::new(
@@ -351,9 +352,9 @@ pub fn concat() -> Vec<Case> {
                 s
             })
             .collect();
-        cases.push(concat_case(From::Oracle, shapes, axis));
+        cases.push(concat_case(Suite::Oracle, shapes, axis));
     }
-    cases.push(concat_case(From::Oracle, vec![vec![3, 7, 5]], 0));
+    cases.push(concat_case(Suite::Oracle, vec![vec![3, 7, 5]], 0));
     let parity: [(&[&[usize]], i64); 4] = [
         (&[&[4, 3, 7], &[4, 1, 7], &[4, 17, 7]], 1),
         (&[&[2, 5, 3], &[2, 5, 1]], -1),
@@ -362,7 +363,7 @@ pub fn concat() -> Vec<Case> {
     ];
     for (shapes, axis) in parity {
         let shapes = shapes.iter().map(|s| s.to_vec()).collect();
-        cases.push(concat_case(From::Parity, shapes, axis));
+        cases.push(concat_case(Suite::Parity, shapes, axis));
     }
     // The gradcheck suite's: one input used twice, `tanh(concat(c, d, c))`.
     for axis in [0i64, 1, -1] {
@@ -444,7 +445,7 @@ pub fn gather() -> Vec<Case> {
                 axis,
                 idx,
             );
-            let c = finish(c, From::Oracle, gathered(data, ish, a));
+            let c = finish(c, Suite::Oracle, gathered(data, ish, a));
             cases.push(c.oracle(move |v, _| gather_ref(&v[0], data, &v[1], ish, a)));
         }
     }
@@ -471,7 +472,7 @@ pub fn gather() -> Vec<Case> {
             idx,
         );
         c.inputs[0] = x("x", data, true);
-        let c = finish(c, From::Parity, gathered(data, ish, a));
+        let c = finish(c, Suite::Parity, gathered(data, ish, a));
         cases.push(c.oracle(move |v, _| gather_ref(&v[0], data, &v[1], ish, a)));
     }
     // The gradcheck suite's: repeated and negative indices (the scatter must add and
@@ -511,7 +512,7 @@ const FILLS: [f64; 11] = [-4.5, -3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 4.5,
 
 pub fn pad() -> Vec<Case> {
     let mut cases = vec![];
-    let mut one = |from: From, dims: &'static [usize], pads: &'static [[usize; 2]], value: f64| {
+    let mut one = |from: Suite, dims: &'static [usize], pads: &'static [[usize; 2]], value: f64| {
         let c = mover(
             format!("pad {dims:?} {pads:?} with {value}"),
             from,
@@ -523,7 +524,7 @@ pub fn pad() -> Vec<Case> {
                 pad_ref(x, dims, pads, fill)
             },
         );
-        if value < 0.0 && from == From::Parity {
+        if value < 0.0 && from == Suite::Parity {
             // A negative fill has no defined u8 value (the CPU wraps -1 to 255, while a
             // float -> u8 Cast saturates): u8 keeps only the GPU-vs-CPU parity it had.
             let no_u8: Vec<DType> = MOVERS.into_iter().filter(|&d| d != DType::U8).collect();
@@ -534,18 +535,18 @@ pub fn pad() -> Vec<Case> {
         }
     };
     for value in FILLS {
-        one(From::Oracle, &[3, 4, 2], &[[1, 2], [0, 3], [2, 0]], value);
+        one(Suite::Oracle, &[3, 4, 2], &[[1, 2], [0, 3], [2, 0]], value);
     }
-    one(From::Parity, &[3, 5, 7], &[[1, 0], [0, 2], [3, 4]], 0.0);
-    one(From::Parity, &[3, 5, 7], &[[0, 0], [2, 2], [0, 0]], -1.5);
-    one(From::Parity, &[1000], &[[17, 3]], 2.25);
+    one(Suite::Parity, &[3, 5, 7], &[[1, 0], [0, 2], [3, 4]], 0.0);
+    one(Suite::Parity, &[3, 5, 7], &[[0, 0], [2, 2], [0, 0]], -1.5);
+    one(Suite::Parity, &[1000], &[[17, 3]], 2.25);
     one(
-        From::Parity,
+        Suite::Parity,
         &[2, 3, 9, 9],
         &[[0, 0], [0, 0], [1, 1], [1, 1]],
         7.0,
     );
-    one(From::Parity, &[4, 1, 3], &[[1, 0], [1, 1], [0, 2]], 3.0);
+    one(Suite::Parity, &[4, 1, 3], &[[1, 0], [1, 1], [0, 2]], 3.0);
     let op = Op::Pad {
         pads: vec![[1, 0], [2, 1]],
         value: 0.5,
@@ -589,8 +590,8 @@ pub fn slice() -> Vec<Case> {
     ];
     let origin = oracle
         .into_iter()
-        .map(|s| (From::Oracle, s))
-        .chain(parity.into_iter().map(|s| (From::Parity, s)));
+        .map(|s| (Suite::Oracle, s))
+        .chain(parity.into_iter().map(|s| (Suite::Parity, s)));
     let mut cases: Vec<Case> = origin
         .map(|(from, (dims, axes, starts, ends, steps))| {
             let picks = slice_picks(dims, axes, starts, ends, steps);
