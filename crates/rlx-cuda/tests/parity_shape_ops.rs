@@ -1,20 +1,34 @@
-//! GPU parity of the shape ops and Rope. Data movement must be bit-exact, so besides the
-//! harness's rel-L2 check every mover is compared byte for byte with the CPU in its dtype.
+//! GPU parity of the shape ops, TransformRegion and Rope. Data movement must be bit-exact, so
+//! besides the harness's rel-L2 check every mover is compared byte for byte with the CPU in
+//! its dtype. The shape group's per-op cases come from rlx-testutil's case table, through
+//! this file's `cuda` device (parity plus bytes); below them the big-shape launches,
+//! infinite padding, TransformRegion and Rope.
 mod common;
 
 use common::{Feed, Rng, FLOATS};
 use rlx_cuda::CudaOptions;
 use rlx_ir::{DType, Dim, Graph, NodeId, RopeStyle, Shape, TransformStep};
+use rlx_testutil::cases::shape::MOVERS;
 
-/// Float dtypes plus the integer dtypes the pure data movers take.
-const MOVERS: [DType; 6] = [
-    DType::F32,
-    DType::F16,
-    DType::BF16,
-    DType::I64,
-    DType::I32,
-    DType::U8,
-];
+rlx_testutil::case_tests!(shape, cuda);
+
+/// The shape group's CUDA device: the harness's parity check of every case (with its own
+/// allowed fallbacks) and then `exact`, the byte-for-byte comparison with the CPU that every
+/// mover gets. Without a GPU it skips like every parity test.
+mod cuda {
+    use rlx_cuda::CudaOptions;
+    use rlx_testutil::case::Case;
+
+    pub fn check(set: &str, cases: &[Case]) {
+        if !super::common::gpu() {
+            return;
+        }
+        rlx_testutil::run::parity::check(set, cases, &|name, build, feeds, dt, allow| {
+            super::common::parity_with(name, build, feeds, dt, CudaOptions::strict(), allow);
+            super::exact(name, build, feeds, dt);
+        });
+    }
+}
 
 /// Random values suited to `dtype`: normals for floats, spread integers otherwise.
 fn values(rng: &mut Rng, n: usize, dtype: DType) -> Vec<f64> {
@@ -96,36 +110,6 @@ fn unary(dims: &[usize], f: impl Fn(&mut Graph, NodeId) -> NodeId) -> impl Fn(DT
 }
 
 #[test]
-fn transpose_perms() {
-    if !common::gpu() {
-        return;
-    }
-    let mut rng = Rng::new("transpose_perms");
-    let cases: &[(&[usize], &[usize])] = &[
-        (&[33, 65], &[1, 0]),
-        (&[1, 7], &[1, 0]),
-        (&[7, 33, 129], &[0, 2, 1]),
-        (&[5, 9, 1000], &[2, 0, 1]),
-        (&[2, 9, 5, 16], &[0, 2, 1, 3]),
-        (&[3, 5, 7, 11], &[3, 1, 0, 2]),
-        (&[4, 1, 6, 33], &[0, 3, 2, 1]),
-        (&[2, 3, 4, 5, 6], &[4, 2, 0, 3, 1]),
-        (&[3, 2, 129, 7, 2], &[0, 1, 3, 2, 4]),
-    ];
-    for dt in MOVERS {
-        for (dims, perm) in cases {
-            let b = unary(dims, |g, x| g.transpose(x, perm).unwrap());
-            check(
-                &format!("transpose {dims:?} {perm:?}"),
-                &b,
-                &feeds(&mut rng, &[dims], dt),
-                dt,
-            );
-        }
-    }
-}
-
-#[test]
 fn transpose_big() {
     if !common::gpu() {
         return;
@@ -152,29 +136,11 @@ fn transpose_big() {
 }
 
 #[test]
-fn expand_broadcasts() {
+fn expand_big() {
     if !common::gpu() {
         return;
     }
-    let mut rng = Rng::new("expand_broadcasts");
-    let cases: &[(&[usize], &[usize])] = &[
-        (&[5, 1, 7], &[3, 5, 4, 7]),
-        (&[33, 1], &[33, 65]),
-        (&[1], &[1000]),
-        (&[7], &[2, 3, 7]),
-        (&[1, 129, 1], &[2, 129, 9]),
-    ];
-    for dt in MOVERS {
-        for (from, to) in cases {
-            let b = unary(from, |g, x| g.expand_to(x, to).unwrap());
-            check(
-                &format!("expand {from:?} -> {to:?}"),
-                &b,
-                &feeds(&mut rng, &[from], dt),
-                dt,
-            );
-        }
-    }
+    let mut rng = Rng::new("expand_big");
     let b = unary(&[1, 4097], |g, x| g.expand_to(x, &[1025, 4097]).unwrap());
     check(
         "expand big",
@@ -185,24 +151,11 @@ fn expand_broadcasts() {
 }
 
 #[test]
-fn narrow_axes() {
+fn narrow_big() {
     if !common::gpu() {
         return;
     }
-    let mut rng = Rng::new("narrow_axes");
-    let cases: &[(&[usize], i64, usize, usize)] = &[
-        (&[6, 40, 9], -2, 3, 30),
-        (&[6, 40, 9], 0, 5, 1),
-        (&[6, 40, 9], -1, 1, 7),
-        (&[1001], 0, 17, 900),
-    ];
-    for dt in MOVERS {
-        for &(dims, axis, start, len) in cases {
-            let b = unary(dims, |g, x| g.narrow(x, axis, start, len).unwrap());
-            let name = format!("narrow {dims:?} axis {axis} [{start}, +{len})");
-            check(&name, &b, &feeds(&mut rng, &[dims], dt), dt);
-        }
-    }
+    let mut rng = Rng::new("narrow_big");
     let b = unary(&[2049, 4100], |g, x| g.narrow(x, 1, 3, 4093).unwrap());
     check(
         "narrow big",
@@ -213,32 +166,11 @@ fn narrow_axes() {
 }
 
 #[test]
-fn slice_steps() {
+fn slice_big() {
     if !common::gpu() {
         return;
     }
-    let mut rng = Rng::new("slice_steps");
-    type Case<'a> = (&'a [usize], &'a [i64], &'a [i64], &'a [i64], &'a [i64]);
-    let cases: &[Case] = &[
-        (
-            &[6, 40, 9],
-            &[-1, 0, 1],
-            &[100, 1, -3],
-            &[-100, 6, 2],
-            &[-2, 2, -5],
-        ),
-        (&[6, 40, 9], &[], &[-1, 3], &[-7, 1000], &[-1, 7]),
-        (&[33, 65], &[1], &[-1], &[i64::MIN], &[-1]),
-        (&[33, 65], &[0, 1], &[2, 5], &[3, 6], &[]),
-        (&[4, 5, 6, 7], &[-1, -3], &[0, 4], &[7, 0], &[3, -2]),
-    ];
-    for dt in MOVERS {
-        for &(dims, axes, starts, ends, steps) in cases {
-            let b = unary(dims, |g, x| g.slice(x, axes, starts, ends, steps).unwrap());
-            let name = format!("slice {dims:?} axes {axes:?} {starts:?}..{ends:?} by {steps:?}");
-            check(&name, &b, &feeds(&mut rng, &[dims], dt), dt);
-        }
-    }
+    let mut rng = Rng::new("slice_big");
     let b = unary(&[3000, 1500], |g, x| {
         g.slice(x, &[0, 1], &[-1, 0], &[-4000, 1500], &[-1, 3])
             .unwrap()
@@ -267,32 +199,11 @@ fn concat_graph(dims: Vec<Vec<usize>>, axis: i64) -> impl Fn(DType) -> Graph {
 }
 
 #[test]
-fn concat_inputs() {
+fn concat_big() {
     if !common::gpu() {
         return;
     }
-    let mut rng = Rng::new("concat_inputs");
-    let cases: Vec<(Vec<Vec<usize>>, i64)> = vec![
-        (vec![vec![4, 3, 7], vec![4, 1, 7], vec![4, 17, 7]], 1),
-        (vec![vec![2, 5, 3], vec![2, 5, 1]], -1),
-        (vec![vec![1, 9], vec![6, 9], vec![2, 9]], 0),
-        (
-            vec![vec![3, 2, 4, 5], vec![3, 2, 1, 5], vec![3, 2, 2, 5]],
-            -2,
-        ),
-    ];
-    for dt in MOVERS {
-        for (dims, axis) in &cases {
-            let b = concat_graph(dims.clone(), *axis);
-            let refs: Vec<&[usize]> = dims.iter().map(|d| d.as_slice()).collect();
-            check(
-                &format!("concat {dims:?} axis {axis}"),
-                &b,
-                &feeds(&mut rng, &refs, dt),
-                dt,
-            );
-        }
-    }
+    let mut rng = Rng::new("concat_big");
     let dims = vec![vec![2, 1000, 1024], vec![2, 1, 1024], vec![2, 1047, 1024]];
     let refs: Vec<&[usize]> = dims.iter().map(|d| d.as_slice()).collect();
     let f = feeds(&mut rng, &refs, DType::F16);
@@ -324,39 +235,6 @@ fn indices(rng: &mut Rng, count: usize, n: usize, neg: bool) -> Vec<f64> {
             }
         })
         .collect()
-}
-
-#[test]
-fn gather_indices() {
-    if !common::gpu() {
-        return;
-    }
-    let mut rng = Rng::new("gather_indices");
-    type Case<'a> = (&'a [usize], &'a [usize], i64, DType, bool);
-    let cases: &[Case] = &[
-        (&[9, 6, 5], &[2, 7], -2, DType::I64, true),
-        (&[9, 6, 5], &[13], 0, DType::I32, true),
-        (&[9, 6, 5], &[3, 1, 2], 2, DType::I64, false),
-        (&[9, 6, 5], &[4], -1, DType::F32, true),
-        (&[1000, 33], &[3, 17], 0, DType::I64, false),
-        (&[7, 129], &[], 1, DType::I32, false),
-        (&[8, 3], &[11], 0, DType::U8, false),
-    ];
-    for dt in MOVERS {
-        for &(data, idx, axis, itype, neg) in cases {
-            let b = gather_graph(data, idx, itype, axis);
-            let n = data[if axis < 0 {
-                data.len() - (-axis) as usize
-            } else {
-                axis as usize
-            }];
-            let count = idx.iter().product();
-            let mut f = feeds(&mut rng, &[data], dt);
-            f.push(common::feed("idx", idx, indices(&mut rng, count, n, neg)));
-            let name = format!("gather {data:?} by {idx:?} {itype} axis {axis}");
-            check(&name, &b, &f, dt);
-        }
-    }
 }
 
 #[test]
@@ -393,25 +271,12 @@ fn gather_embedding_big() {
 }
 
 #[test]
-fn pad_values() {
+fn pad_infinite_and_big() {
     if !common::gpu() {
         return;
     }
-    let mut rng = Rng::new("pad_values");
-    type Case<'a> = (&'a [usize], &'a [[usize; 2]], f64);
-    let cases: &[Case] = &[
-        (&[3, 5, 7], &[[1, 0], [0, 2], [3, 4]], 0.0),
-        (&[3, 5, 7], &[[0, 0], [2, 2], [0, 0]], -1.5),
-        (&[1000], &[[17, 3]], 2.25),
-        (&[2, 3, 9, 9], &[[0, 0], [0, 0], [1, 1], [1, 1]], 7.0),
-        (&[4, 1, 3], &[[1, 0], [1, 1], [0, 2]], 3.0),
-    ];
+    let mut rng = Rng::new("pad_infinite_and_big");
     for dt in MOVERS {
-        for &(dims, pads, value) in cases {
-            let b = unary(dims, |g, x| g.pad(x, pads.to_vec(), value).unwrap());
-            let name = format!("pad {dims:?} {pads:?} with {value}");
-            check(&name, &b, &feeds(&mut rng, &[dims], dt), dt);
-        }
         // Infinite padding (max-pool style): rel-L2 cannot compare infinities, bytes can.
         for value in [f64::NEG_INFINITY, f64::INFINITY] {
             let pads = [[0, 1], [2, 1]];
@@ -430,26 +295,6 @@ fn pad_values() {
     });
     let f = feeds(&mut rng, &[&[64, 3, 255, 255]], DType::F32);
     check("pad big", &b, &f, DType::F32);
-}
-
-#[test]
-fn reshape_copies() {
-    if !common::gpu() {
-        return;
-    }
-    let mut rng = Rng::new("reshape_copies");
-    for dt in MOVERS {
-        let b = unary(&[6, 35], |g, x| g.reshape(x, &[-1i64, 7, 5]).unwrap());
-        check("reshape", &b, &feeds(&mut rng, &[&[6, 35]], dt), dt);
-        // A 1-element tensor expands by reshape.
-        let b = unary(&[1, 1], |g, x| g.reshape(x, &[3i64, 4]).unwrap());
-        check(
-            "reshape broadcast",
-            &b,
-            &feeds(&mut rng, &[&[1, 1]], dt),
-            dt,
-        );
-    }
 }
 
 fn region_graph(dims: &[usize], steps: Vec<TransformStep>) -> impl Fn(DType) -> Graph {

@@ -190,6 +190,10 @@ pub struct Case {
     /// The dtype whose tolerance the oracle check takes (None: the case dtype), for ops
     /// whose output storage is less precise than their input's.
     pub tol_dtype: Option<DType>,
+    /// For sums of products (matmul): the oracle of the same sums over |terms|. When set,
+    /// the oracle check measures the error against its norm instead of the result's (a sum
+    /// that cancels keeps its dtype's digits of the terms, not of the result).
+    pub sums: Option<Oracle>,
 }
 
 impl Case {
@@ -214,6 +218,7 @@ impl Case {
             allow_kinks: true,
             checks: Checks::ALL,
             tol_dtype: None,
+            sums: None,
         }
     }
 
@@ -232,6 +237,15 @@ impl Case {
         f: impl Fn(&[Vec<f64>], DType) -> Vec<f64> + Send + Sync + 'static,
     ) -> Case {
         self.oracle = Some(Arc::new(f));
+        self
+    }
+
+    /// Compare as sums of products: `abs` is the oracle over |terms| (see `Case::sums`).
+    pub fn sums(
+        mut self,
+        abs: impl Fn(&[Vec<f64>], DType) -> Vec<f64> + Send + Sync + 'static,
+    ) -> Case {
+        self.sums = Some(Arc::new(abs));
         self
     }
 

@@ -18,12 +18,16 @@ pub mod audio;
 pub mod audio_oracle;
 pub mod elementwise;
 pub mod elementwise_oracle;
+pub mod linalg;
+pub mod linalg_oracle;
 pub mod norm;
 pub mod norm_oracle;
 pub mod reduce;
 pub mod reduce_oracle;
 pub mod region;
 pub mod region_oracle;
+pub mod shape;
+pub mod shape_oracle;
 pub mod transformer;
 pub mod transformer_oracle;
 pub mod transformer_rope;
@@ -121,6 +125,25 @@ macro_rules! case_tests {
             rms_norm [],
             fused_residual_ln [],
             fused_residual_rms_norm [],
+        );
+    };
+    (linalg, $dev:ident) => {
+        $crate::case_tests!(@group $dev, linalg,
+            matmul [],
+            fused_matmul_bias_act [],
+            dequant_matmul [nograd],
+        );
+    };
+    (shape, $dev:ident) => {
+        $crate::case_tests!(@group $dev, shape,
+            reshape [],
+            expand [],
+            transpose [],
+            narrow [],
+            concat [],
+            gather [],
+            pad [],
+            slice [],
         );
     };
     (@group $dev:ident, $g:ident, $($set:ident [$($flag:ident)*]),* $(,)?) => {

@@ -26,6 +26,24 @@ pub fn assert_close(what: &str, got: &HostTensor, want: &[f64], dtype: DType) {
     );
 }
 
+/// `assert_close` for sums of products (matmul, dot): the error is measured against `abs`,
+/// the oracle of the same sums over |terms|. Rounding error is a fraction of Σ|a·b|, so a
+/// sum that cancels to near zero keeps its dtype's digits of its terms, not of its result.
+pub fn assert_close_sums(what: &str, got: &HostTensor, want: &[f64], abs: &[f64], dtype: DType) {
+    let g = got.to_f64_vec();
+    assert_eq!(g.len(), want.len(), "{what}: length");
+    let norm = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x * x).sum::<f64>().sqrt();
+    // NaN anywhere makes e NaN, which fails the check.
+    let e = norm(&mut g.iter().zip(want).map(|(a, b)| a - b)) / norm(&mut abs.iter().copied());
+    let t = tol(dtype);
+    assert!(
+        e <= t,
+        "{what}: error of Σ|terms| {e:.3e} > {t:.0e} ({dtype}); first values got {:?} want {:?}",
+        &g[..g.len().min(6)],
+        &want[..want.len().min(6)]
+    );
+}
+
 /// Assert `got` equals `want` element for element.
 pub fn assert_exact(what: &str, got: &HostTensor, want: &[f64]) {
     let g = got.to_f64_vec();
@@ -82,6 +100,8 @@ pub fn check(set: &str, cases: &[Case]) {
             // Integer and boolean outputs are always exact.
             if case.compare == Compare::Exact || !out_dt.is_float() {
                 assert_exact(&what, &out[0], &want);
+            } else if let Some(abs) = &case.sums {
+                assert_close_sums(&what, &out[0], &want, &abs(&vals, dt), dt);
             } else {
                 let t = case.tol_dtype.unwrap_or(dt);
                 assert_close(&what, &out[0], &through(out_dt, &want), t);
