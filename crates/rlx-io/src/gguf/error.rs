@@ -23,7 +23,9 @@ pub enum GgufError {
     BadMagic { found: [u8; 4] },
     #[error("GGUF version 1 is not supported (only v2 and v3): re-convert the model with a current llama.cpp")]
     V1,
-    #[error("big-endian GGUF (the version field reads {raw:#010x} little-endian) is not supported")]
+    #[error(
+        "big-endian GGUF (the version field reads {raw:#010x} little-endian) is not supported"
+    )]
     BigEndian { raw: u32 },
     #[error("GGUF version {version} is not supported (only v2 and v3)")]
     UnsupportedVersion { version: u32 },
@@ -65,7 +67,9 @@ pub enum GgufError {
         n_dims: u32,
     },
     /// The element count or byte size of a tensor does not fit in an i64 (what ggml uses).
-    #[error("tensor \"{tensor}\" at byte {offset}: dims {dims:?} overflow the element or byte count")]
+    #[error(
+        "tensor \"{tensor}\" at byte {offset}: dims {dims:?} overflow the element or byte count"
+    )]
     DimsOverflow {
         offset: u64,
         tensor: String,
@@ -81,7 +85,9 @@ pub enum GgufError {
     },
     #[error("general.alignment is {value}; it must be a u32 power of two")]
     BadAlignment { value: String },
-    #[error("tensor \"{tensor}\": data offset {offset} is not a multiple of the alignment {alignment}")]
+    #[error(
+        "tensor \"{tensor}\": data offset {offset} is not a multiple of the alignment {alignment}"
+    )]
     Misaligned {
         tensor: String,
         offset: u64,

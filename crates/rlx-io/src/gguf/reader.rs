@@ -57,9 +57,20 @@ impl<'a> Reader<'a> {
     }
 
     /// A GGUF string: u64 byte length, then the bytes (no terminator, any bytes).
+    /// A truncation is reported from the start of the length field, so the offset named is
+    /// where the string begins.
     pub fn string_bytes(&mut self, what: &'static str) -> Result<&'a [u8], GgufError> {
+        let offset = self.pos();
         let len = self.u64(what)?;
-        self.take(len, what)
+        self.take(len, what).map_err(|e| match e {
+            GgufError::Truncated { need, have, .. } => GgufError::Truncated {
+                offset,
+                need: need.saturating_add(8),
+                have: have + 8,
+                what,
+            },
+            e => e,
+        })
     }
 
     /// A string that must be UTF-8: keys and tensor names.
