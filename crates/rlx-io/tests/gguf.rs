@@ -572,6 +572,10 @@ fn reads_a_file_written_by_gguf_py() {
     assert_eq!(m.get_str_array("test.strings").unwrap(), ["a", "βγ", ""]);
     assert_eq!(m.get_i32_array("test.ints").unwrap(), [1, -2, 3]);
     assert_eq!(m.get_f32_array("test.floats").unwrap(), [0.5, 1.5]);
+    assert_eq!(
+        m.get_array("test.nested").unwrap(),
+        &Array::Array(vec![Array::I32(vec![1, 2]), Array::I32(vec![3])])
+    );
 
     // Values from the script: element i of each tensor is i as f32, scaled by 0.25.
     let f32s = g.tensor("t.f32").unwrap();
