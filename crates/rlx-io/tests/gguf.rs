@@ -324,7 +324,7 @@ fn one_tensor(n_dims: u32, dims: &[u64], type_id: u32, offset: u64, data: usize)
     }
     b.extend(type_id.to_le_bytes());
     b.extend(offset.to_le_bytes());
-    while b.len() % 32 != 0 {
+    while !b.len().is_multiple_of(32) {
         b.push(0);
     }
     b.extend(vec![0u8; data]);

@@ -124,7 +124,7 @@ impl GgmlType {
     /// the size overflows.
     pub fn bytes_for(self, n_elements: u64) -> Option<u64> {
         let b = self.block_size();
-        if n_elements % b != 0 {
+        if !n_elements.is_multiple_of(b) {
             return None;
         }
         (n_elements / b).checked_mul(self.type_size())

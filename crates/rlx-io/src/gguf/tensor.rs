@@ -131,7 +131,7 @@ pub(crate) fn read_table(
             None => None,
             Some(ty) => {
                 let row = dims.first().copied().unwrap_or(1);
-                if row % ty.block_size() != 0 {
+                if !row.is_multiple_of(ty.block_size()) {
                     return Err(GgufError::PartialBlock {
                         offset: dims_at,
                         tensor: name,
@@ -173,7 +173,7 @@ pub(crate) fn place(
     let mut spans: Vec<(u64, u64, usize)> = Vec::with_capacity(tensors.len());
     for (i, t) in tensors.iter_mut().enumerate() {
         t.data_start = data_start;
-        if t.offset % alignment != 0 {
+        if !t.offset.is_multiple_of(alignment) {
             return Err(GgufError::Misaligned {
                 tensor: t.name.clone(),
                 offset: t.offset,

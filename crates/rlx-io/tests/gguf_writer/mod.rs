@@ -113,7 +113,7 @@ fn put_array(out: &mut Vec<u8>, a: &Array) {
 }
 
 fn pad_to(out: &mut Vec<u8>, alignment: u64) {
-    while out.len() as u64 % alignment != 0 {
+    while !(out.len() as u64).is_multiple_of(alignment) {
         out.push(0);
     }
 }
