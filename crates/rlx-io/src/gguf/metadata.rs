@@ -19,8 +19,8 @@ impl Metadata {
     pub(crate) fn read(r: &mut Reader<'_>, count: u64, count_at: u64) -> Result<Self, GgufError> {
         let n = r.check_count(count, MIN_KV_SIZE, count_at, "metadata key/value count")?;
         let mut m = Metadata {
-            entries: Vec::with_capacity(n),
-            index: HashMap::with_capacity(n),
+            entries: Vec::with_capacity(r.capacity::<(String, Value)>(n)),
+            index: HashMap::with_capacity(r.capacity::<(String, usize)>(n)),
         };
         for _ in 0..n {
             let offset = r.pos();

@@ -10,10 +10,11 @@
 //!
 //! The whole file is validated when it is opened: every count, length and offset against
 //! the bytes that are there, so a corrupt or hostile file is a [`GgufError`] naming the
-//! byte offset, never a panic; counts are checked against the remaining bytes before
-//! anything is allocated for them, so what is allocated is bounded by a small multiple of
-//! the file's size. After a successful open, [`Gguf::tensor_data`] is a plain slice of the
-//! mapping.
+//! byte offset, never a panic. A count is checked against the remaining bytes (at the
+//! smallest encoding of its items) before anything is allocated for it, no preallocation is
+//! larger than the bytes left, and what decoding builds in memory is a small multiple of
+//! the bytes it decoded (tensor data is never copied). After a successful open,
+//! [`Gguf::tensor_data`] is a plain slice of the mapping.
 //!
 //! Refused, with the reason: v1 files (32-bit counts; llama.cpp refuses them too),
 //! big-endian files, an alignment that is not a u32 power of two, duplicate keys or tensor

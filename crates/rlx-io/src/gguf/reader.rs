@@ -106,4 +106,12 @@ impl<'a> Reader<'a> {
         // count <= remaining bytes, which fit in usize.
         Ok(count as usize)
     }
+
+    /// A preallocation for `n` items of `T` that is never larger than the bytes left: items
+    /// bigger in memory than encoded (a metadata pair, a tensor entry) grow the vector as
+    /// they are actually decoded instead.
+    pub fn capacity<T>(&self, n: usize) -> usize {
+        let left = usize::try_from(self.remaining()).unwrap_or(usize::MAX);
+        n.min(left / std::mem::size_of::<T>().max(1))
+    }
 }

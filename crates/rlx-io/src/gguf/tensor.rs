@@ -91,8 +91,8 @@ pub(crate) fn read_table(
     count_at: u64,
 ) -> Result<(Vec<TensorInfo>, HashMap<String, usize>), GgufError> {
     let n = r.check_count(count, MIN_ENTRY_SIZE, count_at, "tensor count")?;
-    let mut tensors = Vec::with_capacity(n);
-    let mut index = HashMap::with_capacity(n);
+    let mut tensors = Vec::with_capacity(r.capacity::<TensorInfo>(n));
+    let mut index = HashMap::with_capacity(r.capacity::<(String, usize)>(n));
     for i in 0..n {
         let at = r.pos();
         let name = r.name("tensor name")?;

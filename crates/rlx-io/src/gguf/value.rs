@@ -428,7 +428,7 @@ fn read_array(r: &mut Reader<'_>, depth: usize) -> Result<Array, GgufError> {
         ValueType::String => {
             let mut s = Strings {
                 bytes: Vec::new(),
-                ends: Vec::with_capacity(n),
+                ends: Vec::with_capacity(r.capacity::<usize>(n)),
             };
             for _ in 0..n {
                 s.push(r.string_bytes("string array item")?);
@@ -436,7 +436,7 @@ fn read_array(r: &mut Reader<'_>, depth: usize) -> Result<Array, GgufError> {
             Array::String(s)
         }
         ValueType::Array => {
-            let mut v = Vec::with_capacity(n);
+            let mut v = Vec::with_capacity(r.capacity::<Array>(n));
             for _ in 0..n {
                 v.push(read_array(r, depth + 1)?);
             }
