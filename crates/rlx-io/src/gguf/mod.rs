@@ -21,8 +21,8 @@
 //! names, more than 4 dims, counts that overflow, tensors outside the file or overlapping.
 //! Accepted where llama.cpp is stricter: nested arrays (up to [`MAX_ARRAY_DEPTH`] levels),
 //! string values that are not UTF-8 (kept as bytes), tensors placed in any aligned,
-//! non-overlapping order, ggml type ids this reader does not know (an error only when that
-//! tensor's size or data is asked for).
+//! non-overlapping order, tensor names of 64 bytes or more (GGML_MAX_NAME), ggml type ids
+//! this reader does not know (an error only when that tensor's size or data is asked for).
 mod error;
 mod ggml_type;
 mod metadata;
