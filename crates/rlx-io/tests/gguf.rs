@@ -117,6 +117,11 @@ fn typed_getters_name_the_key_and_the_type_found() {
         m.get_f32_array("tokenizer.ggml.tokens"),
         Err(GgufError::WrongType { .. })
     ));
+    let e = m
+        .get_str_array("llama.block_count")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("array[string]") && e.contains("u32"), "{e}");
 
     let mut w = Writer::new(3);
     w.kvs = every_value();

@@ -96,9 +96,9 @@ impl Metadata {
 
     /// A string array's items as stored (what a tokenizer vocabulary needs).
     pub fn get_strings(&self, key: &str) -> Result<&Strings, GgufError> {
-        match self.get_array(key)? {
-            Array::String(s) => Ok(s),
-            _ => Err(wrong_type(key, "array[string]", self.require(key)?)),
+        match self.require(key)? {
+            Value::Array(Array::String(s)) => Ok(s),
+            v => Err(wrong_type(key, "array[string]", v)),
         }
     }
 
