@@ -6,6 +6,10 @@
 //! may take, a graph runs only when every node's shape, with each symbol bound to
 //! [`SYMBOL_SIZE`], is known and all of them together hold at most [`MEMORY_CAP`] bytes
 //! (summed with checked arithmetic: a sum that wraps is over the cap).
+//!
+//! `gguf` holds the `gguf_from_bytes` target's body.
+pub mod gguf;
+
 use rlx_cpu::{native_fused_ops, CpuConstEvaluator, CpuExecutable};
 use rlx_ir::{
     crc32, ops, DType, Dim, Graph, HostTensor, Op, Shape, GRAPH_FORMAT_VERSION, GRAPH_MAGIC,

@@ -1,10 +1,19 @@
 //! `rlx inspect FILE [--optimized]`: load a serialized graph, verify it, print it — and with
-//! `--optimized`, the graph after every pass of the compile pipeline with node counts.
+//! `--optimized`, the graph after every pass of the compile pipeline with node counts. A GGUF
+//! file (by extension or magic) goes to `inspect_gguf`.
 use crate::CliError;
 use rlx::prelude::*;
 use std::path::Path;
 
 pub fn run(file: &Path, optimized: bool) -> Result<(), CliError> {
+    if crate::inspect_gguf::is_gguf(file) {
+        if optimized {
+            return Err(CliError::Usage(
+                "--optimized applies to graph files; a GGUF file holds weights, not a graph".into(),
+            ));
+        }
+        return crate::inspect_gguf::run(file);
+    }
     let g = Graph::load(file)?;
     println!("{g}");
     println!("{}", g.summary());

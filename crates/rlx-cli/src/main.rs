@@ -2,6 +2,7 @@
 mod bench;
 mod demo;
 mod inspect;
+mod inspect_gguf;
 mod train;
 
 use clap::{Parser, Subcommand};
@@ -36,7 +37,8 @@ enum Cmd {
         #[arg(long)]
         save: Option<PathBuf>,
     },
-    /// Print a serialized graph (JSON or binary) and check it.
+    /// Print a serialized graph (JSON or binary) and check it, or a GGUF model's metadata
+    /// and tensor table.
     Inspect {
         file: PathBuf,
         /// Also run the optimisation pipeline and show the graph after every pass.
@@ -87,6 +89,8 @@ pub enum CliError {
     Model(#[from] rlx_models::ModelError),
     #[error(transparent)]
     Data(#[from] rlx_io::DatasetError),
+    #[error(transparent)]
+    Gguf(#[from] rlx_io::GgufError),
 }
 
 fn parse_device(s: Option<&str>) -> Result<Device, CliError> {

@@ -118,3 +118,74 @@ fn bad_datasets_are_errors_not_results() {
     fails_with(&args, &["training set is empty"]);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[path = "../../rlx-io/tests/gguf_writer/mod.rs"]
+mod gguf_writer;
+
+#[test]
+fn inspect_prints_a_gguf_and_refuses_a_broken_one() {
+    use rlx_io::gguf::{Array, Value};
+    let dir = std::env::temp_dir().join(format!("rlx-cli-gguf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tokens: Vec<String> = (0..20).map(|i| format!("tok{i}")).collect();
+    let bytes = gguf_writer::Writer::new(3)
+        .kv("general.architecture", Value::String(b"llama".to_vec()))
+        .kv("llama.block_count", Value::U32(30))
+        .kv(
+            "tokenizer.ggml.tokens",
+            Value::Array(Array::String(tokens.iter().collect())),
+        )
+        .tensor("output_norm.weight", &[8], 0, vec![0; 32])
+        .tensor("blk.0.attn_q.weight", &[64, 2], 8, vec![1; 4 * 34])
+        .tensor("future.weight", &[4], 99, vec![])
+        .bytes();
+    let good = dir.join("model.gguf");
+    std::fs::write(&good, &bytes).unwrap();
+    let out = rlx(&["inspect", good.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for needle in [
+        "GGUF v3",
+        "general.architecture",
+        "\"llama\"",
+        "array[string]",
+        "\"tok5\", … (20 items)]",
+        "blk.0.attn_q.weight",
+        "Q8_0",
+        "[2, 64]",
+        "type#99",
+        "total: 3 tensors",
+    ] {
+        assert!(text.contains(needle), "\"{needle}\" missing from:\n{text}");
+    }
+    // Recognised by its magic whatever the name.
+    let renamed = dir.join("model.bin");
+    std::fs::write(&renamed, &bytes).unwrap();
+    assert!(rlx(&["inspect", renamed.to_str().unwrap()])
+        .status
+        .success());
+    fails_with(
+        &["inspect", good.to_str().unwrap(), "--optimized"],
+        &["--optimized", "GGUF"],
+    );
+
+    let cut = dir.join("cut.gguf");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    fails_with(
+        &["inspect", cut.to_str().unwrap()],
+        &["cut.gguf", "truncated at byte"],
+    );
+    let mut v1 = bytes.clone();
+    v1[4] = 1;
+    std::fs::write(&cut, &v1).unwrap();
+    fails_with(&["inspect", cut.to_str().unwrap()], &["version 1"]);
+    fails_with(
+        &["inspect", dir.join("absent.gguf").to_str().unwrap()],
+        &["absent.gguf"],
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

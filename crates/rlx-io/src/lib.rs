@@ -1,6 +1,9 @@
 //! rlx-io: getting data into rlx. `datasets` reads IDX files (MNIST / Fashion-MNIST, plain
 //! or gzip) and carries an embedded default, scikit-learn's 8×8 handwritten digits, so
-//! training demos need no download.
+//! training demos need no download. `gguf` reads llama.cpp's GGUF model files (v2/v3):
+//! metadata, the tensor table and memory-mapped tensor data, every offset checked.
 pub mod datasets;
+pub mod gguf;
 
 pub use datasets::{Batch, Batches, Dataset, DatasetError};
+pub use gguf::{Gguf, GgufError};

