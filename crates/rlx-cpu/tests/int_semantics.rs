@@ -314,3 +314,29 @@ fn a_fused_cast_then_divide_matches_the_unfused_ops() {
     assert_eq!(plain.to_i64_vec(), want);
     assert_eq!(fused.to_i64_vec(), want);
 }
+
+/// Pad's fill converts as a float Cast does: into integers truncated and saturated (NaN to
+/// 0), into Bool `v != 0` (a review found −1.5 wrapping to 255 in u8).
+#[test]
+fn pad_fill_saturates_like_a_cast() {
+    let fills: [(DType, f64, f64); 9] = [
+        (DType::U8, -1.5, 0.0),
+        (DType::U8, 300.7, 255.0),
+        (DType::U8, f64::NAN, 0.0),
+        (DType::U8, 7.9, 7.0),
+        (DType::I32, 3e9, I32_MAX as f64),
+        (DType::I32, -3e9, I32_MIN as f64),
+        (DType::I32, -2.5, -2.0),
+        (DType::I64, -1e30, i64::MIN as f64),
+        (DType::Bool, 0.5, 1.0),
+    ];
+    for (dt, fill, want) in fills {
+        let x = HostTensor::from_f64_as(&[1], &[1.0], dt);
+        let y = run(&[x], |g, ids| g.pad(ids[0], vec![[1, 1]], fill).unwrap());
+        assert_eq!(
+            y.to_f64_vec(),
+            vec![want, 1.0, want],
+            "pad {dt} with {fill}"
+        );
+    }
+}

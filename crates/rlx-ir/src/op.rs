@@ -431,7 +431,9 @@ pub enum Op {
     Gather {
         axis: i64,
     },
-    /// Constant padding, `pads[i] = [before, after]` per axis.
+    /// Constant padding, `pads[i] = [before, after]` per axis. The fill `value` is
+    /// converted to the dtype as `Cast` converts a float: into an integer dtype truncated
+    /// toward zero and saturated (−1.5 → 0 in U8, NaN → 0), into Bool `value != 0`.
     Pad {
         pads: Vec<[usize; 2]>,
         /// May be infinite (max-pool style padding); JSON writes that as a string.

@@ -276,6 +276,12 @@ pub fn pad(
     mut out: OutView,
 ) -> Result<(), CpuError> {
     let x = only(ins)?;
+    // The fill is converted as `Cast` converts a float: integers saturate (see `Op::Pad`).
+    let value = if out.dtype.is_float() {
+        value
+    } else {
+        super::scalar::float_to_int(value, out.dtype) as f64
+    };
     any_class!(out.class(), T => pad_t::<T>(x, pads, value, &mut out))
 }
 

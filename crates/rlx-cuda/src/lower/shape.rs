@@ -163,20 +163,19 @@ pub(crate) fn concat(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     Ok(())
 }
 
-/// The bits of `value` in `dtype`, converted the way the CPU reference does (through its
-/// compute class: f32 for the half types, i64 for the integers).
+/// The bits of `value` in `dtype`, converted the way the CPU reference does (f32 for the
+/// half types; integers saturate as `Cast` does).
 fn pad_bits(value: f64, dtype: DType) -> u64 {
-    let int = value as i64;
+    let int = rlx_cpu::ops::scalar::float_to_int(value, dtype);
     match dtype {
         DType::F32 => (value as f32).to_bits() as u64,
         DType::F64 => value.to_bits(),
         DType::F16 => half::f16::from_f32(value as f32).to_bits() as u64,
         DType::BF16 => half::bf16::from_f32(value as f32).to_bits() as u64,
         DType::I64 => int as u64,
-        // The CPU stores narrow integers wrapped (low bits of the i64).
+        // In range already: the low bits are the value.
         DType::I32 => int as i32 as u32 as u64,
-        DType::U8 => int as u8 as u64,
-        DType::Bool => (int != 0) as u64,
+        DType::U8 | DType::Bool => int as u8 as u64,
     }
 }
 

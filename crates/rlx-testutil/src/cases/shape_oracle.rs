@@ -1,6 +1,7 @@
 //! f64 oracles of the shape group, written as index arithmetic over row-major arrays (the
 //! spec's loops: NumPy broadcasting, ONNX Slice clamping), independent of rlx's movers.
 use super::{numel, src_index};
+use rlx_ir::DType;
 
 pub fn unravel(mut k: usize, shape: &[usize]) -> Vec<usize> {
     let mut idx = vec![0; shape.len()];
@@ -131,6 +132,25 @@ pub fn padded(shape: &[usize], pads: &[[usize; 2]]) -> Vec<usize> {
 }
 
 /// Constant padding with `fill` (already in the output dtype).
+/// A Pad fill as stored in `dt`: floats as they are; integers truncated toward zero and
+/// clamped to the type's range (NaN to 0); Bool `v != 0`.
+pub fn fill_in(v: f64, dt: DType) -> f64 {
+    let clamp = |lo: f64, hi: f64| {
+        if v.is_nan() {
+            0.0
+        } else {
+            v.trunc().clamp(lo, hi)
+        }
+    };
+    match dt {
+        DType::U8 => clamp(0.0, 255.0),
+        DType::I32 => clamp(i32::MIN as f64, i32::MAX as f64),
+        DType::I64 => clamp(-9.223_372_036_854_776e18, 9.223_372_036_854_776e18),
+        DType::Bool => (v != 0.0) as u8 as f64,
+        _ => v,
+    }
+}
+
 pub fn pad_ref(x: &[f64], shape: &[usize], pads: &[[usize; 2]], fill: f64) -> Vec<f64> {
     let os = padded(shape, pads);
     let r = shape.len();
