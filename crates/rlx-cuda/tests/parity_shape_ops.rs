@@ -413,6 +413,8 @@ fn rope_feeds(rng: &mut Rng, xdims: &[usize], cdims: &[usize]) -> Vec<Feed> {
     ]
 }
 
+/// Rope's table set `rope_styles` leaves its parity to this test, which also demands the
+/// GPU's bytes equal the CPU's (the shared harness compares within a tolerance).
 #[test]
 fn rope_styles() {
     if !common::gpu() {

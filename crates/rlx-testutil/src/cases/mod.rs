@@ -92,7 +92,7 @@ macro_rules! case_tests {
             rope_storage [nograd],
             rope_single_head [nograd],
             rope_grad [],
-            rope_styles [nograd],
+            rope_styles [nograd noparity],
             swiglu [],
         );
     };

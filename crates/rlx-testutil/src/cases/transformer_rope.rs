@@ -139,8 +139,10 @@ pub fn rope_grad() -> Vec<Case> {
     cases
 }
 
-/// The parity test's shapes (head sizes of the models, odd head counts, `[S, D]` rows),
-/// f32 tables for bf16 x, and a big packed problem (parity only).
+/// The parity test's shapes (head sizes of the models, odd head counts, `[S, D]` rows) and
+/// f32 tables for bf16 x, against the oracle. Their GPU parity stays in rlx-cuda's
+/// `parity_shape_ops::rope_styles`, which also demands bit-equal results, so this set is
+/// `noparity` in `case_tests!`.
 pub fn rope_styles() -> Vec<Case> {
     let mut cases = vec![];
     for st in STYLES {
@@ -155,8 +157,6 @@ pub fn rope_styles() -> Vec<Case> {
         }
         let r = RopeCase::new(XLayout::Bshd, (2, 7, 3, 64), 48, st);
         cases.push(rope_case(r, &[DType::BF16], Some(DType::F32)).no_grad());
-        let r = RopeCase::new(XLayout::Packed, (4, 1024, 8, 128), 96, st);
-        cases.push(rope_case(r, &[DType::F16], None).only_parity());
     }
     cases
 }
