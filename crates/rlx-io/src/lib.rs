@@ -7,3 +7,12 @@ pub mod gguf;
 
 pub use datasets::{Batch, Batches, Dataset, DatasetError};
 pub use gguf::{Gguf, GgufError};
+
+/// Where fetched model files live: `$RLX_CACHE`, else `~/.cache/rlx` (outside any checkout;
+/// `scripts/fetch_models.sh` fills it). `None` when neither can be named.
+pub fn model_cache() -> Option<std::path::PathBuf> {
+    use rlx_ir::env::{text, Switch};
+    text(Switch::ModelCache)
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cache/rlx")))
+}

@@ -544,9 +544,7 @@ fn seeded_mutations_are_errors_or_readable_files() {
 
 /// `$RLX_CACHE` (default `~/.cache/rlx`), where `scripts/fetch_models.sh` puts its files.
 fn cached(name: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("RLX_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/rlx")))?;
+    let dir = rlx_io::model_cache()?;
     let p = dir.join(name);
     if p.exists() {
         Some(p)

@@ -25,6 +25,7 @@ pub enum Switch {
     RequireNvrtc,
     FashionMnist,
     FuzzSeedDir,
+    ModelCache,
 }
 
 /// What a switch holds.
@@ -192,6 +193,14 @@ pub const SWITCHES: &[SwitchInfo] = &[
         Kind::Text,
         "DIR",
         "`rlx-ir`'s serialization tests also write the fuzz corpus's seed graphs here",
+    ),
+    sw(
+        Switch::ModelCache,
+        "RLX_CACHE",
+        Kind::Text,
+        "DIR",
+        "where `scripts/fetch_models.sh` puts model files (GGUF, wheels) and the tests that \
+         need them look (default `~/.cache/rlx`); a test whose file is absent skips with a message",
     ),
 ];
 

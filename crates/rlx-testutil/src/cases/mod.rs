@@ -178,6 +178,16 @@ macro_rules! case_tests {
 /// A shape written inline in a case table.
 pub type Dims = &'static [usize];
 
+/// Row-major multi-index of flat position `k`.
+pub fn unravel(mut k: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        idx[d] = k % shape[d];
+        k /= shape[d];
+    }
+    idx
+}
+
 pub fn numel(s: &[usize]) -> usize {
     s.iter().product()
 }

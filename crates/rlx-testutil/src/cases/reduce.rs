@@ -4,10 +4,11 @@
 //! held: each list below names where its shapes came from. Draws: `draw` is what the oracle
 //! check sees; `gpu` keeps sums off zero (a relative error of a cancelled sum says nothing)
 //! and products short of drifting; `grad` keeps products tame for finite differences.
+use super::elementwise::graph;
 pub use super::reduce_oracle::*;
 use crate::case::{Case, Draw, Input};
 use crate::Rng;
-use rlx_ir::{DType, Graph, NodeId, ReduceOp, Shape};
+use rlx_ir::{DType, ReduceOp};
 
 pub const OPS: [ReduceOp; 5] = [
     ReduceOp::Sum,
@@ -33,21 +34,6 @@ impl GpuOn for Case {
         self.inputs[input].gpu = Some(d);
         self
     }
-}
-
-/// A graph of one output from inputs of the given names, dims and dtypes.
-pub fn graph(
-    ins: &[(&str, &[usize], DType)],
-    body: impl Fn(&mut Graph, &[NodeId]) -> NodeId,
-) -> Graph {
-    let mut g = Graph::new("case");
-    let ids: Vec<NodeId> = ins
-        .iter()
-        .map(|(n, d, dt)| g.input(*n, Shape::new(d, *dt)).unwrap())
-        .collect();
-    let y = body(&mut g, &ids);
-    g.set_outputs(vec![y]);
-    g
 }
 
 /// Number of elements each output of a reduction gathers.

@@ -1,17 +1,8 @@
 //! The f64 oracles of the reduce group: plain loops over row-major indices (Reduce in float
 //! and integer arithmetic, Softmax, ArgMax, the softmax cross-entropy family), independent
 //! of rlx's kernels.
+pub use super::unravel;
 use rlx_ir::{DType, ReduceOp};
-
-/// Row-major multi-index of flat position `k`.
-pub fn unravel(mut k: usize, shape: &[usize]) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for d in (0..shape.len()).rev() {
-        idx[d] = k % shape[d];
-        k /= shape[d];
-    }
-    idx
-}
 
 /// Axes as non-negative indices; none means every axis.
 pub fn norm_axes(axes: &[i64], rank: usize) -> Vec<usize> {

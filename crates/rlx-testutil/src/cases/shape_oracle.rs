@@ -1,16 +1,8 @@
 //! f64 oracles of the shape group, written as index arithmetic over row-major arrays (the
 //! spec's loops: NumPy broadcasting, ONNX Slice clamping), independent of rlx's movers.
+pub use super::unravel;
 use super::{numel, src_index};
 use rlx_ir::DType;
-
-pub fn unravel(mut k: usize, shape: &[usize]) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for d in (0..shape.len()).rev() {
-        idx[d] = k % shape[d];
-        k /= shape[d];
-    }
-    idx
-}
 
 pub fn ravel(idx: &[usize], shape: &[usize]) -> usize {
     idx.iter().zip(shape).fold(0, |acc, (&i, &n)| acc * n + i)
