@@ -27,8 +27,20 @@ fn run(graph: &Graph, inputs: &[(String, HostTensor)]) -> Vec<HostTensor> {
 
 /// Σ y ⊙ w for the forward graph's output 0.
 fn objective(graph: &Graph, inputs: &[(String, HostTensor)], w: &[f64]) -> f64 {
+    objective_and_magnitude(graph, inputs, w).0
+}
+
+/// The objective and Σ |y ⊙ w|: the sum's rounding error scales with the latter, which a
+/// cancelling sum (1000 copies of one value against random weights) makes far larger than
+/// the objective itself.
+fn objective_and_magnitude(
+    graph: &Graph,
+    inputs: &[(String, HostTensor)],
+    w: &[f64],
+) -> (f64, f64) {
     let y = run(graph, inputs)[0].to_f64_vec();
-    y.iter().zip(w).map(|(a, b)| a * b).sum()
+    let terms = y.iter().zip(w).map(|(a, b)| a * b);
+    (terms.clone().sum(), terms.map(f64::abs).sum())
 }
 
 pub const FD_STEP: f64 = 1e-5;
@@ -87,7 +99,7 @@ pub fn gradcheck_with(
         assert_eq!(base.dtype, DType::F64, "{what}: gradcheck inputs are f64");
         assert_eq!(ad[k].shape, base.shape, "{what}: gradient shape of {name}");
         let x = base.to_f64_vec();
-        let f0 = objective(graph, &inputs, &w);
+        let (f0, f0_abs) = objective_and_magnitude(graph, &inputs, &w);
         // Differences per element: central, forward, backward at the step, and
         // forward − backward at twice the step.
         let diffs: Vec<Diffs> = (0..x.len())
@@ -106,7 +118,7 @@ pub fn gradcheck_with(
                     fwd: (up - f0) / FD_STEP,
                     bwd: (f0 - dn) / FD_STEP,
                     spread2: (up2 - 2.0 * f0 + dn2) / (2.0 * FD_STEP),
-                    noise: 16.0 * f64::EPSILON * f0.abs().max(1.0) / FD_STEP,
+                    noise: 16.0 * f64::EPSILON * f0_abs.max(1.0) / FD_STEP,
                 }
             })
             .collect();
