@@ -197,6 +197,19 @@ fn matmul_builders_reject_bad_shapes() {
         g.dequant_matmul(xi, w64, QuantScheme::Q4_0).is_err(),
         "int x"
     );
+    // The K-quants need K in whole 256-value super-blocks.
+    let w_k = g.input("w_k", Shape::new(&[3, 144], DType::U8)).unwrap();
+    assert!(
+        g.dequant_matmul(x64, w_k, QuantScheme::Q4_K).is_err(),
+        "K=64 for Q4_K"
+    );
+    let x256 = g.input("x256", f(&[2, 256])).unwrap();
+    assert!(
+        g.dequant_matmul(x256, w_k, QuantScheme::Q5_K).is_err(),
+        "144 is Q4_K"
+    );
+    let ok_k = g.dequant_matmul(x256, w_k, QuantScheme::Q4_K).unwrap();
+    assert_eq!(g.shape(ok_k).unwrap(), &f(&[2, 3]));
     let ok = g.dequant_matmul(x64, w64, QuantScheme::Q4_0).unwrap();
     assert_eq!(g.shape(ok).unwrap(), &f(&[2, 3]));
 }
