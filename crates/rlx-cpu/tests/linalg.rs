@@ -30,6 +30,47 @@ fn quant_dequantize_matches_block_layout() {
     }
 }
 
+/// A second, external check of the layouts: blocks dequantised by gguf-py (llama.cpp's
+/// numpy implementation; `scripts/gen_quant_ref.py` wrote the JSON), against rlx-cpu and
+/// against the tests' own oracle, bit for bit.
+#[test]
+fn quant_matches_gguf_py() {
+    let text = include_str!("data/quant_gguf_py.json");
+    let doc: serde_json::Value = serde_json::from_str(text).unwrap();
+    let mut seen = vec![];
+    for s in doc["schemes"].as_array().unwrap() {
+        let name = s["scheme"].as_str().unwrap();
+        let scheme = *SCHEMES
+            .iter()
+            .find(|q| format!("{q:?}") == name)
+            .unwrap_or_else(|| panic!("unknown scheme {name}"));
+        let hex = s["hex"].as_str().unwrap();
+        let bytes: Vec<u8> = (0..hex.len() / 2)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        // gguf-py's values are f32; serde_json's default parse may miss the f64 by an ulp,
+        // which rounding back to f32 removes.
+        let want: Vec<f32> = s["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap() as f32)
+            .collect();
+        let cols = want.len();
+        let got = rlx_cpu::quant::dequantize(scheme, &bytes, 1, cols).unwrap();
+        let own = unpack(scheme, &bytes, 1, cols);
+        for i in 0..cols {
+            assert_eq!(got[i], want[i], "{name} element {i}: rlx-cpu vs gguf-py");
+            assert_eq!(
+                own[i], want[i] as f64,
+                "{name} element {i}: oracle vs gguf-py"
+            );
+        }
+        seen.push(scheme);
+    }
+    assert_eq!(seen, SCHEMES.to_vec());
+}
+
 /// The worst error of one block's roundtrip, from the input alone: half a quantisation step
 /// (a full one where Q4_0/Q5_0 clamp the top level), the steps bounded as each quantiser
 /// builds them, plus the f16 rounding of scales and mins.
