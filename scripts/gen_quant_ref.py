@@ -1,6 +1,7 @@
 """Reference dequantisations from gguf-py (llama.cpp's own numpy implementation of ggml's
-block formats), for rlx-cpu's tests/linalg.rs `quant_matches_gguf_py`: a second, external
-check of the layouts besides the tests' own f64 oracle.
+block formats), for rlx-cpu's tests/linalg.rs `quant_matches_gguf_py` and
+`quantize_matches_gguf_py`: a second, external check of the layouts besides the tests' own
+f64 oracle, and of the 32-value formats' reference quantisers.
 
 Random blocks (fixed seed) with finite, moderate f16 scales in the header slots, the rest
 random bytes; each scheme's bytes (hex) and gguf-py's f32 values go into one small JSON.
@@ -12,7 +13,7 @@ import sys
 
 import numpy as np
 from gguf import GGMLQuantizationType as T
-from gguf.quants import dequantize
+from gguf.quants import dequantize, quantize
 
 # (scheme, blocks, block bytes, [(offset of an f16 scale, low, high)]).
 SCHEMES = [
@@ -42,6 +43,13 @@ def main(out_path):
         out["schemes"].append(
             {"scheme": name, "hex": raw.hex(), "values": [float(v) for v in vals]}
         )
+    # gguf-py's quantisers mirror ggml's quantize_row_*_ref for the 32-value formats (it has
+    # none for the K-quants): normals, 4 rows of 64, quantised bytes in hex.
+    x = np.array([rng.gauss(0.5, 2.0) for _ in range(256)], dtype=np.float32).reshape(4, 64)
+    out["quantize_input"] = [float(v) for v in x.reshape(-1)]
+    out["quantized"] = {}
+    for name in ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]:
+        out["quantized"][name] = quantize(x, getattr(T, name)).tobytes().hex()
     with open(out_path, "w") as f:
         json.dump(out, f, separators=(",", ":"))
         f.write("\n")

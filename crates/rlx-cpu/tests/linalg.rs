@@ -71,6 +71,29 @@ fn quant_matches_gguf_py() {
     assert_eq!(seen, SCHEMES.to_vec());
 }
 
+/// rlx's quantisers of the 32-value formats are ggml's `quantize_row_*_ref`: their bytes
+/// equal gguf-py's (which mirrors that code) on the same f32 input.
+#[test]
+fn quantize_matches_gguf_py() {
+    let doc: serde_json::Value =
+        serde_json::from_str(include_str!("data/quant_gguf_py.json")).unwrap();
+    let x: Vec<f32> = doc["quantize_input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap() as f32)
+        .collect();
+    let mut n = 0;
+    for (name, hex) in doc["quantized"].as_object().unwrap() {
+        let scheme = *SCHEMES.iter().find(|q| format!("{q:?}") == *name).unwrap();
+        let got = rlx_cpu::quant::quantize(scheme, &x, 4, 64).unwrap();
+        let got: String = got.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(got, hex.as_str().unwrap(), "{name}");
+        n += 1;
+    }
+    assert_eq!(n, 5);
+}
+
 /// The worst error of one block's roundtrip, from the input alone: half a quantisation step
 /// (a full one where Q4_0/Q5_0 clamp the top level), the steps bounded as each quantiser
 /// builds them, plus the f16 rounding of scales and mins.
