@@ -1,14 +1,24 @@
-// rlx quant kernels (see lower/quant.rs). common.cuh is prepended.
+// rlx quant kernels (see lower/linalg_quant.rs). common.cuh is prepended.
 //
-// GGUF blocks of 32 values (crates/rlx-cpu/src/quant.rs): Q8_0 = f16 d + 32 i8 (d·q);
-// Q4_0 = f16 d + 16 nibble bytes (d·(q − 8)); Q4_1 = f16 d, f16 m + 16 nibble bytes (d·q + m).
-// In the nibble schemes byte j holds element j (low nibble) and element j + 16 (high).
-// Element `e` of a block is lane `e` of a warp, so a warp reads a block's bytes and the
-// matching 32 x values coalesced.
+// GGUF blocks, byte layouts as crates/rlx-cpu/src/quant/{legacy,kquants}.rs state them.
+// 32-value blocks: Q8_0 = f16 d + 32 i8 (d·q); Q4_0 = f16 d + 16 nibble bytes (d·(q − 8));
+// Q4_1 = f16 d, f16 m + 16 nibble bytes (d·q + m); Q5_0 / Q5_1 add a u32 of fifth bits
+// (bit e for element e) after the header (d·(q − 16), d·q + m). In the nibble schemes byte j
+// holds element j (low nibble) and element j + 16 (high).
+// 256-value super-blocks: Q4_K / Q5_K = f16 d, f16 dmin, 12 bytes of 6-bit sub-block scales
+// and mins, (Q5_K: 32 bytes of fifth bits), 128 nibble bytes (d·sc·q − dmin·m); Q6_K = 128
+// bytes low nibbles, 64 bytes 2-bit highs, 16 i8 scales, f16 d (d·sc·(q − 32)).
+// Element `e` of a 32-value run is lane `e` of a warp, so a warp reads the matching 32 x
+// values coalesced (and a 32-block's bytes; a K-quant's lanes share one super-block).
 
 #define Q8_0 0
 #define Q4_0 1
 #define Q4_1 2
+#define Q5_0 3
+#define Q5_1 4
+#define Q4_K 5
+#define Q5_K 6
+#define Q6_K 7
 
 // A little-endian f16 at an arbitrary (unaligned) byte address.
 __device__ __forceinline__ float f16_at(const u8* p) {
@@ -16,21 +26,84 @@ __device__ __forceinline__ float f16_at(const u8* p) {
     return __half2float(__ushort_as_half(h));
 }
 
-template <int S>
-__device__ __forceinline__ int block_bytes() {
-    return S == Q8_0 ? 34 : (S == Q4_0 ? 18 : 20);
+// A little-endian u32 at an arbitrary (unaligned) byte address.
+__device__ __forceinline__ unsigned u32_at(const u8* p) {
+    return (unsigned)p[0] | ((unsigned)p[1] << 8) | ((unsigned)p[2] << 16) |
+           ((unsigned)p[3] << 24);
 }
 
-// Element e (0..31) of the block at `b`.
+template <int S>
+__device__ __forceinline__ int block_bytes() {
+    return S == Q8_0   ? 34
+           : S == Q4_0 ? 18
+           : S == Q4_1 ? 20
+           : S == Q5_0 ? 22
+           : S == Q5_1 ? 24
+           : S == Q4_K ? 144
+           : S == Q5_K ? 176
+                       : 210;
+}
+
+template <int S>
+__device__ __forceinline__ int block_len() {
+    return S >= Q4_K ? 256 : 32;
+}
+
+// The 4-bit quant of element e (0..31) of a 32-value nibble block.
+__device__ __forceinline__ int nib32(const u8* qs, int e) {
+    unsigned byte = qs[e & 15];
+    return e < 16 ? (int)(byte & 15u) : (int)(byte >> 4);
+}
+
+// Sub-block j's 6-bit scale and min of a Q4_K / Q5_K super-block (ggml's get_scale_min_k4).
+__device__ __forceinline__ void k_scale_min(const u8* s, int j, int& sc, int& m) {
+    if (j < 4) {
+        sc = s[j] & 63;
+        m = s[j + 4] & 63;
+    } else {
+        sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+        m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+// Element e (0..block_len − 1) of the block at `b`. Every product is exact in f32 and the
+// type-1 sums round once (an FMA gives the same), so values match the CPU's bit for bit.
 template <int S>
 __device__ __forceinline__ float dq_elem(const u8* b, int e) {
-    float d = f16_at(b);
-    if (S == Q8_0) return d * (float)(signed char)b[2 + e];
-    int off = S == Q4_0 ? 2 : 4;
-    unsigned byte = b[off + (e & 15)];
-    int q = e < 16 ? (int)(byte & 15u) : (int)(byte >> 4);
-    if (S == Q4_0) return d * (float)(q - 8);
-    return d * (float)q + f16_at(b + 2);
+    if (S == Q8_0) return f16_at(b) * (float)(signed char)b[2 + e];
+    if (S == Q4_0) return f16_at(b) * (float)(nib32(b + 2, e) - 8);
+    if (S == Q4_1) return f16_at(b) * (float)nib32(b + 4, e) + f16_at(b + 2);
+    if (S == Q5_0) {
+        int q = nib32(b + 6, e) | (int)(((u32_at(b + 2) >> e) & 1u) << 4);
+        return f16_at(b) * (float)(q - 16);
+    }
+    if (S == Q5_1) {
+        int q = nib32(b + 8, e) | (int)(((u32_at(b + 4) >> e) & 1u) << 4);
+        return f16_at(b) * (float)q + f16_at(b + 2);
+    }
+    if (S == Q4_K || S == Q5_K) {
+        const int j = e >> 5, l = e & 31;
+        const u8* qs = b + (S == Q5_K ? 48 : 16);
+        unsigned byte = qs[32 * (e >> 6) + l];
+        int q = (j & 1) ? (int)(byte >> 4) : (int)(byte & 15u);
+        if (S == Q5_K) q |= ((b[16 + l] >> j) & 1) << 4;
+        int sc, m;
+        k_scale_min(b + 4, j, sc, m);
+        return (f16_at(b) * (float)sc) * (float)q - f16_at(b + 2) * (float)m;
+    }
+    // Q6_K: half h, quarter g, lane l.
+    const int h = e >> 7, g = (e >> 5) & 3, l = e & 31;
+    unsigned lo_byte = b[64 * h + 32 * (g & 1) + l];
+    int lo = g < 2 ? (int)(lo_byte & 15u) : (int)(lo_byte >> 4);
+    int hi = (b[128 + 32 * h + l] >> (2 * g)) & 3;
+    float sc = (float)(signed char)b[192 + 8 * h + 2 * g + (l >> 4)];
+    return (f16_at(b + 208) * sc) * (float)((lo | (hi << 4)) - 32);
+}
+
+// Element kk of a packed row.
+template <int S>
+__device__ __forceinline__ float dq_row_elem(const u8* row, i64 kk) {
+    return dq_elem<S>(row + (kk / block_len<S>()) * block_bytes<S>(), (int)(kk % block_len<S>()));
 }
 
 #define GEMV_MAX_M 8
@@ -42,14 +115,14 @@ __device__ void dq_gemv(const T* x, const u8* w, T* y, int M, i64 N, i64 K) {
     const i64 n = (i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (n >= N) return;
     const i64 nb = K >> 5;
-    const u8* row = w + n * nb * block_bytes<S>();
+    const u8* row = w + n * (K / block_len<S>()) * block_bytes<S>();
     float acc[GEMV_MAX_M];
 #pragma unroll
     for (int m = 0; m < GEMV_MAX_M; ++m) acc[m] = 0.f;
 #pragma unroll 4
     for (i64 kb = 0; kb < nb; ++kb) {
-        float wv = dq_elem<S>(row + kb * block_bytes<S>(), lane);
         i64 xk = kb * 32 + lane;
+        float wv = dq_row_elem<S>(row, xk);
 #pragma unroll
         for (int m = 0; m < GEMV_MAX_M; ++m)
             if (m < M) acc[m] += wv * ldf(x, (i64)m * K + xk);
@@ -66,35 +139,30 @@ __device__ void dq_gemv(const T* x, const u8* w, T* y, int M, i64 N, i64 K) {
 // out[r, k] = W[r, k] for `rows` rows of K values (a chunk of the weight, row-major).
 template <int S, typename T>
 __device__ void dq_dequant(const u8* w, T* out, i64 rows, i64 K) {
-    const i64 nb = K >> 5, total = rows * K;
+    const i64 rb = (K / block_len<S>()) * block_bytes<S>(), total = rows * K;
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total;
          i += (i64)gridDim.x * blockDim.x) {
         i64 r = i / K, kk = i - r * K;
-        const u8* b = w + (r * nb + (kk >> 5)) * block_bytes<S>();
-        stf(out, i, dq_elem<S>(b, (int)(kk & 31)));
+        stf(out, i, dq_row_elem<S>(w + r * rb, kk));
     }
 }
 
-#define RLX_DQ(sfx, T)                                                                       \
-    extern "C" __global__ void dq_gemv_q8_0_##sfx(const T* x, const u8* w, T* y, int M,       \
-                                                  i64 N, i64 K) {                            \
-        dq_gemv<Q8_0, T>(x, w, y, M, N, K);                                                  \
+#define RLX_DQ_ONE(name, S, sfx, T)                                                          \
+    extern "C" __global__ void dq_gemv_##name##_##sfx(const T* x, const u8* w, T* y, int M,   \
+                                                      i64 N, i64 K) {                        \
+        dq_gemv<S, T>(x, w, y, M, N, K);                                                     \
     }                                                                                        \
-    extern "C" __global__ void dq_gemv_q4_0_##sfx(const T* x, const u8* w, T* y, int M,       \
-                                                  i64 N, i64 K) {                            \
-        dq_gemv<Q4_0, T>(x, w, y, M, N, K);                                                  \
-    }                                                                                        \
-    extern "C" __global__ void dq_gemv_q4_1_##sfx(const T* x, const u8* w, T* y, int M,       \
-                                                  i64 N, i64 K) {                            \
-        dq_gemv<Q4_1, T>(x, w, y, M, N, K);                                                  \
-    }                                                                                        \
-    extern "C" __global__ void dq_dequant_q8_0_##sfx(const u8* w, T* out, i64 rows, i64 K) { \
-        dq_dequant<Q8_0, T>(w, out, rows, K);                                                \
-    }                                                                                        \
-    extern "C" __global__ void dq_dequant_q4_0_##sfx(const u8* w, T* out, i64 rows, i64 K) { \
-        dq_dequant<Q4_0, T>(w, out, rows, K);                                                \
-    }                                                                                        \
-    extern "C" __global__ void dq_dequant_q4_1_##sfx(const u8* w, T* out, i64 rows, i64 K) { \
-        dq_dequant<Q4_1, T>(w, out, rows, K);                                                \
+    extern "C" __global__ void dq_dequant_##name##_##sfx(const u8* w, T* out, i64 rows,       \
+                                                         i64 K) {                            \
+        dq_dequant<S, T>(w, out, rows, K);                                                   \
     }
+#define RLX_DQ(sfx, T)                                                                       \
+    RLX_DQ_ONE(q8_0, Q8_0, sfx, T)                                                           \
+    RLX_DQ_ONE(q4_0, Q4_0, sfx, T)                                                           \
+    RLX_DQ_ONE(q4_1, Q4_1, sfx, T)                                                           \
+    RLX_DQ_ONE(q5_0, Q5_0, sfx, T)                                                           \
+    RLX_DQ_ONE(q5_1, Q5_1, sfx, T)                                                           \
+    RLX_DQ_ONE(q4_k, Q4_K, sfx, T)                                                           \
+    RLX_DQ_ONE(q5_k, Q5_K, sfx, T)                                                           \
+    RLX_DQ_ONE(q6_k, Q6_K, sfx, T)
 RLX_FLOAT_TYPES(RLX_DQ)

@@ -1,4 +1,4 @@
-//! GPU parity: DequantMatMul (Q8_0, Q4_0, Q4_1) with big weights from the reference
+//! GPU parity: DequantMatMul (every QuantScheme) with big weights from the reference
 //! quantiser (the dequantise-then-cuBLASLt path in column chunks). Its per-op cases, the
 //! decode GEMV path (M ≤ 8) and the unchunked GEMM, are in the linalg case table
 //! (`parity_linalg`).
@@ -9,7 +9,7 @@ use rlx_testutil::cases::linalg::SCHEMES;
 
 fn dq_graph(xsh: &[usize], n: usize, scheme: QuantScheme, dt: DType) -> Graph {
     let k = xsh[xsh.len() - 1];
-    let rb = k / 32 * scheme.block_bytes();
+    let rb = k / scheme.block_len() * scheme.block_bytes();
     let mut g = Graph::new("dequant_matmul");
     let x = g.input("x", Shape::new(xsh, dt)).unwrap();
     let w = g.input("w", Shape::new(&[n, rb], DType::U8)).unwrap();
@@ -30,7 +30,7 @@ fn dequant_matmul_quantised_weights_big() {
     let vals: Vec<f32> = rng.normals(n * k).iter().map(|&v| v as f32).collect();
     for scheme in SCHEMES {
         let packed = rlx_cpu::quant::quantize(scheme, &vals, n, k).unwrap();
-        let rb = k / 32 * scheme.block_bytes();
+        let rb = k / scheme.block_len() * scheme.block_bytes();
         let w = feed(
             "w",
             &[n, rb],

@@ -242,7 +242,11 @@ pub enum FftNorm {
     Forward,
 }
 
-/// Packed weight storage schemes (GGUF block layouts, 32 values a block).
+/// Packed weight storage schemes: GGUF's block layouts (ggml's `block_*` structs,
+/// little-endian). The 32-value blocks are "type-0" (x = d·q) or "type-1" (x = d·q + m);
+/// the K-quants pack 256 values a super-block with sub-block scales quantised again.
+// ggml's own spellings (`Q4_K`), so the names grep across projects and match GGUF's.
+#[allow(non_camel_case_types)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum QuantScheme {
     /// f16 scale d + 32 × i8: x = d·q. 34 bytes a block.
@@ -251,15 +255,52 @@ pub enum QuantScheme {
     Q4_0,
     /// f16 scale d, f16 min m + 16 bytes of nibbles: x = d·q + m. 20 bytes a block.
     Q4_1,
+    /// f16 d, 4 bytes of fifth bits, 16 nibble bytes: x = d·(q − 16). 22 bytes a block.
+    Q5_0,
+    /// f16 d, f16 m, 4 bytes of fifth bits, 16 nibble bytes: x = d·q + m. 24 bytes a block.
+    Q5_1,
+    /// 256 values: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins for 8 sub-blocks of
+    /// 32, 128 nibble bytes: x = d·sc·q − dmin·m. 144 bytes a super-block.
+    Q4_K,
+    /// Q4_K's layout plus 32 bytes of fifth bits: x = d·sc·q − dmin·m, q < 32. 176 bytes.
+    Q5_K,
+    /// 256 values: 128 bytes of low nibbles, 64 bytes of 2-bit highs, 16 × i8 scales of
+    /// sub-blocks of 16, f16 d last: x = d·sc·(q − 32). 210 bytes a super-block.
+    Q6_K,
 }
 
 impl QuantScheme {
-    pub const BLOCK: usize = 32;
+    /// Every scheme, in declaration order.
+    pub const ALL: [QuantScheme; 8] = [
+        QuantScheme::Q8_0,
+        QuantScheme::Q4_0,
+        QuantScheme::Q4_1,
+        QuantScheme::Q5_0,
+        QuantScheme::Q5_1,
+        QuantScheme::Q4_K,
+        QuantScheme::Q5_K,
+        QuantScheme::Q6_K,
+    ];
+
+    /// Values in one block (a packed row's length must be a multiple of it).
+    pub fn block_len(self) -> usize {
+        match self {
+            QuantScheme::Q4_K | QuantScheme::Q5_K | QuantScheme::Q6_K => 256,
+            _ => 32,
+        }
+    }
+
+    /// Bytes of one block.
     pub fn block_bytes(self) -> usize {
         match self {
             QuantScheme::Q8_0 => 34,
             QuantScheme::Q4_0 => 18,
             QuantScheme::Q4_1 => 20,
+            QuantScheme::Q5_0 => 22,
+            QuantScheme::Q5_1 => 24,
+            QuantScheme::Q4_K => 144,
+            QuantScheme::Q5_K => 176,
+            QuantScheme::Q6_K => 210,
         }
     }
 }

@@ -200,7 +200,9 @@ fn bias_act<T: Float>(out: &mut [T], bias: &[T], act: Option<Activation>) -> Res
     Ok(())
 }
 
-/// `x @ Wᵀ` with W `[N, K]` dequantised from packed blocks (held one byte per i64).
+/// `x @ Wᵀ` with W `[N, K]` in packed blocks (held one byte per i64). The weight stays
+/// packed: each task dequantises a tile of weight rows into a small buffer, multiplies it,
+/// and drops it, so no copy of the whole weight in f32 (or T) ever exists.
 fn dequant_matmul_t<T: Float>(
     scheme: QuantScheme,
     x: &TensorView,
@@ -217,15 +219,14 @@ fn dequant_matmul_t<T: Float>(
     }
     let k = x.shape[x.rank() - 1];
     let n = w.shape[0];
+    let rb = quant::row_bytes(scheme, k)?;
+    if w.shape[1] != rb || wv.len() != n * rb {
+        return Err(op_err(format!(
+            "{scheme:?} weight for K = {k} needs rows of {rb} bytes, got {:?}",
+            w.shape
+        )));
+    }
     let m = xv.len().checked_div(k).unwrap_or(0);
-    let bytes = wv
-        .iter()
-        .map(|&b| {
-            u8::try_from(b).map_err(|_| op_err(format!("packed weight byte {b} out of range")))
-        })
-        .collect::<Result<Vec<u8>, _>>()?;
-    let wf = quant::dequantize(scheme, &bytes, n, k)?;
-    let wt: Vec<T> = wf.iter().map(|&v| T::from_f64(v as f64)).collect();
     if out.len() != m * n {
         return Err(op_err(format!(
             "output holds {} values, dequant matmul gives {}",
@@ -233,27 +234,63 @@ fn dequant_matmul_t<T: Float>(
             m * n
         )));
     }
+    if k == 0 || m == 0 || n == 0 {
+        out.fill(T::zero());
+        return Ok(());
+    }
     let lhs = Operand {
         data: xv,
         rs: k,
         cs: 1,
     };
-    // Wᵀ viewed in place: element (kk, nn) is W[nn, kk].
-    let rhs = Operand {
-        data: &wt,
-        rs: 1,
-        cs: k,
+    // Enough tiles to keep every thread busy, each at most 64 rows (64·K values of T).
+    let threads = rayon::current_num_threads().max(1);
+    let tile = n.div_ceil(threads).clamp(1, 64);
+    let one = |n0: usize| -> Result<Vec<T>, CpuError> {
+        let nt = tile.min(n - n0);
+        let (mut bytes, mut row) = (vec![0u8; rb], vec![0f32; k]);
+        let mut wt = vec![T::zero(); nt * k];
+        for (r, dst) in wt.chunks_exact_mut(k).enumerate() {
+            let src = &wv[(n0 + r) * rb..(n0 + r + 1) * rb];
+            for (o, &b) in bytes.iter_mut().zip(src) {
+                *o = u8::try_from(b).map_err(|_| {
+                    op_err(format!(
+                        "packed weight byte {b} (row {}) out of range",
+                        n0 + r
+                    ))
+                })?;
+            }
+            quant::dequantize_row(scheme, &bytes, &mut row);
+            for (o, &v) in dst.iter_mut().zip(&row) {
+                *o = T::from_f64(v as f64);
+            }
+        }
+        // The tile's Wᵀ viewed in place: element (kk, c) is tile row c, column kk.
+        let rhs = Operand {
+            data: &wt,
+            rs: 1,
+            cs: k,
+        };
+        let mut dst = vec![T::zero(); m * nt];
+        gemm_one((m, nt, k), lhs, 0, rhs, 0, &mut dst, Parallelism::None)?;
+        Ok(dst)
     };
-    let par = if m * n * k >= PAR_WORK {
-        Parallelism::Rayon(0)
+    let starts: Vec<usize> = (0..n).step_by(tile).collect();
+    let tiles: Vec<Vec<T>> = if m * n * k >= PAR_WORK {
+        starts
+            .par_iter()
+            .map(|&n0| one(n0))
+            .collect::<Result<_, _>>()?
     } else {
-        Parallelism::None
+        starts.iter().map(|&n0| one(n0)).collect::<Result<_, _>>()?
     };
-    if k == 0 {
-        out.fill(T::zero());
-        return Ok(());
+    for (&n0, t) in starts.iter().zip(&tiles) {
+        let nt = t.len() / m;
+        for i in 0..m {
+            out[i * n + n0..i * n + n0 + nt].copy_from_slice(&t[i * nt..(i + 1) * nt]);
+        }
     }
-    gemm_one((m, n, k), lhs, 0, rhs, 0, out, par)
+    Ok(())
 }
 
 /// Batched `a @ b` with NumPy broadcasting of the batch dims (rank-1 operands promoted).

@@ -8,6 +8,11 @@ fn scheme_name(s: QuantScheme) -> &'static str {
         QuantScheme::Q8_0 => "q8_0",
         QuantScheme::Q4_0 => "q4_0",
         QuantScheme::Q4_1 => "q4_1",
+        QuantScheme::Q5_0 => "q5_0",
+        QuantScheme::Q5_1 => "q5_1",
+        QuantScheme::Q4_K => "q4_k",
+        QuantScheme::Q5_K => "q5_k",
+        QuantScheme::Q6_K => "q6_k",
     }
 }
 

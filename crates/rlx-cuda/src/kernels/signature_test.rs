@@ -383,11 +383,7 @@ fn every_kernel() -> Vec<Kernel> {
     }
     for s in FLOATS {
         v.push(linalg::mm_bias_act(true, s, 1, 2, 3, 4, 5));
-        for q in [
-            rlx_ir::QuantScheme::Q8_0,
-            rlx_ir::QuantScheme::Q4_0,
-            rlx_ir::QuantScheme::Q4_1,
-        ] {
+        for q in rlx_ir::QuantScheme::ALL {
             v.push(quant::dq_gemv(q, s, (1, 2, 3), 4, 5, 6));
             v.push(quant::dq_dequant(q, s, 1, 2, 3, 4));
         }

@@ -36,8 +36,9 @@ pub(super) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered 
     }
     let k = x.dims[x.rank() - 1];
     let n = w.dims[0];
-    let rb = k / QuantScheme::BLOCK * scheme.block_bytes();
-    if !k.is_multiple_of(QuantScheme::BLOCK) || w.dims[1] != rb {
+    let bl = scheme.block_len();
+    let rb = k / bl * scheme.block_bytes();
+    if !k.is_multiple_of(bl) || w.dims[1] != rb {
         crate::unsupported!("weight {:?} does not pack [{n}, {k}] as {scheme:?}", w.dims);
     }
     let m = x.numel().checked_div(k).unwrap_or(0);

@@ -136,3 +136,60 @@ impl std::fmt::Display for GgmlType {
         f.write_str(self.name())
     }
 }
+
+/// A ggml type that is no packed [`rlx_ir::QuantScheme`]: a plain type (F32, F16, …, which
+/// load as ordinary tensors) or a quantisation rlx does not implement (Q2_K, IQ*, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "ggml type {ty} is not a quantisation rlx runs (supported: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, \
+     Q4_K, Q5_K, Q6_K; F32/F16/BF16 load as plain tensors)"
+)]
+pub struct UnsupportedQuant {
+    pub ty: GgmlType,
+}
+
+impl TryFrom<GgmlType> for rlx_ir::QuantScheme {
+    type Error = UnsupportedQuant;
+    fn try_from(ty: GgmlType) -> Result<Self, UnsupportedQuant> {
+        use rlx_ir::QuantScheme as Q;
+        Ok(match ty {
+            GgmlType::Q8_0 => Q::Q8_0,
+            GgmlType::Q4_0 => Q::Q4_0,
+            GgmlType::Q4_1 => Q::Q4_1,
+            GgmlType::Q5_0 => Q::Q5_0,
+            GgmlType::Q5_1 => Q::Q5_1,
+            GgmlType::Q4_K => Q::Q4_K,
+            GgmlType::Q5_K => Q::Q5_K,
+            GgmlType::Q6_K => Q::Q6_K,
+            _ => return Err(UnsupportedQuant { ty }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod quant_scheme_tests {
+    use super::*;
+    use rlx_ir::QuantScheme;
+
+    /// The mapping agrees with both tables: same block length and bytes, and every scheme
+    /// has exactly one ggml type.
+    #[test]
+    fn quant_schemes_map_with_matching_layouts() {
+        let mut seen = vec![];
+        for ty in GgmlType::all() {
+            match QuantScheme::try_from(ty) {
+                Ok(s) => {
+                    assert_eq!(s.block_len() as u64, ty.block_size(), "{ty}");
+                    assert_eq!(s.block_bytes() as u64, ty.type_size(), "{ty}");
+                    assert_eq!(format!("{s:?}"), ty.name());
+                    seen.push(s);
+                }
+                Err(e) => assert_eq!(e.ty, ty),
+            }
+        }
+        assert_eq!(seen.len(), QuantScheme::ALL.len());
+        assert!(QuantScheme::ALL.iter().all(|s| seen.contains(s)));
+        let e = QuantScheme::try_from(GgmlType::Q2_K).unwrap_err();
+        assert!(e.to_string().contains("Q2_K"), "{e}");
+    }
+}

@@ -31,7 +31,7 @@ mod tensor;
 mod value;
 
 pub use error::GgufError;
-pub use ggml_type::GgmlType;
+pub use ggml_type::{GgmlType, UnsupportedQuant};
 pub use metadata::Metadata;
 pub use tensor::{TensorInfo, MAX_DIMS};
 pub use value::{Array, Strings, Value, ValueType, MAX_ARRAY_DEPTH};

@@ -92,24 +92,21 @@ pub(crate) fn dequant_matmul(scheme: QuantScheme, inputs: &[&Shape]) -> Result<S
     }
     if w.rank() != 2 {
         return Err(format!(
-            "packed weight must be [N, K/32 * {}], got {}",
+            "packed weight must be [N, K/{} * {}], got {}",
+            scheme.block_len(),
             scheme.block_bytes(),
             DimsFmt(&w.dims)
         ));
     }
     let k = &x.dims[x.rank() - 1];
     if let Dim::Static(k) = k {
-        if !k.is_multiple_of(QuantScheme::BLOCK) {
+        let bl = scheme.block_len();
+        if !k.is_multiple_of(bl) {
             return Err(format!(
-                "K = {k} is not a multiple of the block size {}",
-                QuantScheme::BLOCK
+                "K = {k} is not a multiple of {scheme:?}'s block size {bl}"
             ));
         }
-        let row = mul(
-            "packed row bytes",
-            k / QuantScheme::BLOCK,
-            scheme.block_bytes(),
-        )?;
+        let row = mul("packed row bytes", k / bl, scheme.block_bytes())?;
         let want = Dim::Static(row);
         if !dims_agree(&w.dims[1], &want) {
             return Err(format!(

@@ -71,7 +71,7 @@ pub fn every_op() -> Graph {
             &bs512,
         );
     }
-    for scheme in [QuantScheme::Q8_0, QuantScheme::Q4_0, QuantScheme::Q4_1] {
+    for scheme in QuantScheme::ALL {
         push(&mut g, Op::DequantMatMul { scheme }, &[x, w], &bs512);
     }
     push(
@@ -407,10 +407,16 @@ pub fn param_values(g: &Graph) -> BTreeSet<String> {
                 }
             }
             Op::DequantMatMul { scheme } => {
+                // Exhaustive, so a new scheme must be named here (and in the expected set).
                 let k = match scheme {
                     QuantScheme::Q8_0 => "Q8_0",
                     QuantScheme::Q4_0 => "Q4_0",
                     QuantScheme::Q4_1 => "Q4_1",
+                    QuantScheme::Q5_0 => "Q5_0",
+                    QuantScheme::Q5_1 => "Q5_1",
+                    QuantScheme::Q4_K => "Q4_K",
+                    QuantScheme::Q5_K => "Q5_K",
+                    QuantScheme::Q6_K => "Q6_K",
                 };
                 out.insert(format!("quant:{k}"));
             }

@@ -303,7 +303,7 @@ pub fn fused_matmul_bias_act() -> Vec<Case> {
 /// `x [.., K]` times the packed `[n, K]` weight `w` (u8 blocks), transposed.
 fn dequant_case(scheme: QuantScheme, xsh: &'static [usize], n: usize) -> Case {
     let k = xsh[xsh.len() - 1];
-    let rb = k / 32 * scheme.block_bytes();
+    let rb = k / scheme.block_len() * scheme.block_bytes();
     let packed = Draw::custom(move |rng: &mut Rng, _, _| {
         random_packed(rng, scheme, n, k)
             .into_iter()
@@ -328,34 +328,45 @@ fn dequant_case(scheme: QuantScheme, xsh: &'static [usize], n: usize) -> Case {
 
 pub fn dequant_matmul() -> Vec<Case> {
     let mut cases = vec![];
-    // The oracle suite's (parity never ran DequantMatMul in f64: that one stays off it).
-    let oracle: [(&[usize], usize, DType); 5] = [
-        (&[1, 32], 1, DType::F32),
-        (&[3, 5, 64], 7, DType::F32),
-        (&[4, 96], 33, DType::F64),
-        (&[2, 160], 9, DType::F16),
-        (&[96], 5, DType::BF16),
-    ];
-    // The parity suite's: the decode GEMV path (M ≤ 8) and dequantise-then-GEMM.
-    let parity: [(&[usize], usize); 9] = [
-        (&[1, 32 * 7], 33),
-        (&[3, 32 * 33], 129),
-        (&[32 * 7], 5),
-        (&[2, 4, 32 * 33], 1),
-        (&[1, 32], 1001),
-        (&[64, 32 * 7], 33),
-        (&[64, 32 * 33], 129),
-        (&[3, 5, 32 * 33], 7),
-        (&[9, 32], 1),
-    ];
     for scheme in SCHEMES {
+        // K in units of the scheme's block (32 values, or 256 for the K-quants), so each
+        // shape holds the same number of blocks whatever the scheme.
+        let b = scheme.block_len();
+        let big = b == 256;
+        // The oracle suite's (parity never ran DequantMatMul in f64: that one stays off it).
+        let oracle: [(Vec<usize>, usize, DType); 5] = [
+            (vec![1, b], 1, DType::F32),
+            (vec![3, 5, 2 * b], 7, DType::F32),
+            (vec![4, 3 * b], 33, DType::F64),
+            (vec![2, 5 * b], 9, DType::F16),
+            (vec![3 * b], 5, DType::BF16),
+        ];
+        // The parity suite's: the decode GEMV path (M ≤ 8) and dequantise-then-GEMM. The
+        // K-quants' K is 8× longer, so their widest shapes are trimmed.
+        let parity: [(Vec<usize>, usize); 9] = [
+            (vec![1, b * 7], 33),
+            (vec![3, b * if big { 5 } else { 33 }], 129),
+            (vec![b * 7], 5),
+            (vec![2, 4, b * if big { 5 } else { 33 }], 1),
+            (vec![1, b], if big { 257 } else { 1001 }),
+            (vec![64, b * 7], 33),
+            (vec![64, b * if big { 5 } else { 33 }], 129),
+            (vec![3, 5, b * if big { 3 } else { 33 }], 7),
+            (vec![9, b], 1),
+        ];
         for (xsh, n, dt) in oracle {
-            let c = dequant_case(scheme, xsh, n).dtypes(&[dt]);
+            let c = dequant_case(scheme, leak(xsh), n).dtypes(&[dt]);
             cases.push(if dt == DType::F64 { c.no_parity() } else { c });
         }
         for (xsh, n) in parity {
-            cases.push(dequant_case(scheme, xsh, n).dtypes(&HALVES_AND_F32));
+            cases.push(dequant_case(scheme, leak(xsh), n).dtypes(&HALVES_AND_F32));
         }
     }
     cases
+}
+
+/// A case's shapes are `'static` (the graph closures outlive the table); the table is built
+/// once per test binary, so the few leaked shapes are bounded.
+fn leak(v: Vec<usize>) -> &'static [usize] {
+    Vec::leak(v)
 }

@@ -22,6 +22,7 @@ pub mod linalg;
 pub mod linalg_oracle;
 pub mod norm;
 pub mod norm_oracle;
+pub mod quant_oracle;
 pub mod reduce;
 pub mod reduce_oracle;
 pub mod region;
