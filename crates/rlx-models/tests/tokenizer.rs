@@ -27,7 +27,9 @@ macro_rules! tok_or_skip {
         match tokenizer() {
             Some(t) => t,
             None => {
-                println!("skipped: SmolLM2 GGUF not in the model cache (run scripts/fetch_models.sh)");
+                println!(
+                    "skipped: SmolLM2 GGUF not in the model cache (run scripts/fetch_models.sh)"
+                );
                 return;
             }
         }
@@ -35,7 +37,9 @@ macro_rules! tok_or_skip {
 }
 
 fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 /// A reference case: text, whether BOS is added, whether special tokens are parsed, ids.
@@ -49,7 +53,11 @@ struct Case {
 /// Reads `[{text, add_bos|add_special, special|parse_special, ids}]` or `{cases: [...]}`.
 fn cases(path: &std::path::Path) -> Vec<Case> {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let list = v.get("cases").unwrap_or(&v).as_array().expect("a list of cases");
+    let list = v
+        .get("cases")
+        .unwrap_or(&v)
+        .as_array()
+        .expect("a list of cases");
     let flag = |c: &Value, keys: &[&str]| {
         keys.iter()
             .find_map(|k| c.get(*k).and_then(Value::as_bool))
@@ -148,7 +156,11 @@ fn round_trips_on_hard_strings() {
     for t in &texts {
         for special in [false, true] {
             let ids = tok.encode(t, false, special).unwrap();
-            assert_eq!(&tok.decode(&ids).unwrap(), t, "special {special}, ids {ids:?}");
+            assert_eq!(
+                &tok.decode(&ids).unwrap(),
+                t,
+                "special {special}, ids {ids:?}"
+            );
         }
     }
 }
@@ -196,7 +208,10 @@ fn stream_decoder_never_splits_a_character() {
     assert!(held_back > 0, "this text splits characters across tokens");
     // A cut-off stream ends in U+FFFD, not a panic.
     let mut dec = tok.stream_decoder(false);
-    let first_emoji = ids.iter().position(|&i| tok.token_to_piece(i, false).unwrap().first() == Some(&0xF0)).unwrap();
+    let first_emoji = ids
+        .iter()
+        .position(|&i| tok.token_to_piece(i, false).unwrap().first() == Some(&0xF0))
+        .unwrap();
     let _ = dec.push(ids[first_emoji]).unwrap();
     assert!(dec.finish().contains('\u{FFFD}'));
 }
@@ -207,7 +222,11 @@ fn out_of_range_ids_are_errors() {
     let err = tok.decode(&[19556, 49152]).unwrap_err();
     assert!(matches!(
         err,
-        TokenizerError::TokenOutOfRange { id: 49152, pos: 1, n_vocab: 49152 }
+        TokenizerError::TokenOutOfRange {
+            id: 49152,
+            pos: 1,
+            n_vocab: 49152
+        }
     ));
     assert!(tok.stream_decoder(true).push(u32::MAX).is_err());
 }
@@ -224,7 +243,10 @@ fn chat_template_renders_chatml() {
         tok.render_chat(&msgs, false).unwrap(),
         format!("{sys}<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\nHi, how can I help?<|im_end|>\n")
     );
-    let with_sys = [Message::new("system", "Be brief."), Message::new("user", "Hi")];
+    let with_sys = [
+        Message::new("system", "Be brief."),
+        Message::new("user", "Hi"),
+    ];
     let rendered = tok.render_chat(&with_sys, true).unwrap();
     assert_eq!(
         rendered,

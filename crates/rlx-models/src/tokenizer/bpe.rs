@@ -35,7 +35,11 @@ fn byte_chars() -> &'static ([char; 256], HashMap<char, u8>) {
                 c
             };
         }
-        let back = chars.iter().enumerate().map(|(b, &c)| (c, b as u8)).collect();
+        let back = chars
+            .iter()
+            .enumerate()
+            .map(|(b, &c)| (c, b as u8))
+            .collect();
         (chars, back)
     })
 }
@@ -226,9 +230,21 @@ mod tests {
     #[test]
     fn every_table_regex_compiles() {
         for name in [
-            "default", "llama3", "falcon", "starcoder", "smollm", "gpt-2", "qwen2",
-            "stablelm2", "poro-chat", "bloom", "chatglm-bpe", "tekken", "gpt-4o",
-            "seed-coder", "bailingmoe",
+            "default",
+            "llama3",
+            "falcon",
+            "starcoder",
+            "smollm",
+            "gpt-2",
+            "qwen2",
+            "stablelm2",
+            "poro-chat",
+            "bloom",
+            "chatglm-bpe",
+            "tekken",
+            "gpt-4o",
+            "seed-coder",
+            "bailingmoe",
         ] {
             assert!(!words(name, "Hello, world 123!").is_empty(), "{name}");
         }

@@ -67,7 +67,10 @@ mod tests {
         let t = "{% if messages[0].role != 'user' %}{{ raise_exception('first must be user') }}{% endif %}ok";
         let err = render(t, &[Message::new("assistant", "x")], false, "", "").unwrap_err();
         assert!(err.to_string().contains("first must be user"), "{err}");
-        assert_eq!(render(t, &[Message::new("user", "x")], false, "", "").unwrap(), "ok");
+        assert_eq!(
+            render(t, &[Message::new("user", "x")], false, "", "").unwrap(),
+            "ok"
+        );
     }
 
     #[test]

@@ -22,11 +22,16 @@ pub enum TokenizerError {
     #[error("encoding {text:?}: {detail}")]
     Encode { text: String, detail: String },
     /// A token id at or past the vocabulary size.
-    #[error("token id {id} at position {pos} is out of range: the vocabulary has {n_vocab} tokens")]
+    #[error(
+        "token id {id} at position {pos} is out of range: the vocabulary has {n_vocab} tokens"
+    )]
     TokenOutOfRange { id: u32, pos: usize, n_vocab: usize },
     /// `add_special` asks for a BOS/EOS the vocabulary does not define.
     #[error("{key} is set, but the vocabulary has no {which} token")]
-    MissingSpecial { key: &'static str, which: &'static str },
+    MissingSpecial {
+        key: &'static str,
+        which: &'static str,
+    },
     /// The GGUF has no `tokenizer.chat_template`.
     #[error("the model has no chat template (tokenizer.chat_template)")]
     NoChatTemplate,

@@ -102,11 +102,10 @@ impl Tokenizer {
                     None => "default",
                     Some(_) => md.get_str("tokenizer.ggml.pre")?,
                 };
-                let pre = PreTokenizer::by_name(name).ok_or_else(|| {
-                    TokenizerError::UnsupportedPre {
+                let pre =
+                    PreTokenizer::by_name(name).ok_or_else(|| TokenizerError::UnsupportedPre {
                         pre: name.to_string(),
-                    }
-                })?;
+                    })?;
                 let merges = md
                     .get_str_array("tokenizer.ggml.merges")?
                     .into_iter()
@@ -449,9 +448,8 @@ fn split_merge(m: &str) -> Option<(String, String)> {
 
 /// A token's bytes when rendered with `special = true`.
 fn piece_for(kind: TokenizerKind, text: &str, attr: TokenAttr) -> Vec<u8> {
-    let verbatim = TokenAttr(
-        TokenAttr::UNKNOWN.0 | TokenAttr::CONTROL.0 | TokenAttr::USER_DEFINED.0,
-    );
+    let verbatim =
+        TokenAttr(TokenAttr::UNKNOWN.0 | TokenAttr::CONTROL.0 | TokenAttr::USER_DEFINED.0);
     if attr.any(verbatim) {
         return text.as_bytes().to_vec();
     }

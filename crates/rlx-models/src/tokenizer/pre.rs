@@ -8,8 +8,7 @@
 
 /// GPT-2's split: contractions, optionally space-led letter/number/other runs, whitespace
 /// not followed by a non-space.
-const GPT2: &str =
-    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)";
+const GPT2: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)";
 
 /// Llama 3's split: case-insensitive contractions, letters led by one non-letter, numbers in
 /// groups of up to three digits, punctuation runs with trailing newlines, newline runs.
@@ -49,12 +48,7 @@ impl PreTokenizer {
         let mut clean_spaces = true;
         let mut add_bos = false;
         let regexes: Vec<&'static str> = match name {
-            "default" => vec![
-                r"[\p{P}\$\+<=>\^~\|]+",
-                GPT2,
-                r"\p{N}+",
-                "[0-9][0-9][0-9]",
-            ],
+            "default" => vec![r"[\p{P}\$\+<=>\^~\|]+", GPT2, r"\p{N}+", "[0-9][0-9][0-9]"],
             "llama3" | "llama-v3" | "llama-bpe" | "falcon3" | "falcon-h1" | "pixtral"
             | "midm-2.0" | "lfm2" => {
                 ignore_merges = true;

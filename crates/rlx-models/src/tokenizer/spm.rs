@@ -95,7 +95,14 @@ impl SpmModel<'_> {
         }
         let mut i = Some(0);
         while let Some(s) = i {
-            self.resegment(text, &symbols, symbols[s].start, symbols[s].len, &rev_merge, out);
+            self.resegment(
+                text,
+                &symbols,
+                symbols[s].start,
+                symbols[s].len,
+                &rev_merge,
+                out,
+            );
             i = symbols[s].next;
         }
     }
