@@ -256,3 +256,106 @@ fn chat_template_renders_chatml() {
     let ids = tok.encode(&rendered, false, true).unwrap();
     assert_eq!(ids.iter().filter(|&&i| i == 1).count(), 3);
 }
+
+/// Random mixes of hard fragments and random code points: decode(encode(s)) == s with and
+/// without special parsing, the stream decoder gives the same text, and unparsed control
+/// texts never become control ids.
+#[test]
+fn random_strings_round_trip() {
+    let tok = tok_or_skip!();
+    let mut rng = rlx_testutil::Rng::new("random_strings_round_trip");
+    const FRAGMENTS: &[&str] = &[
+        "a",
+        "Z",
+        "hello",
+        " world",
+        "0",
+        "42",
+        "1234567",
+        " ",
+        "   ",
+        "\n",
+        "\n\n",
+        "\t",
+        "\r\n",
+        "'s",
+        "'LL",
+        "n't",
+        ".",
+        "?!",
+        "...",
+        "(",
+        "){",
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|endoftext|>",
+        "<|im",
+        "|>",
+        "é",
+        "ß",
+        "日本",
+        "한",
+        "Привет",
+        "😀",
+        "👨\u{200d}👩",
+        "🇺🇸",
+        "\u{200d}",
+        "\u{301}",
+        "½",
+        "²",
+        "٣",
+        "\u{a0}",
+        "\u{3000}",
+        "\u{feff}",
+        "\0",
+    ];
+    for _ in 0..300 {
+        let mut s = String::new();
+        for _ in 0..1 + rng.below(24) {
+            if rng.below(4) == 0 {
+                // SmolLM2's vocabulary has no token for bytes 04 06 13 14 16 1D or the
+                // lead bytes F1 F2 (U+40000..U+BFFFF): such text cannot round-trip, see
+                // `unspellable_bytes_are_dropped`.
+                let c = char::from_u32(rng.below(0x4_0000) as u32).unwrap_or('x');
+                if !matches!(
+                    c,
+                    '\u{4}' | '\u{6}' | '\u{13}' | '\u{14}' | '\u{16}' | '\u{1d}'
+                ) {
+                    s.push(c);
+                }
+            } else {
+                s.push_str(FRAGMENTS[rng.below(FRAGMENTS.len())]);
+            }
+        }
+        for special in [false, true] {
+            let ids = tok.encode(&s, false, special).unwrap();
+            assert_eq!(tok.decode(&ids).unwrap(), s, "special {special}: {ids:?}");
+            if !special {
+                assert!(
+                    ids.iter().all(|&i| i > 16),
+                    "{s:?} gave a control id: {ids:?}"
+                );
+            }
+            let mut dec = tok.stream_decoder(true);
+            let mut streamed = String::new();
+            for &id in &ids {
+                streamed.push_str(&dec.push(id).unwrap());
+            }
+            streamed.push_str(&dec.finish());
+            assert_eq!(streamed, s);
+        }
+    }
+}
+
+/// A byte the byte-level vocabulary has no token for is dropped, as llama.cpp and HF drop it
+/// (SmolLM2 lacks 04 06 13 14 16 1D C0 C1 F1 F2 F5..FF).
+#[test]
+fn unspellable_bytes_are_dropped() {
+    let tok = tok_or_skip!();
+    assert_eq!(
+        tok.encode("\u{4}", false, false).unwrap(),
+        Vec::<u32>::new()
+    );
+    let a = tok.encode("a", false, false).unwrap();
+    assert_eq!(tok.encode("a\u{4}", false, false).unwrap(), a);
+}
