@@ -10,7 +10,7 @@ Two independent references, which must agree before anything is written:
      GPT-2 regex, each splitting the pieces the previous left), via the `regex` module.
 
 Needs the `gguf`, `tokenizers` and `regex` packages. Install them outside the checkout:
-  pip install --target "${RLX_CACHE:-$HOME/.cache/rlx}/py-tokenizers" tokenizers regex
+  pip install --target "${RLX_CACHE:-$HOME/.cache/rlx}/py-tokenizers" tokenizers==0.23.3 regex==2026.11.19
 (`gguf` is put under the cache by scripts/fetch_models.sh). Run:
   python3 scripts/hf_tokens.py [out.json]
 """
@@ -24,6 +24,7 @@ for sub in ("py-gguf-0.19.0", "py-tokenizers"):
 
 import gguf  # noqa: E402
 import regex  # noqa: E402
+import tokenizers  # noqa: E402
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers  # noqa: E402
 
 MODEL = os.path.join(CACHE, "gguf", "SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -188,6 +189,7 @@ def main():
             "source": "HF tokenizers (SmolLM2's tokenizer.json pipeline) over the GGUF vocab "
                       "and merges, cross-checked by a plain-Python BPE with llama.cpp's "
                       "smollm regexes; scripts/hf_tokens.py",
+            "tokenizers_version": tokenizers.__version__,
             "cases": cases,
         }, f, ensure_ascii=False, indent=1)
         f.write("\n")
