@@ -165,3 +165,86 @@ impl SpmModel<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The algorithm without a heap or links: join the best adjacent pair (highest score,
+    /// leftmost on ties) whose text is a token until none is; then pieces → ids or bytes.
+    fn naive(
+        text: &str,
+        vocab: &HashMap<String, u32>,
+        scores: &[f32],
+        bytes: &[Option<u32>; 256],
+    ) -> Vec<u32> {
+        let mut syms: Vec<String> = text.chars().map(String::from).collect();
+        loop {
+            let mut best: Option<(f32, usize)> = None;
+            for i in 0..syms.len().saturating_sub(1) {
+                let joined = format!("{}{}", syms[i], syms[i + 1]);
+                if let Some(&id) = vocab.get(&joined) {
+                    let s = scores[id as usize];
+                    if best.is_none_or(|(b, _)| s > b) {
+                        best = Some((s, i));
+                    }
+                }
+            }
+            let Some((_, i)) = best else { break };
+            let right = syms.remove(i + 1);
+            syms[i].push_str(&right);
+        }
+        let mut out = Vec::new();
+        for s in syms {
+            match vocab.get(&s) {
+                Some(&id) => out.push(id),
+                None => out.extend(s.bytes().filter_map(|b| bytes[b as usize])),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn heap_and_links_equal_the_naive_algorithm() {
+        let mut rng = rlx_testutil::Rng::new("spm_heap_and_links_equal_the_naive_algorithm");
+        let mut next = move |n: usize| rng.below(n);
+        let alphabet = ['a', 'b', 'c', '▁', 'é'];
+        for _ in 0..200 {
+            // Single chars except 'c' and 'é' (byte fallback), plus random 2–4 char pieces
+            // with scores from a small set, so ties are common.
+            let mut vocab = HashMap::new();
+            let mut scores = Vec::new();
+            for c in ['a', 'b', '▁'] {
+                vocab.insert(c.to_string(), scores.len() as u32);
+                scores.push(-10.0);
+            }
+            for _ in 0..next(12) {
+                let len = 2 + next(3);
+                let p: String = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
+                if !vocab.contains_key(&p) {
+                    vocab.insert(p, scores.len() as u32);
+                    scores.push(-(next(4) as f32));
+                }
+            }
+            let mut bytes = [None; 256];
+            for b in [b'c', 0xC3, 0xA9] {
+                bytes[b as usize] = Some(1000 + b as u32);
+            }
+            let text: String = (0..next(30))
+                .map(|_| alphabet[next(alphabet.len())])
+                .collect();
+            let m = SpmModel {
+                token_to_id: &vocab,
+                scores: &scores,
+                byte_tokens: &bytes,
+            };
+            let mut got = Vec::new();
+            m.encode(&text, &mut got);
+            assert_eq!(
+                got,
+                naive(&text, &vocab, &scores, &bytes),
+                "text {text:?}, vocab {vocab:?}"
+            );
+        }
+    }
+}
