@@ -221,8 +221,8 @@ mod tests {
             for _ in 0..next(12) {
                 let len = 2 + next(3);
                 let p: String = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
-                if !vocab.contains_key(&p) {
-                    vocab.insert(p, scores.len() as u32);
+                if let std::collections::hash_map::Entry::Vacant(e) = vocab.entry(p) {
+                    e.insert(scores.len() as u32);
                     scores.push(-(next(4) as f32));
                 }
             }
