@@ -50,11 +50,14 @@ struct Case {
     ids: Vec<u32>,
 }
 
-/// Reads `[{text, add_bos|add_special, special|parse_special, ids}]` or `{cases: [...]}`.
+/// Reads `[{text, add_bos|add_special, special|parse_special, ids|tokens}]`, bare or under
+/// `cases` / `prompts` / `entries` (the llama.cpp file comes from another branch; its exact
+/// spelling is not pinned yet).
 fn cases(path: &std::path::Path) -> Vec<Case> {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let list = v
-        .get("cases")
+    let list = ["cases", "prompts", "entries"]
+        .iter()
+        .find_map(|k| v.get(*k))
         .unwrap_or(&v)
         .as_array()
         .expect("a list of cases");
@@ -68,8 +71,9 @@ fn cases(path: &std::path::Path) -> Vec<Case> {
             text: c["text"].as_str().expect("text").to_string(),
             add_bos: flag(c, &["add_bos", "add_special"]),
             special: flag(c, &["special", "parse_special"]),
-            ids: c["ids"]
-                .as_array()
+            ids: ["ids", "tokens", "token_ids"]
+                .iter()
+                .find_map(|k| c.get(*k).and_then(Value::as_array))
                 .expect("ids")
                 .iter()
                 .map(|x| x.as_u64().expect("id") as u32)
