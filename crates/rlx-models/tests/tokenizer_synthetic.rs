@@ -151,6 +151,29 @@ fn bpe_takes_the_lowest_rank_merge_first() {
 }
 
 #[test]
+fn a_repeated_merge_keeps_its_first_rank() {
+    // "Ġ a" first (rank 0), then "a b", then "Ġ a" again: " ab" must join Ġa before ab.
+    let w = Writer::new(3)
+        .kv("tokenizer.ggml.model", Value::String(b"gpt2".to_vec()))
+        .kv("tokenizer.ggml.pre", Value::String(b"gpt-2".to_vec()))
+        .kv(
+            "tokenizer.ggml.tokens",
+            strings(&["a", "b", "ab", "Ġ", "Ġa"]),
+        )
+        .kv(
+            "tokenizer.ggml.merges",
+            strings(&["Ġ a", "a b", "Ġ a", "x y"]),
+        );
+    let tok = build(w).unwrap();
+    assert_eq!(tok.encode(" ab", false, false).unwrap(), [4, 1]);
+    assert_eq!(
+        tok.dropped_merges(),
+        2,
+        "the repeat and the out-of-vocabulary one"
+    );
+}
+
+#[test]
 fn malformed_metadata_is_a_typed_error() {
     let err = |w: Writer| build(w).unwrap_err();
     let base = || {

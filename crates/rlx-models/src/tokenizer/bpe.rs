@@ -77,8 +77,9 @@ pub(crate) struct BpeModel {
     splits: Sequence,
     byte_level: ByteLevel,
     model: BPE,
-    /// Merges left out because a part or the result is not a token (the `tokenizers` crate
-    /// refuses them; llama.cpp would merge and then fall back to the bytes).
+    /// Merges left out: repeats of an earlier pair, and those whose part or result is not a
+    /// token (the `tokenizers` crate refuses them; llama.cpp would merge and then fall back
+    /// to the bytes).
     pub(crate) dropped_merges: usize,
 }
 
@@ -102,12 +103,16 @@ impl BpeModel {
             splits.push(PreTokenizerWrapper::Split(split));
         }
         let n = merges.len();
+        // A repeated pair keeps its first rank, as llama.cpp's `bpe_ranks.emplace` does (the
+        // `tokenizers` builder would let the last one win).
+        let mut seen = std::collections::HashSet::with_capacity(n);
         let merges: Vec<(String, String)> = merges
             .into_iter()
             .filter(|(a, b)| {
                 vocab.contains_key(a)
                     && vocab.contains_key(b)
                     && vocab.contains_key(&format!("{a}{b}"))
+                    && seen.insert((a.clone(), b.clone()))
             })
             .collect();
         let dropped_merges = n - merges.len();

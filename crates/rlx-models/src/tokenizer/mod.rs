@@ -429,7 +429,8 @@ impl Tokenizer {
     pub fn token_id(&self, text: &str) -> Option<u32> {
         self.vocab.token_to_id.get(text).copied()
     }
-    /// Merges left out of the BPE model because a part or the result is not a token.
+    /// Merges left out of the BPE model: repeats of an earlier pair, and those whose part or
+    /// result is not a token.
     pub fn dropped_merges(&self) -> usize {
         self.bpe.as_ref().map_or(0, |b| b.dropped_merges)
     }
