@@ -7,11 +7,14 @@
 //!   optimizer update, with weights and optimizer state updated in place by the runtime),
 //!   seeded Kaiming-uniform init, evaluation through a forward-only graph that shares the
 //!   trained values, and `fit` with a per-epoch progress bar.
+//! - [`tokenizer::Tokenizer`]: BPE and SentencePiece tokenizers and chat templates from GGUF
+//!   metadata, token-exact with llama.cpp.
 //! - [`var_builder::VarBuilder`]: path-prefixed param declaration (`vb.pp("fc").param("weight", …)`),
 //!   so each param's name is written once.
 pub mod cnn;
 pub mod encoder;
 mod error;
+pub mod tokenizer;
 pub mod train;
 pub mod var_builder;
 
@@ -19,5 +22,6 @@ pub use cnn::CnnConfig;
 pub use encoder::EncoderConfig;
 pub use error::ModelError;
 pub use rlx_autodiff::Optimizer;
+pub use tokenizer::{Tokenizer, TokenizerError};
 pub use train::{EpochReport, FitConfig, GraphBuilder, LrSchedule, ParamSpec, Trainer};
 pub use var_builder::VarBuilder;
