@@ -18,7 +18,9 @@ src/models/<arch>.cpp read them):
           window of 8 on every other layer (pattern 2) with its own RoPE base, tied LM head,
           BOS added. Norm weights are stored as gemma's converter stores them: 1 + w already.
 Weights are scaled so the logits are decisive (std of a few units): a near-uniform random
-model would make greedy comparisons hinge on rounding.
+model would make greedy comparisons hinge on rounding. With a tied head, a random model whose
+residual stream is mostly the input embedding predicts its input token at every position;
+qwen2's output projections and gemma3's post-norms are scaled by 4 so the layers dominate.
 """
 
 import sys
@@ -186,11 +188,11 @@ def write_qwen2(vocab, out):
         w.add_tensor(p + "attn_k.bias", g.vec(KV_HEADS * hd, 0.5))
         w.add_tensor(p + "attn_v.weight", g.mat(KV_HEADS * hd, WIDTH, f32))
         w.add_tensor(p + "attn_v.bias", g.vec(KV_HEADS * hd, 0.5))
-        w.add_tensor(p + "attn_output.weight", g.mat(WIDTH, HEADS * hd, f32))
+        w.add_tensor(p + "attn_output.weight", 4.0 * g.mat(WIDTH, HEADS * hd, f32))
         w.add_tensor(p + "ffn_norm.weight", g.norm(WIDTH))
         w.add_tensor(p + "ffn_gate.weight", g.mat(FFN, WIDTH, f32))
         w.add_tensor(p + "ffn_up.weight", g.mat(FFN, WIDTH, f32))
-        w.add_tensor(p + "ffn_down.weight", g.mat(WIDTH, FFN, f32))
+        w.add_tensor(p + "ffn_down.weight", 4.0 * g.mat(WIDTH, FFN, f32))
     w.add_tensor("output_norm.weight", g.norm(WIDTH))
     finish(w, out)
 
@@ -221,8 +223,10 @@ def write_gemma3(vocab, out):
     w.add_add_space_prefix(False)
     w.add_vocab_size(len(toks))
     g = Weights(SEEDS["gemma3"])
-    # unit-variance rows: the tied head's logits then have a std of about sqrt(width)
-    w.add_tensor("token_embd.weight", g.emb(len(toks), f16))
+    # std 0.35: large enough for decisive logits through the tied head, small enough that the
+    # sqrt(width)-scaled embedding does not swamp the layers' outputs in the residual stream
+    # (at std 1 every position just predicts its own input token)
+    w.add_tensor("token_embd.weight", (0.35 * g.emb(len(toks), np.float32)).astype(f16))
     for i in range(layers):
         p = f"blk.{i}."
         w.add_tensor(p + "attn_norm.weight", g.norm(WIDTH))
@@ -232,12 +236,12 @@ def write_gemma3(vocab, out):
         w.add_tensor(p + "attn_q_norm.weight", g.norm(hd))
         w.add_tensor(p + "attn_k_norm.weight", g.norm(hd))
         w.add_tensor(p + "attn_output.weight", g.mat(WIDTH, HEADS * hd, f16))
-        w.add_tensor(p + "post_attention_norm.weight", g.norm(WIDTH))
+        w.add_tensor(p + "post_attention_norm.weight", 4.0 * g.norm(WIDTH))
         w.add_tensor(p + "ffn_norm.weight", g.norm(WIDTH))
         w.add_tensor(p + "ffn_gate.weight", g.mat(FFN, WIDTH, f16))
         w.add_tensor(p + "ffn_up.weight", g.mat(FFN, WIDTH, f16))
         w.add_tensor(p + "ffn_down.weight", g.mat(WIDTH, FFN, f16))
-        w.add_tensor(p + "post_ffw_norm.weight", g.norm(WIDTH))
+        w.add_tensor(p + "post_ffw_norm.weight", 4.0 * g.norm(WIDTH))
     w.add_tensor("output_norm.weight", g.norm(WIDTH))
     finish(w, out)
 

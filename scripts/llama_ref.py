@@ -207,6 +207,7 @@ def settings():
             "row_meaning": "row i holds the logits after token i, i.e. predicting token i+1",
             "gap": "top1 logit - top2 logit",
             "step_vs_batch_max_abs_diff": "max |teacher-forced - incremental| logit over the continuation rows, all ids",
+            "step_vs_batch_rel_l2": "||teacher-forced - incremental|| / ||incremental|| over the continuation rows",
         },
         "rounding": "floats to 5 significant digits",
     }
@@ -312,6 +313,7 @@ def reference(path, prompts, out_path):
         # rounding; how much bounds what any other implementation can be asked to match.
         tf_cont = tf[len(ids) - 1 : len(ids) - 1 + len(cont)]
         step_vs_batch = float(np.max(np.abs(tf_cont - step)))
+        step_vs_batch_l2 = float(np.linalg.norm(tf_cont - step) / np.linalg.norm(step))
         disagree = [
             i for i in range(len(cont)) if rows[len(ids) - 1 + i]["ids"][0] != cont[i]
         ]
@@ -328,6 +330,7 @@ def reference(path, prompts, out_path):
             "generate_agrees": check == cont,
             "continuation_step_topk": topk_rows(step),
             "step_vs_batch_max_abs_diff": sig(step_vs_batch),
+            "step_vs_batch_rel_l2": sig(step_vs_batch_l2),
             "teacher_forced": rows,
         }
         cases.append(case)

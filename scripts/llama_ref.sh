@@ -28,9 +28,8 @@ fi
 
 "$here/fetch_models.sh" >/dev/null
 gguf_site="$cache/py-gguf-0.19.0"
-# the tiny random-weight llama / qwen2 / gemma3 files (seeded: the same bytes every time)
-if [ ! -s "$cache/gguf/tiny-gemma3.gguf" ]; then
-    PYTHONPATH="$gguf_site" "$py" "$here/gen_gguf_arch.py" \
-        "$cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf" "$cache/gguf"
-fi
+# The tiny random-weight llama / qwen2 / gemma3 files, rewritten every time (seconds; seeded,
+# so the same bytes) so that the references never describe a stale file.
+PYTHONPATH="$gguf_site" "$py" "$here/gen_gguf_arch.py" \
+    "$cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf" "$cache/gguf"
 PYTHONPATH="$site:$gguf_site" "$py" "$here/llama_ref.py" "$@"
