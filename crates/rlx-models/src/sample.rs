@@ -206,7 +206,11 @@ impl Sampler {
             }
         }
         // Rounding left `run` a hair under `target`: the last token with any mass.
-        let last = probs.iter().rev().find(|&&(_, p)| p > 0.0).unwrap_or(&probs[0]);
+        let last = probs
+            .iter()
+            .rev()
+            .find(|&&(_, p)| p > 0.0)
+            .unwrap_or(&probs[0]);
         Ok(last.0)
     }
 
@@ -221,7 +225,11 @@ impl Sampler {
         self.distribution(logits, history)
     }
 
-    fn distribution(&self, logits: &[f32], history: &[u32]) -> Result<Vec<(u32, f64)>, SampleError> {
+    fn distribution(
+        &self,
+        logits: &[f32],
+        history: &[u32],
+    ) -> Result<Vec<(u32, f64)>, SampleError> {
         let cfg = &self.cfg;
         if logits.is_empty() {
             return Err(SampleError::NoLogits);
@@ -256,7 +264,10 @@ impl Sampler {
 
         if cfg.temperature == 0.0 {
             // Every filter keeps the maximum, so greedy is the argmax of the penalised logits.
-            let best = cands.iter().min_by(|a, b| by_rank(a, b)).unwrap_or(&cands[0]);
+            let best = cands
+                .iter()
+                .min_by(|a, b| by_rank(a, b))
+                .unwrap_or(&cands[0]);
             return Ok(vec![(best.id, 1.0)]);
         }
 
@@ -371,7 +382,11 @@ impl StopMatcher {
             .stops
             .iter()
             .enumerate()
-            .filter_map(|(k, s)| self.pending.find(s.as_str()).map(|at| (at + s.len(), at, k)))
+            .filter_map(|(k, s)| {
+                self.pending
+                    .find(s.as_str())
+                    .map(|at| (at + s.len(), at, k))
+            })
             .min();
         if let Some((_, at, k)) = hit {
             self.stopped = Some(k);

@@ -58,7 +58,10 @@ fn reference(logits: &[f32], history: &[u32], c: &SamplerConfig) -> (Vec<bool>, 
         }
     }
     if c.top_p < 1.0 {
-        let z: f64 = (0..n).filter(|&i| keep[i]).map(|i| (l[i] - lmax).exp()).sum();
+        let z: f64 = (0..n)
+            .filter(|&i| keep[i])
+            .map(|i| (l[i] - lmax).exp())
+            .sum();
         let mut cum = 0.0;
         let mut crossed = false;
         for &i in &order {
@@ -83,7 +86,13 @@ fn reference(logits: &[f32], history: &[u32], c: &SamplerConfig) -> (Vec<bool>, 
     }
     let t = f64::from(c.temperature);
     let e: Vec<f64> = (0..n)
-        .map(|i| if keep[i] { ((l[i] - lmax) / t).exp() } else { 0.0 })
+        .map(|i| {
+            if keep[i] {
+                ((l[i] - lmax) / t).exp()
+            } else {
+                0.0
+            }
+        })
         .collect();
     let z: f64 = e.iter().sum();
     (keep, e.iter().map(|v| v / z).collect())
@@ -96,7 +105,11 @@ fn random_config(rng: &mut Rng, n: usize) -> SamplerConfig {
         } else {
             rng.range(0.05, 2.5) as f32
         },
-        top_k: if rng.chance(0.3) { 0 } else { 1 + rng.below(n + 3) },
+        top_k: if rng.chance(0.3) {
+            0
+        } else {
+            1 + rng.below(n + 3)
+        },
         top_p: if rng.chance(0.3) {
             1.0
         } else {
@@ -146,7 +159,9 @@ fn random_logits(rng: &mut Rng, n: usize) -> Vec<f32> {
 
 fn random_history(rng: &mut Rng, n: usize) -> Vec<u32> {
     // Some ids past the vocabulary: they match no logit and must be ignored.
-    (0..rng.below(80)).map(|_| rng.below(n + 5) as u32).collect()
+    (0..rng.below(80))
+        .map(|_| rng.below(n + 5) as u32)
+        .collect()
 }
 
 fn check_against_reference(got: &[(u32, f64)], logits: &[f32], hist: &[u32], c: &SamplerConfig) {
@@ -182,7 +197,11 @@ fn check_against_reference(got: &[(u32, f64)], logits: &[f32], hist: &[u32], c: 
 fn distribution_equals_reference() {
     let mut rng = Rng::new("sample_distribution");
     for case in 0..600 {
-        let n = if case == 0 { 50_000 } else { 1 + rng.below(200) };
+        let n = if case == 0 {
+            50_000
+        } else {
+            1 + rng.below(200)
+        };
         let logits = random_logits(&mut rng, n);
         let hist = random_history(&mut rng, n);
         let cfg = random_config(&mut rng, n);
@@ -209,7 +228,10 @@ fn edge_options_equal_reference() {
                 min_p,
                 ..random_config(&mut rng, n)
             };
-            let got = Sampler::new(cfg.clone()).unwrap().probabilities(&logits, &hist).unwrap();
+            let got = Sampler::new(cfg.clone())
+                .unwrap()
+                .probabilities(&logits, &hist)
+                .unwrap();
             check_against_reference(&got, &logits, &hist, &cfg);
         }
     }
@@ -283,7 +305,10 @@ fn top_k_one_is_greedy_at_any_temperature() {
             temperature: 0.0,
             ..cfg.clone()
         };
-        let want = Sampler::new(greedy).unwrap().sample(&logits, &hist).unwrap();
+        let want = Sampler::new(greedy)
+            .unwrap()
+            .sample(&logits, &hist)
+            .unwrap();
         let mut s = Sampler::new(cfg).unwrap();
         for _ in 0..5 {
             assert_eq!(s.sample(&logits, &hist).unwrap(), want);
@@ -361,7 +386,10 @@ fn draws_follow_probabilities() {
         // (every bin expects >= 50), so a correct sampler fails with probability < 1e-6.
         let x = 1e7f64.ln();
         let bound = df as f64 + 2.0 * (df as f64 * x).sqrt() + 2.0 * x;
-        println!("chi2 = {stat:.2}, df = {df}, bound {bound:.2}, {} tokens", p.len());
+        println!(
+            "chi2 = {stat:.2}, df = {df}, bound {bound:.2}, {} tokens",
+            p.len()
+        );
         assert!(stat < bound, "chi2 {stat} >= {bound} (df {df}) for {cfg:?}");
     }
 }
@@ -417,17 +445,33 @@ fn every_validation_error() {
     assert!(Sampler::new(SamplerConfig::greedy()).is_ok());
     let cases: Vec<(&str, SamplerConfig)> = [-0.1, f32::NAN, f32::INFINITY]
         .iter()
-        .map(|&v| ("temperature", SamplerConfig { temperature: v, ..base.clone() }))
-        .chain(
-            [0.0, -0.5, 1.0001, f32::NAN]
-                .iter()
-                .map(|&v| ("top_p", SamplerConfig { top_p: v, ..base.clone() })),
-        )
-        .chain(
-            [-0.01, 1.01, f32::NAN]
-                .iter()
-                .map(|&v| ("min_p", SamplerConfig { min_p: v, ..base.clone() })),
-        )
+        .map(|&v| {
+            (
+                "temperature",
+                SamplerConfig {
+                    temperature: v,
+                    ..base.clone()
+                },
+            )
+        })
+        .chain([0.0, -0.5, 1.0001, f32::NAN].iter().map(|&v| {
+            (
+                "top_p",
+                SamplerConfig {
+                    top_p: v,
+                    ..base.clone()
+                },
+            )
+        }))
+        .chain([-0.01, 1.01, f32::NAN].iter().map(|&v| {
+            (
+                "min_p",
+                SamplerConfig {
+                    min_p: v,
+                    ..base.clone()
+                },
+            )
+        }))
         .chain([0.0, -1.0, f32::NAN, f32::INFINITY].iter().map(|&v| {
             (
                 "repeat_penalty",
@@ -448,9 +492,19 @@ fn every_validation_error() {
     }
     // The ends of the ranges are allowed.
     for cfg in [
-        SamplerConfig { top_p: 1.0, min_p: 0.0, ..base.clone() },
-        SamplerConfig { min_p: 1.0, ..base.clone() },
-        SamplerConfig { temperature: 0.0, ..base.clone() },
+        SamplerConfig {
+            top_p: 1.0,
+            min_p: 0.0,
+            ..base.clone()
+        },
+        SamplerConfig {
+            min_p: 1.0,
+            ..base.clone()
+        },
+        SamplerConfig {
+            temperature: 0.0,
+            ..base.clone()
+        },
     ] {
         assert!(Sampler::new(cfg).is_ok());
     }
@@ -476,7 +530,10 @@ fn bad_logits_are_typed_errors() {
             Err(SampleError::NoCandidate { len: 3 })
         );
         // A single finite token among masked ones is always drawn.
-        assert_eq!(s.sample(&[f32::NEG_INFINITY, -3.0, f32::NEG_INFINITY], &[1]), Ok(1));
+        assert_eq!(
+            s.sample(&[f32::NEG_INFINITY, -3.0, f32::NEG_INFINITY], &[1]),
+            Ok(1)
+        );
     }
 }
 
