@@ -319,6 +319,7 @@ fn every_kernel() -> Vec<Kernel> {
     ];
     for u in [Unit::B1, Unit::B2, Unit::B4, Unit::B8, Unit::B16] {
         v.push(shape_ops::row_copy(u, 1, 2, d, d, 3, 4));
+        v.push(shape_ops::cache_write(u, (1, 2, 3), [4, 5, 6, 7]));
         for i in all {
             v.push(shape_ops::gather_rows(u, i, (1, 2, 3), 4, 5, 6, 7));
         }
