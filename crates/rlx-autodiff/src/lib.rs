@@ -24,6 +24,7 @@
 //! Conv2dBackwardWeight), Pool (MaxPool2dBackward; average pooling as a depthwise
 //! Conv2dBackwardInput), ResizeNearest2x; Fft, LogMel (emits LogMelBackward).
 //! Without a rule (an error if reached), each listed by name in [`rules::vjp`]: DequantMatMul,
+//! Dequantize, CacheWrite and Attention over a cache (`past`: inference state),
 //! the fusion regions (autodiff runs before fusion), and the backward ops themselves (no
 //! second order).
 //!

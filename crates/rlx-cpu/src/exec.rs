@@ -35,6 +35,9 @@ pub struct CpuExecutable {
     /// The plan of the last binding of dynamic dims seen.
     plan: Mutex<Option<Arc<BoundPlan>>>,
     pool: ArenaPool,
+    /// Params that in-place ops (a KV-cache write) write: during a run each is moved into
+    /// the run's own leaf slots, where the write may borrow it mutably.
+    in_place_params: Vec<usize>,
 }
 
 /// Which values a run returns.
@@ -117,6 +120,11 @@ impl CpuExecutable {
                 leaves[n.id.0] = Some(alloc::decode(data, n.shape.dtype, &what)?);
             }
         }
+        let in_place_params = (graph.nodes.iter())
+            .filter(|n| n.op.kind().is_in_place())
+            .map(|n| n.inputs[0].0)
+            .filter(|&t| matches!(graph.nodes[t].op, Op::Param { .. }))
+            .collect();
         Ok(CpuExecutable {
             graph,
             io,
@@ -124,6 +132,7 @@ impl CpuExecutable {
             mode: PlanMode::Reuse,
             plan: Mutex::new(None),
             pool: ArenaPool::default(),
+            in_place_params,
         })
     }
 
@@ -267,14 +276,24 @@ impl CpuExecutable {
             let what = || format!("input \"{name}\"");
             arena.inputs[id] = Some(alloc::storage_of(t, &what)?);
         }
-        if writes.is_empty() {
+        if writes.is_empty() && self.in_place_params.is_empty() {
             let leaves = self.leaves.read().unwrap_or_else(PoisonError::into_inner);
             self.execute_plan(plan, &mut arena, &leaves)?;
             return self.collect(plan, &arena, &leaves, &want);
         }
         let mut leaves = self.leaves.write().unwrap_or_else(PoisonError::into_inner);
-        self.execute_plan(plan, &mut arena, &leaves)?;
-        let values = self.collect(plan, &arena, &leaves, &want)?;
+        // Params written in place move into this run's slots (found first by `Leaves::get`)
+        // and come back whatever the run's outcome.
+        for &t in &self.in_place_params {
+            arena.inputs[t] = leaves[t].take();
+        }
+        let run = self
+            .execute_plan(plan, &mut arena, &leaves)
+            .and_then(|()| self.collect(plan, &arena, &leaves, &want));
+        for &t in &self.in_place_params {
+            leaves[t] = arena.inputs[t].take();
+        }
+        let values = run?;
         self.write_back(plan, &arena, &mut leaves, writes)?;
         Ok(values)
     }
@@ -320,11 +339,16 @@ impl CpuExecutable {
             f64: (arena.f64.as_mut_ptr(), arena.f64.len()),
             i64: (arena.i64.as_mut_ptr(), arena.i64.len()),
         };
-        let leaves = Leaves {
-            shared: leaves,
-            inputs: &arena.inputs,
-        };
+        let shared = leaves;
         for (i, node) in self.graph.nodes.iter().enumerate() {
+            if node.op.kind().is_in_place() {
+                self.write_in_place(plan, &arenas, shared, &mut arena.inputs, node)?;
+                continue;
+            }
+            let leaves = Leaves {
+                shared,
+                inputs: &arena.inputs,
+            };
             let Loc::Arena { pool, off, len } = plan.locs[i] else {
                 continue;
             };
@@ -389,6 +413,68 @@ impl CpuExecutable {
             }
         }
         Ok(())
+    }
+}
+
+impl CpuExecutable {
+    /// Run an in-place op: copy its other inputs out (they are small: one step's rows and a
+    /// position), then borrow the target leaf — this run's own slot — mutably.
+    fn write_in_place(
+        &self,
+        plan: &Plan,
+        arenas: &Arenas,
+        shared: &[Option<Storage>],
+        slots: &mut [Option<Storage>],
+        node: &Node,
+    ) -> Result<(), CpuError> {
+        let Op::CacheWrite { axis } = node.op else {
+            return Err(no_value(node));
+        };
+        let err = |msg: String| CpuError::Op {
+            node: label(node),
+            op: node.op.kind().name(),
+            msg,
+        };
+        let (target, new, pos) = (node.inputs[0].0, node.inputs[1].0, node.inputs[2].0);
+        let (new_vals, pos) = {
+            let leaves = Leaves {
+                shared,
+                inputs: slots,
+            };
+            // SAFETY: only shared views exist while these are read; bounds are checked.
+            let read = |j: usize| unsafe { read_loc(arenas, &leaves, plan.locs[j]) };
+            let new_vals = match read(new).ok_or_else(|| no_value(&self.graph.nodes[new]))? {
+                Buf::F32(s) => Storage::F32(s.to_vec()),
+                Buf::F64(s) => Storage::F64(s.to_vec()),
+                Buf::I64(s) => Storage::I64(s.to_vec()),
+            };
+            let pos = match read(pos) {
+                Some(Buf::I64(s)) if s.len() == 1 => s[0],
+                _ => return Err(err("pos must be one I64 value".into())),
+            };
+            (new_vals, pos)
+        };
+        let cache = slots
+            .get_mut(target)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| no_value(&self.graph.nodes[target]))?;
+        let dst = match cache {
+            Storage::F32(v) => BufMut::F32(v),
+            Storage::F64(v) => BufMut::F64(v),
+            Storage::I64(v) => BufMut::I64(v),
+        };
+        crate::ops::cache_write::cache_write(
+            axis,
+            dst,
+            &plan.shapes[target],
+            new_vals.as_buf(),
+            &plan.shapes[new],
+            pos,
+        )
+        .map_err(|e| match e {
+            CpuError::Op { msg, .. } => err(msg),
+            other => other,
+        })
     }
 }
 

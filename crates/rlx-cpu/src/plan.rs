@@ -107,9 +107,15 @@ pub(crate) fn make_plan(
             let mut total = 0;
             for node in &g.nodes {
                 let i = node.id.0;
-                if node.op.is_leaf() {
+                if node.op.is_leaf() || node.op.kind().is_in_place() {
+                    // An in-place write lives in its target leaf (input 0), even here.
+                    let home = if node.op.is_leaf() {
+                        i
+                    } else {
+                        node.inputs[0].0
+                    };
                     locs.push(Loc::Leaf {
-                        node: i,
+                        node: home,
                         off: 0,
                         len: numel(i),
                     });
@@ -172,7 +178,7 @@ pub(crate) fn make_plan(
                         msg: "memory plan gave no location".into(),
                     });
                 };
-                is_view[i] = p.views[i].is_some();
+                is_view[i] = p.views[i].is_some() && !node.op.kind().is_in_place();
                 locs.push(loc);
             }
             for (pool, size) in p.pool_sizes.iter().enumerate().take(3) {

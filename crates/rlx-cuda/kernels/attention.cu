@@ -27,7 +27,19 @@ struct AttnArgs {
     // bit 0: q rows 4-aligned, bit 1: k, bit 2: v (vector loads allowed)
     int vec, chunk;
     int nsplit, pad_;
+    // Device address of an i64 `past` (positions before the first query, a KV cache), or 0.
+    unsigned long long past;
 };
+
+// With a KV cache only its first past + sq keys are written: every kernel then works on
+// that many keys (read from device memory at run time, so a captured graph serves every
+// decode step), clamped to the buffer.
+__device__ __forceinline__ void att_apply_past(AttnArgs& a) {
+    if (a.past) {
+        long long valid = *reinterpret_cast<const long long*>(a.past) + a.sq;
+        a.sk = (int)(valid < 0 ? 0 : (valid > a.sk ? a.sk : valid));
+    }
+}
 
 #define ATT_NONE 0
 #define ATT_CAUSAL 1
@@ -324,6 +336,7 @@ __device__ __forceinline__ void attn_fwd_body(const T* __restrict__ q, const T* 
     extern "C" __global__ void __launch_bounds__(128)                                        \
         attn_fwd_r##R##_c##C##_d##DQ##_k##KJ##_##sfx(const T* q, const T* k, const T* v,     \
                                                      const u8* keep, T* out, AttnArgs a) {   \
+        att_apply_past(a);                                                                    \
         attn_fwd_body<T, R, C, DQ, KJ>(q, k, v, keep, out, a);                               \
     }
 // Query tiles of 16, 32 or 64 rows: the lowering times the ones that fit and keeps the fastest.
@@ -580,6 +593,7 @@ __device__ __forceinline__ void attn_mma_body(const T* __restrict__ q, const T* 
     extern "C" __global__ void __launch_bounds__(32 * NW)                                    \
         attn_mma_d##D##_w##NW##_##sfx(const T* q, const T* k, const T* v, const u8* keep,    \
                                       T* out, AttnArgs a) {                                  \
+        att_apply_past(a);                                                                    \
         attn_mma_body<T, D, NW>(q, k, v, keep, out, a);                                      \
     }
 #define ATT_MMA_ALL(sfx, T)                                                                   \
@@ -783,6 +797,7 @@ __device__ __forceinline__ void attn_combine_body(const float* __restrict__ part
     extern "C" __global__ void __launch_bounds__(ATT_SPLIT_THREADS)                           \
         attn_split_##sfx(const T* q, const T* k, const T* v, const u8* keep, T* out,          \
                          float* part, AttnArgs a) {                                           \
+        att_apply_past(a);                                                                    \
         attn_split_body<T>(q, k, v, keep, out, part, a);                                      \
     }                                                                                         \
     extern "C" __global__ void attn_combine_##sfx(const float* part, T* out, AttnArgs a) {    \

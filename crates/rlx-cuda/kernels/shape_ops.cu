@@ -187,6 +187,24 @@ RLX_UNITS(RLX_MOVE_KERNELS)
     RLX_GATHER_IDX(sfx, T)
 RLX_UNITS16(RLX_ROW_KERNELS)
 
+// ---- CacheWrite: `outer` blocks of s rows (each `inner` units) copied into the cache at row
+// *pos of its c. The position is read from device memory, so one captured launch serves
+// every decode step; a position outside [0, c - s] writes nothing (no wild write; the CPU
+// path reports it as an error and the generator checks it before each step).
+#define RLX_CACHE_WRITE(sfx, T)                                                               \
+    extern "C" __global__ void cache_write_##sfx(T* cache, const T* src, const i64* pos,      \
+                                                 i64 outer, i64 c, i64 s, i64 inner) {        \
+        const i64 p = *pos;                                                                   \
+        if (p < 0 || p > c - s) return;                                                       \
+        const i64 row = s * inner, n = outer * row;                                           \
+        for (i64 e = blockIdx.x * (i64)blockDim.x + threadIdx.x; e < n;                       \
+             e += (i64)gridDim.x * blockDim.x) {                                              \
+            const i64 o = e / row, rem = e - o * row;                                         \
+            cache[(o * c + p) * inner + rem] = src[e];                                        \
+        }                                                                                     \
+    }
+RLX_UNITS16(RLX_CACHE_WRITE)
+
 // ---- RoPE. x is `rows` head rows of head_dim; head row r rotates with cos/sin row
 // offset(cv, r) (cv: the view's lead dims with cos's broadcast row strides, in rows of
 // half = n_rot/2). One thread per output element; the pair partner is re-read (cached).

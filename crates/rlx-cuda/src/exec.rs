@@ -76,6 +76,9 @@ pub struct CudaExecutable {
     plan: Option<Plan>,
     /// The dynamic-dim sizes the current plan was built for.
     bindings: DimBindings,
+    /// Plans of other bindings seen lately (most recent last), so a decoder that alternates
+    /// prefill lengths with its one-token step keeps every captured graph.
+    spare: Vec<(DimBindings, Plan)>,
     /// Name → node / declared shape of every input and param.
     io: IoBindings,
     reference: Option<CpuExecutable>,
@@ -133,6 +136,7 @@ impl CudaExecutable {
             param_set,
             plan: None,
             bindings: DimBindings::new(),
+            spare: Vec::new(),
             io,
             reference: None,
         };
@@ -263,9 +267,7 @@ impl CudaExecutable {
         let _dev = device_lock();
         self.gpu.bind()?;
         if self.plan.is_none() || *inputs.dims() != self.bindings {
-            self.plan = None;
-            self.plan = Some(self.build_plan(inputs.dims())?);
-            self.bindings = inputs.dims().clone();
+            self.switch_plan(inputs.dims())?;
         }
         let reference = if self.opts.verify {
             Some(self.reference_values(inputs)?)
@@ -314,6 +316,27 @@ impl CudaExecutable {
         unsafe { drv::stream::synchronize(stream) }
             .map_err(|e| CudaError::driver("cuStreamSynchronize (a kernel failed)", e))?;
         Ok(result)
+    }
+
+    /// Make the plan for `dims` current: a spare one if it was built before, else a new one;
+    /// the current plan becomes a spare (the oldest beyond `MAX_SPARE_PLANS` is dropped).
+    fn switch_plan(&mut self, dims: &DimBindings) -> Result<(), CudaError> {
+        const MAX_SPARE_PLANS: usize = 8;
+        let found = self.spare.iter().position(|(d, _)| d == dims);
+        let next = match found {
+            Some(i) => self.spare.remove(i).1,
+            None => self.build_plan(dims)?,
+        };
+        if let Some(cur) = self.plan.replace(next) {
+            let old = std::mem::replace(&mut self.bindings, dims.clone());
+            self.spare.push((old, cur));
+            if self.spare.len() > MAX_SPARE_PLANS {
+                self.spare.remove(0);
+            }
+        } else {
+            self.bindings = dims.clone();
+        }
+        Ok(())
     }
 
     /// Device time of one run, as PyTorch's benchmarks measure it: inputs are uploaded once,

@@ -127,7 +127,8 @@ fn op_text(node: &Node) -> String {
             Some(a) => format!("act={a:?}"),
             None => "act=none".into(),
         },
-        Op::DequantMatMul { scheme } => format!("{scheme:?}"),
+        Op::DequantMatMul { scheme } | Op::Dequantize { scheme } => format!("{scheme:?}"),
+        Op::CacheWrite { axis } => format!("axis={axis}"),
         Op::LayerNorm { axis, eps } | Op::RmsNorm { axis, eps } => {
             format!("axis={axis}, eps={}", num(*eps))
         }
@@ -169,6 +170,9 @@ fn op_text(node: &Node) -> String {
                 m => format!("{m:?}"),
             };
             let _ = write!(t, ", mask={mask}");
+            if s.past {
+                t.push_str(", past");
+            }
             if let Some(sc) = s.score_scale {
                 let _ = write!(t, ", scale={}", num(sc));
             }

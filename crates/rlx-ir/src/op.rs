@@ -119,6 +119,12 @@ pub struct AttentionSpec {
     /// Gemma-style soft cap: scores become `cap * tanh(scores / cap)` before masking.
     pub attn_logit_softcap: Option<f32>,
     pub layout: AttentionLayout,
+    /// A last input `past` (I64, one element): how many positions precede these queries in
+    /// k/v (a KV cache). Query i then sits at `past + i`, keys at or after `past + Lq` are
+    /// ignored (the cache's unwritten tail), and the cost follows the valid length. Without
+    /// it, query i sits at `Lk − Lq + i` (see `MaskKind::Causal`).
+    #[serde(default)]
+    pub past: bool,
 }
 
 impl AttentionSpec {
@@ -132,7 +138,13 @@ impl AttentionSpec {
             score_scale: None,
             attn_logit_softcap: None,
             layout: AttentionLayout::Packed,
+            past: false,
         }
+    }
+    /// Take the `past` input (see the field).
+    pub fn with_past(mut self) -> Self {
+        self.past = true;
+        self
     }
     pub fn causal(mut self) -> Self {
         self.mask_kind = MaskKind::Causal;
@@ -407,6 +419,11 @@ pub enum Op {
     DequantMatMul {
         scheme: QuantScheme,
     },
+    /// Packed U8 rows `[.., K/block_len * block_bytes]` → f32 `[.., K]`: the blocks of
+    /// `scheme` decoded (a quantized embedding table's gathered rows).
+    Dequantize {
+        scheme: QuantScheme,
+    },
 
     // ---- norms (inputs x, gamma, [beta]); normalise over dims axis..rank
     LayerNorm {
@@ -504,6 +521,15 @@ pub enum Op {
     FusedSwiGLU {
         cast_to: Option<DType>,
         gate_first: bool,
+    },
+    /// cache, new, pos: writes `new` into `cache` at `pos` (an I64 value with one element)
+    /// along `axis` (`cache` and `new` agree on every other dim) and returns the cache. The
+    /// cache must be a `Param` or `Input` used by nothing else: the write happens **in
+    /// place** in its storage (a param keeps the rows for later runs: it is the KV cache),
+    /// never as a copy of the whole buffer. A write past the end (`pos < 0` or
+    /// `pos + new.len > cache.len` on `axis`) is a run-time error, never a wild write.
+    CacheWrite {
+        axis: usize,
     },
 
     // ---- vision (NCHW / OIHW)

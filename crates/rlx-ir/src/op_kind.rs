@@ -62,7 +62,7 @@ impl OpKind {
         match self {
             Input | Param | Constant => OpGroup::Leaf,
             Activation | Binary | Compare | Where | Cast | StopGradient => OpGroup::Elementwise,
-            MatMul | FusedMatMulBiasAct | DequantMatMul => OpGroup::Linalg,
+            MatMul | FusedMatMulBiasAct | DequantMatMul | Dequantize => OpGroup::Linalg,
             LayerNorm | RmsNorm | FusedResidualLN | FusedResidualRmsNorm => OpGroup::Norm,
             Reduce
             | Softmax
@@ -71,7 +71,7 @@ impl OpKind {
             | SoftmaxCrossEntropyWithLogits
             | SoftmaxCrossEntropyBackward => OpGroup::Reduce,
             Reshape | Expand | Transpose | Narrow | Concat | Gather | Pad | Slice => OpGroup::Shape,
-            Attention | Rope | FusedSwiGLU => OpGroup::Transformer,
+            Attention | Rope | FusedSwiGLU | CacheWrite => OpGroup::Transformer,
             Conv | Pool | ResizeNearest2x | Conv2dBackwardInput | Conv2dBackwardWeight
             | MaxPool2dBackward => OpGroup::Vision,
             ElementwiseRegion | BatchElementwiseRegion | TransformRegion => OpGroup::Region,
@@ -103,6 +103,13 @@ impl OpKind {
     pub fn is_chainable(self) -> bool {
         use OpKind::*;
         matches!(self, Activation | Binary | Compare | Where | Cast)
+    }
+
+    /// Ops whose output is input 0's storage, written in place (a KV-cache write): the memory
+    /// planner aliases them to input 0 like a view, but the backend runs them, and passes
+    /// never remove them while the graph keeps their cache (see `Op::CacheWrite`).
+    pub fn is_in_place(self) -> bool {
+        matches!(self, OpKind::CacheWrite)
     }
 
     /// Ops that only move or relabel data; the memory planner may alias some of them to

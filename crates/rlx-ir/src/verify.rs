@@ -98,6 +98,41 @@ impl Graph {
                 return Err(IrError::BadOutput(o));
             }
         }
+        self.verify_in_place()
+    }
+
+    /// An in-place op (`CacheWrite`) writes its input 0's storage: that must be a param or
+    /// an input, and nothing else may read it (nor be it: a graph output), or another
+    /// reader would see the write in the wrong order.
+    fn verify_in_place(&self) -> Result<(), IrError> {
+        let mut users = vec![0usize; self.nodes.len()];
+        for n in &self.nodes {
+            for i in &n.inputs {
+                users[i.0] += 1;
+            }
+        }
+        for n in self.nodes.iter().filter(|n| n.op.kind().is_in_place()) {
+            let target = &self.nodes[n.inputs[0].0];
+            if !matches!(target.op, Op::Param { .. } | Op::Input { .. }) {
+                return Err(fail(
+                    n,
+                    format!(
+                        "writes in place, so its input 0 must be a param or input, got {}",
+                        target.label()
+                    ),
+                ));
+            }
+            if users[target.id.0] != 1 || self.outputs.contains(&target.id) {
+                return Err(fail(
+                    n,
+                    format!(
+                        "writes {} in place, so nothing else may read it ({} readers)",
+                        target.label(),
+                        users[target.id.0]
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 }

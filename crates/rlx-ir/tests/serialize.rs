@@ -556,6 +556,9 @@ fn dump_and_summary_of_every_op() {
         "s4 = Where(s3, s1, in0)",
         "Narrow(axis=-2, 1..10)",
         "DequantMatMul{Q4_1}",
+        "Dequantize{Q6_K}",
+        "CacheWrite{axis=1}",
+        "mask=Causal, past",
         "Conv{k=[3, 5], stride=[2, 1], pad=[1, 2], dil=[1, 3], groups=3}",
         "Cast{to=bf16}",
         "Constant{[1.5, -2, 0.25, 3e-7, …] (6 values)}",
@@ -567,7 +570,7 @@ fn dump_and_summary_of_every_op() {
     assert!(!s.contains('\n'));
     assert!(s.contains(&format!("{} nodes", g.len())), "{s}");
     assert!(
-        s.contains("Activation×18") && s.contains("Attention×4"),
+        s.contains("Activation×18") && s.contains("Attention×5") && s.contains("CacheWrite×1"),
         "{s}"
     );
     assert!(

@@ -8,6 +8,9 @@
 //!   optimizer update, with weights and optimizer state updated in place by the runtime),
 //!   seeded Kaiming-uniform init, evaluation through a forward-only graph that shares the
 //!   trained values, and `fit` with a per-epoch progress bar.
+//! - [`sample::Sampler`]: llama.cpp's sampler chain (repeat penalty, top-k, top-p, min-p,
+//!   temperature) over one step's logits, seeded; [`sample::StopMatcher`] cuts streamed text
+//!   at stop strings.
 //! - [`tokenizer::Tokenizer`]: BPE and SentencePiece tokenizers and chat templates from GGUF
 //!   metadata, token-exact with llama.cpp.
 //! - [`var_builder::VarBuilder`]: path-prefixed param declaration (`vb.pp("fc").param("weight", …)`),
@@ -16,6 +19,7 @@ pub mod cnn;
 pub mod encoder;
 mod error;
 pub mod llm;
+pub mod sample;
 pub mod tokenizer;
 pub mod train;
 pub mod var_builder;

@@ -13,6 +13,8 @@
 //! - Leaves (Input / Param / Constant) live outside the arena; a view of a leaf aliases the
 //!   leaf (`slots[i] = None`, `views[i] = Some(..)`) unless `PlanOptions::views_of_leaves`
 //!   is off, in which case it gets its own buffer and the backend copies.
+//! - In-place ops (`OpKind::is_in_place`: a KV-cache write) are views of their input 0
+//!   (always a leaf) that the backend *does* run: it writes into the leaf's storage.
 //! - Placement is greedy by size: largest buffers first, each into the tightest free gap
 //!   (best fit) among the buffers already placed whose lifetimes overlap its own, at an
 //!   aligned offset. Pools (e.g. the CPU's f32 / f64 / i64 arenas) are planned separately.
@@ -244,9 +246,21 @@ pub fn plan_memory(
             })?;
     }
 
-    // Views: resolve each to the buffer that owns the bytes.
+    // Views: resolve each to the buffer that owns the bytes. An in-place op always aliases
+    // its input 0 (the verifier made sure that is a leaf nobody else reads).
     let mut views: Vec<Option<ViewOf>> = vec![None; n];
     for node in &g.nodes {
+        if node.op.kind().is_in_place() {
+            let base = node.inputs[0];
+            if !g.nodes[base.0].op.is_leaf() || bytes[node.id.0] != bytes[base.0] {
+                return Err(OptError::Plan {
+                    node: node.id,
+                    msg: "an in-place op must write a leaf of its own size".into(),
+                });
+            }
+            views[node.id.0] = Some(ViewOf { base, offset: 0 });
+            continue;
+        }
         if !opts.views || node.op.is_leaf() || node.inputs.is_empty() {
             continue;
         }
@@ -277,7 +291,9 @@ pub fn plan_memory(
         *l = i;
     }
     for node in &g.nodes {
-        if views[node.id.0].is_some() {
+        // A view reads nothing when it runs (its uses keep the base alive); an in-place op
+        // does run, so its inputs must live until its step.
+        if views[node.id.0].is_some() && !node.op.kind().is_in_place() {
             continue;
         }
         for &j in &node.inputs {

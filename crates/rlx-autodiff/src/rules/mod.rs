@@ -135,6 +135,8 @@ pub fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
         } => shape_ops::slice(g, node, dy, needs, (axes, starts, ends, steps)),
 
         // ---- transformer
+        // A KV cache is inference state: attention over one, and its write, have no rule.
+        Op::Attention(spec) if spec.past => no_rule(node),
         Op::Attention(spec) => attention::attention(g, node, dy, needs, spec),
         Op::Rope {
             head_dim,
@@ -167,6 +169,7 @@ pub fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
         | Op::MaxPool2dBackward(_)
         | Op::LogMelBackward => no_rule(node),
         // packed quantised weights are frozen (inference only).
-        Op::DequantMatMul { .. } => no_rule(node),
+        Op::DequantMatMul { .. } | Op::Dequantize { .. } => no_rule(node),
+        Op::CacheWrite { .. } => no_rule(node),
     }
 }

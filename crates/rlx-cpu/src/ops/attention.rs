@@ -52,6 +52,9 @@ struct Geometry {
     q: Strides,
     k: Strides,
     v: Strides,
+    /// Positions before the first query (`AttentionSpec::past`); keys from `past + sq` on
+    /// are not yet written.
+    past: Option<usize>,
 }
 
 impl Geometry {
@@ -73,16 +76,19 @@ impl Geometry {
             q: Strides::new(layout, h, sq, d),
             k: Strides::new(layout, hkv, sk, d),
             v: Strides::new(layout, hkv, sk, dv),
+            past: None,
         }
     }
 
     /// Keys `lo..hi` that query `i` may see under a positional mask.
     fn key_range(&self, kind: MaskKind, i: usize) -> (usize, usize) {
-        // Queries are the last Sq positions of the Sk keys (KV-cache decode).
-        let pos = self.sk as i64 - self.sq as i64 + i as i64;
-        let clamp = |p: i64| p.clamp(0, self.sk as i64) as usize;
+        // Queries are the last Sq positions of the valid keys: all Sk of them, or the
+        // `past + Sq` a KV cache holds so far.
+        let valid = self.past.map_or(self.sk, |p| p + self.sq);
+        let pos = valid as i64 - self.sq as i64 + i as i64;
+        let clamp = |p: i64| p.clamp(0, valid as i64) as usize;
         match kind {
-            MaskKind::None | MaskKind::Custom => (0, self.sk),
+            MaskKind::None | MaskKind::Custom => (0, valid),
             MaskKind::Causal => (0, clamp(pos + 1)),
             MaskKind::SlidingWindow(w) => (clamp(pos + 1 - w as i64), clamp(pos + 1)),
         }
@@ -287,14 +293,26 @@ fn checked_shapes(op: &Op, ins: &[TensorView], out: &OutView) -> Result<Vec<Shap
     Ok(shapes)
 }
 
-/// q, k, v, [mask].
+/// q, k, v, [mask], [past].
 pub fn attention(
     spec: &AttentionSpec,
     ins: &[TensorView],
     mut out: OutView,
 ) -> Result<(), CpuError> {
     checked_shapes(&Op::Attention(spec.clone()), ins, &out)?;
-    let g = Geometry::new(spec, ins[0].shape, ins[1].shape);
+    let mut g = Geometry::new(spec, ins[0].shape, ins[1].shape);
+    if spec.past {
+        let past = ins[ins.len() - 1].get::<i64>()?[0];
+        let fits = usize::try_from(past)
+            .ok()
+            .filter(|p| p.checked_add(g.sq).is_some_and(|e| e <= g.sk));
+        g.past = Some(fits.ok_or_else(|| {
+            op_err(format!(
+                "past = {past} with {} queries does not fit the {} cached keys",
+                g.sq, g.sk
+            ))
+        })?);
+    }
     let keep: Option<Vec<bool>> = (spec.mask_kind == MaskKind::Custom)
         .then(|| ins[3].to_f64_vec().iter().map(|&m| m != 0.0).collect());
     float_class!(out.class(), T => run::<T>(spec, &g, ins, keep.as_deref(), out.get_mut()?))

@@ -322,3 +322,37 @@ pub fn dequant_matmul(
     let ins = arity(ins, 2, 2)?;
     float_class!(out.class(), T => dequant_matmul_t::<T>(scheme, &ins[0], &ins[1], out.get_mut()?))
 }
+
+/// Packed U8 rows → f32 (the arena holds each byte as an i64, so bytes are narrowed first;
+/// a value outside 0..=255 is a typed error, never a wrapped byte).
+pub fn dequantize(
+    scheme: QuantScheme,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let ins = arity(ins, 1, 1)?;
+    let x = &ins[0];
+    let cols_bytes = x.shape.last().copied().unwrap_or(0);
+    let rows = x.numel().checked_div(cols_bytes).unwrap_or(0);
+    let cols = cols_bytes / scheme.block_bytes() * scheme.block_len();
+    let mut bytes = Vec::with_capacity(x.numel());
+    for &b in x.get::<i64>()? {
+        bytes.push(u8::try_from(b).map_err(|_| op_err(format!("packed byte {b} out of range")))?);
+    }
+    let mut vals = vec![0f32; rows * cols];
+    quant::dequantize_into(scheme, &bytes, rows, cols, &mut vals)?;
+    fn store<T: Float>(o: &mut [T], vals: &[f32]) -> Result<(), CpuError> {
+        if o.len() != vals.len() {
+            return Err(op_err(format!(
+                "output holds {} values, want {}",
+                o.len(),
+                vals.len()
+            )));
+        }
+        o.iter_mut()
+            .zip(vals)
+            .for_each(|(o, &v)| *o = T::from_f64(v as f64));
+        Ok(())
+    }
+    float_class!(out.class(), T => store::<T>(out.get_mut()?, &vals))
+}

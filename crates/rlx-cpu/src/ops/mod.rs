@@ -50,6 +50,7 @@ macro_rules! any_class {
 
 pub mod attention;
 pub mod audio;
+pub mod cache_write;
 mod chain;
 mod conv;
 pub mod elementwise;
@@ -104,6 +105,7 @@ pub fn eval(node: &Node, ins: &[TensorView], out: OutView) -> Result<(), CpuErro
             linalg::fused_matmul_bias_act(*activation, ins, out)
         }
         Op::DequantMatMul { scheme } => linalg::dequant_matmul(*scheme, ins, out),
+        Op::Dequantize { scheme } => linalg::dequantize(*scheme, ins, out),
 
         // ---- norm
         Op::LayerNorm { axis, eps } => norm::layer_norm(*axis, *eps, ins, out),
@@ -146,6 +148,8 @@ pub fn eval(node: &Node, ins: &[TensorView], out: OutView) -> Result<(), CpuErro
         } => shape_ops::slice(axes, starts, ends, steps, ins, out),
 
         // ---- transformer
+        // Written in place by the executor (it borrows the cache leaf), never as a thunk.
+        Op::CacheWrite { axis: _ } => Err(op_err("CacheWrite runs in place in the executor")),
         Op::Attention(spec) => attention::attention(spec, ins, out),
         Op::Rope {
             head_dim,

@@ -75,13 +75,17 @@ impl CudaExecutable {
         let (slots, views, arena_bytes) = if keep_all {
             let mut off = 0usize;
             let mut slots = vec![None; g.nodes.len()];
+            let mut views = vec![None; g.nodes.len()];
             for n in &g.nodes {
-                if !n.op.is_leaf() {
+                if n.op.kind().is_in_place() {
+                    // An in-place write has no buffer of its own, even here.
+                    views[n.id.0] = Some((n.inputs[0].0, 0));
+                } else if !n.op.is_leaf() {
                     slots[n.id.0] = Some(off);
                     off += bytes_of(&shapes[n.id.0], n).div_ceil(256) * 256;
                 }
             }
-            (slots, vec![None; g.nodes.len()], off)
+            (slots, views, off)
         } else {
             let mp = plan_memory(
                 g,
@@ -132,7 +136,8 @@ impl CudaExecutable {
         let mut dispatch = Vec::new();
         let trace = trace_on();
         for (n, bound) in g.nodes.iter().zip(&nodes) {
-            if n.op.is_leaf() || views[n.id.0].is_some() {
+            // Views are not run; an in-place write is a view of its cache that is.
+            if n.op.is_leaf() || (views[n.id.0].is_some() && !n.op.kind().is_in_place()) {
                 continue;
             }
             let before = env.steps.len();

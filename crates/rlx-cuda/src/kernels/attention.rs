@@ -5,7 +5,7 @@
 use super::{Kernel, Lib, Sfx};
 use crate::lower::KArgs;
 
-/// Mirrors `AttnArgs` in `attention.cu` (same field order; 152 bytes, no padding).
+/// Mirrors `AttnArgs` in `attention.cu` (same field order; 160 bytes, no padding).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AttnArgs {
@@ -27,6 +27,8 @@ pub struct AttnArgs {
     pub chunk: i32,
     pub nsplit: i32,
     pub pad: i32,
+    /// Device address of the i64 `past` input (`AttentionSpec::past`), or 0.
+    pub past: u64,
 }
 
 /// What every attention kernel reads and writes (device pointers; `keep` is the u8 keep

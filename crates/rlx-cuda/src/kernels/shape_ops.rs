@@ -139,3 +139,21 @@ pub fn rope(
     let name = format!("rope_{}_{}", xs.name(), cs.name());
     Kernel::new(Lib::ShapeOps, name, args)
 }
+
+/// `cache_write_<unit>(cache, new, pos, outer, C, S, inner)`: `outer` × `S` rows of `inner`
+/// units into the cache at row `*pos` of `C`; units B1..B16.
+pub fn cache_write(
+    unit: Unit,
+    (cache, new, pos): (u64, u64, u64),
+    [outer, c, s, inner]: [i64; 4],
+) -> Kernel {
+    let args = KArgs::new()
+        .ptr(cache)
+        .ptr(new)
+        .ptr(pos)
+        .i64(outer)
+        .i64(c)
+        .i64(s)
+        .i64(inner);
+    Kernel::new(Lib::ShapeOps, format!("cache_write_{}", unit.name()), args)
+}

@@ -113,6 +113,10 @@ pub(crate) fn fused_matmul_bias_act(ctx: &mut NodeCtx, activation: Option<Activa
     gemm_node(ctx, true, activation)
 }
 
+pub(crate) fn dequantize(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
+    quant::dequantize(ctx, scheme)
+}
+
 pub(crate) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
     quant::dequant_matmul(ctx, scheme)
 }

@@ -1,4 +1,4 @@
-//! CUDA lowering of DequantMatMul, a linalg op (kernels in `kernels/quant.cu`). Decode-size
+//! CUDA lowering of DequantMatMul and Dequantize, linalg ops (kernels in `kernels/quant.cu`). Decode-size
 //! products (M ≤ 8 rows) read the packed blocks directly in a warp-per-column GEMV; larger M
 //! dequantise the weight chunk by chunk into a bounded scratch and hand each chunk to cuBLASLt.
 use super::super::{Lowered, NodeCtx};
@@ -12,6 +12,29 @@ const GEMV_MAX_M: usize = 8;
 
 /// Bound on the dequantised weight scratch of one node; larger weights go in column chunks.
 const DEQUANT_SCRATCH: usize = 32 << 20;
+
+/// Dequantize: packed rows (a gathered slice of a quantized embedding) decoded to floats.
+pub(super) fn dequantize(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
+    let (x, out) = (ctx.input(0)?.clone(), ctx.out.clone());
+    let sfx = Sfx::float(out.dtype)?;
+    let rb = x.dims.last().copied().unwrap_or(0);
+    if x.dtype != DType::U8 || rb == 0 || !rb.is_multiple_of(scheme.block_bytes()) {
+        crate::unsupported!(
+            "packed rows must be u8 [.., whole {scheme:?} blocks], got {:?}",
+            x.dims
+        );
+    }
+    let rows = x.numel() / rb;
+    let k = rb / scheme.block_bytes() * scheme.block_len();
+    if out.numel() != rows * k {
+        crate::unsupported!("output {:?} does not hold {rows}×{k}", out.dims);
+    }
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    let kernel = quant::dq_dequant(scheme, sfx, x.ptr, out.ptr, rows as i64, k as i64);
+    ctx.run_1d(kernel, rows * k)
+}
 
 pub(super) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
     let (x, w, out) = (

@@ -330,6 +330,7 @@ pub(crate) fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         Op::MatMul => linalg::matmul(ctx),
         Op::FusedMatMulBiasAct { activation } => linalg::fused_matmul_bias_act(ctx, *activation),
         Op::DequantMatMul { scheme } => linalg::dequant_matmul(ctx, *scheme),
+        Op::Dequantize { scheme } => linalg::dequantize(ctx, *scheme),
         Op::LayerNorm { axis, eps } => norm::layer_norm(ctx, *axis, *eps),
         Op::RmsNorm { axis, eps } => norm::rms_norm(ctx, *axis, *eps),
         Op::FusedResidualLN { has_bias, eps } => norm::fused_residual_ln(ctx, *has_bias, *eps),
@@ -357,6 +358,7 @@ pub(crate) fn lower_node(ctx: &mut NodeCtx) -> Lowered {
             steps,
         } => shape::slice(ctx, axes, starts, ends, steps),
         Op::Attention(spec) => transformer::attention(ctx, spec),
+        Op::CacheWrite { axis } => transformer::cache_write(ctx, *axis),
         Op::Rope {
             head_dim,
             n_rot,
@@ -395,7 +397,7 @@ fn lowers(kind: OpKind) -> bool {
     match kind {
         Input | Param | Constant => false,
         Activation | Binary | Compare | Where | Cast | StopGradient => true,
-        MatMul | FusedMatMulBiasAct | DequantMatMul => true,
+        MatMul | FusedMatMulBiasAct | DequantMatMul | Dequantize => true,
         LayerNorm | RmsNorm | FusedResidualLN | FusedResidualRmsNorm => true,
         Reduce
         | Softmax
@@ -404,7 +406,7 @@ fn lowers(kind: OpKind) -> bool {
         | SoftmaxCrossEntropyWithLogits
         | SoftmaxCrossEntropyBackward => true,
         Reshape | Expand | Transpose | Narrow | Concat | Gather | Pad | Slice => true,
-        Attention | Rope | FusedSwiGLU => true,
+        Attention | Rope | FusedSwiGLU | CacheWrite => true,
         Conv | Pool | ResizeNearest2x | Conv2dBackwardInput | Conv2dBackwardWeight
         | MaxPool2dBackward => true,
         ElementwiseRegion | BatchElementwiseRegion | TransformRegion => true,

@@ -18,6 +18,46 @@ pub(crate) fn rope(ctx: &mut NodeCtx, head_dim: usize, n_rot: usize, style: Rope
     rope_impl::rope(ctx, head_dim, n_rot, style)
 }
 
+/// CacheWrite: the output *is* the cache leaf (the memory plan aliases it), so this copies
+/// only the new rows, at the position the kernel reads from device memory.
+pub(crate) fn cache_write(ctx: &mut NodeCtx, axis: usize) -> Lowered {
+    let (cache, new, pos) = (
+        ctx.input(0)?.clone(),
+        ctx.input(1)?.clone(),
+        ctx.input(2)?.clone(),
+    );
+    if ctx.out.ptr != cache.ptr {
+        return Err(super::LowerError::internal(
+            ctx.node,
+            "the memory plan did not alias the cache write to its cache",
+        ));
+    }
+    if pos.dtype != rlx_ir::DType::I64 || pos.numel() != 1 || new.dtype != cache.dtype {
+        crate::unsupported!("pos must be one i64 and new rows the cache's dtype");
+    }
+    let r = cache.rank();
+    if axis >= r || new.rank() != r {
+        crate::unsupported!("axis {axis} of cache {:?} / new {:?}", cache.dims, new.dims);
+    }
+    let outer: usize = cache.dims[..axis].iter().product();
+    let inner: usize = cache.dims[axis + 1..].iter().product::<usize>() * cache.dtype.size_bytes();
+    let (c, s) = (cache.dims[axis], new.dims[axis]);
+    if new.numel() == 0 {
+        return Ok(());
+    }
+    // The widest unit that divides a row and both pointers' alignment.
+    let unit = [16usize, 8, 4, 2, 1]
+        .into_iter()
+        .find(|&u| inner.is_multiple_of(u) && (cache.ptr | new.ptr).is_multiple_of(u as u64))
+        .unwrap_or(1);
+    let kernel = crate::kernels::shape_ops::cache_write(
+        crate::kernels::Unit::of_bytes(unit)?,
+        (cache.ptr, new.ptr, pos.ptr),
+        [outer as i64, c as i64, s as i64, (inner / unit) as i64],
+    );
+    ctx.run_1d(kernel, outer * s * inner / unit)
+}
+
 /// `cast_to` is already the output's dtype, which the generated kernel converts to.
 pub(crate) fn fused_swiglu(ctx: &mut NodeCtx, gate_first: bool) -> Lowered {
     let p = plan_swiglu(&ctx.ins, &ctx.out, gate_first)?;

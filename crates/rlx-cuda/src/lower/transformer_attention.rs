@@ -6,6 +6,8 @@
 //! head sizes); when there are few query rows (decode) `attn_split_*` spreads each row's
 //! keys over blocks and `attn_combine_*` merges the chunks. The layouts differ only in
 //! element strides, which are computed here, so one kernel serves Packed, Bshd and Bhsd.
+//! Over a KV cache (`AttentionSpec::past`) the kernels read `past` from device memory and
+//! walk only the `past + Sq` written keys, so one captured launch serves every step.
 use super::super::{DevTensor, KernelLaunch, LowerError, Lowered, NodeCtx};
 use crate::kernels::attention::{self as k, AttnArgs, AttnIo, FlashVariant};
 use crate::kernels::{Kernel, Sfx};
@@ -84,7 +86,20 @@ pub(super) fn lower(ctx: &mut NodeCtx, spec: &AttentionSpec) -> Lowered {
         _ => 0,
     };
     let keep = if spec.mask_kind == MaskKind::Custom {
+        if spec.past && b != 1 {
+            // The kernels index the keep-mask with the valid key count as its row stride.
+            crate::unsupported!("a Custom mask over a KV cache needs batch 1, got {b}");
+        }
         keep_mask(ctx, b * sk)?
+    } else {
+        0
+    };
+    let past = if spec.past {
+        let p = ctx.input(ctx.node.inputs.len() - 1)?.clone();
+        if p.dtype != DType::I64 || p.numel() != 1 {
+            crate::unsupported!("past must be one i64, got {} {:?}", p.dtype, p.dims);
+        }
+        p.ptr
     } else {
         0
     };
@@ -109,6 +124,7 @@ pub(super) fn lower(ctx: &mut NodeCtx, spec: &AttentionSpec) -> Lowered {
         scale: spec.score_scale.unwrap_or((1.0 / (d as f64).sqrt()) as f32),
         cap: spec.attn_logit_softcap.unwrap_or(0.0),
         vec: aligned(&q, d) as i32 | (aligned(&k, d) as i32) << 1 | (aligned(&v, dv) as i32) << 2,
+        past,
         ..AttnArgs::default()
     };
     fits_i32(b * h * sq.max(1))?;

@@ -120,7 +120,34 @@ pub(crate) fn dequant_matmul(scheme: QuantScheme, inputs: &[&Shape]) -> Result<S
     Ok(Shape::with_dims(dims, x.dtype))
 }
 
+pub(crate) fn dequantize(scheme: QuantScheme, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::Dequantize, inputs, 1, 1)?;
+    let x = inputs[0];
+    if x.dtype != DType::U8 || x.rank() == 0 {
+        return Err(format!("packed rows must be u8 [.., bytes], got {x}"));
+    }
+    let mut dims = x.dims.clone();
+    let last = dims.len() - 1;
+    if let Dim::Static(b) = dims[last] {
+        let bb = scheme.block_bytes();
+        if !b.is_multiple_of(bb) {
+            return Err(format!(
+                "a packed row of {b} bytes is not whole {scheme:?} blocks of {bb} bytes"
+            ));
+        }
+        dims[last] = Dim::Static(mul("dequantized row", b / bb, scheme.block_len())?);
+    } else {
+        return Err(format!("the packed row length of {x} must be static"));
+    }
+    Ok(Shape::with_dims(dims, DType::F32))
+}
+
 impl Graph {
+    /// Decode packed rows of `scheme` to f32 (`Op::Dequantize`).
+    pub fn dequantize(&mut self, packed: NodeId, scheme: QuantScheme) -> Result<NodeId, IrError> {
+        self.add_node(Op::Dequantize { scheme }, &[packed])
+    }
+
     /// NumPy `matmul`: batched, batch dims broadcast, rank-1 operands promoted.
     pub fn matmul(&mut self, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
         self.add_node(Op::MatMul, &[a, b])

@@ -43,6 +43,7 @@ fn route(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
         MatMul => linalg::matmul(inputs),
         FusedMatMulBiasAct { activation: _ } => linalg::fused_matmul_bias_act(inputs),
         DequantMatMul { scheme } => linalg::dequant_matmul(*scheme, inputs),
+        Dequantize { scheme } => linalg::dequantize(*scheme, inputs),
         // Norm
         LayerNorm { axis, eps } => norm::layer_norm(*axis, *eps, inputs),
         RmsNorm { axis, eps } => norm::rms_norm(*axis, *eps, inputs),
@@ -77,6 +78,7 @@ fn route(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
         } => shape_ops::slice(axes, starts, ends, steps, inputs),
         // Transformer
         Attention(spec) => transformer::attention(spec, inputs),
+        CacheWrite { axis } => transformer::cache_write(*axis, inputs),
         Rope {
             head_dim,
             n_rot,

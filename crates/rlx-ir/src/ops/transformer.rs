@@ -84,7 +84,17 @@ fn check_spec(spec: &AttentionSpec) -> Result<(), String> {
 }
 
 pub(crate) fn attention(spec: &AttentionSpec, inputs: &[&Shape]) -> Result<Shape, String> {
-    arity(OpKind::Attention, inputs, 3, 4)?;
+    let inputs = if spec.past {
+        let (past, rest) = inputs
+            .split_last()
+            .ok_or("attention with past needs q, k, v[, mask], past")?;
+        past_scalar("past", past)?;
+        arity(OpKind::Attention, rest, 3, 4)?;
+        rest
+    } else {
+        arity(OpKind::Attention, inputs, 3, 4)?;
+        inputs
+    };
     require_float(OpKind::Attention, inputs, &[0, 1, 2])?;
     check_spec(spec)?;
     let (qs, ks, vs) = (inputs[0], inputs[1], inputs[2]);
@@ -320,7 +330,74 @@ pub(crate) fn fused_swiglu(cast_to: Option<DType>, inputs: &[&Shape]) -> Result<
     Ok(Shape::with_dims(dims, dtype))
 }
 
+/// A run-time position: I64 with exactly one element (`[]` or `[1]`).
+fn past_scalar(what: &str, s: &Shape) -> Result<(), String> {
+    let one = s.dims.iter().all(|d| agree(d, &Dim::Static(1)));
+    if s.dtype != DType::I64 || !one {
+        return Err(format!("{what} must be an I64 with one element, got {s}"));
+    }
+    Ok(())
+}
+
+pub(crate) fn cache_write(axis: usize, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::CacheWrite, inputs, 3, 3)?;
+    let (cache, new, pos) = (inputs[0], inputs[1], inputs[2]);
+    past_scalar("pos", pos)?;
+    if new.dtype != cache.dtype {
+        return Err(format!(
+            "new rows {new} must have the cache's dtype {}",
+            cache.dtype
+        ));
+    }
+    if axis >= cache.rank() || new.rank() != cache.rank() {
+        return Err(format!(
+            "axis {axis} must lie in the cache {cache}, and new {new} must have its rank"
+        ));
+    }
+    for (k, (c, n)) in cache.dims.iter().zip(&new.dims).enumerate() {
+        let fits = match (c, n) {
+            (Dim::Static(c), Dim::Static(n)) if k == axis => n <= c,
+            _ if k == axis => true,
+            _ => agree(c, n),
+        };
+        if !fits {
+            return Err(format!(
+                "new rows {new} do not fit the cache {cache} (writes along axis {axis})"
+            ));
+        }
+    }
+    Ok(cache.clone())
+}
+
 impl Graph {
+    /// Write `new` into `cache` at run-time position `pos` along `axis`, in place; returns
+    /// the written cache (read it through this node). See `Op::CacheWrite`.
+    pub fn cache_write(
+        &mut self,
+        cache: NodeId,
+        new: NodeId,
+        pos: NodeId,
+        axis: usize,
+    ) -> Result<NodeId, IrError> {
+        self.add_node(Op::CacheWrite { axis }, &[cache, new, pos])
+    }
+
+    /// Attention of this call's queries over a KV cache holding `past` earlier positions
+    /// (plus this call's, already written): `spec` gains `past` (see `AttentionSpec::past`).
+    pub fn attention_cached(
+        &mut self,
+        q: NodeId,
+        k_cache: NodeId,
+        v_cache: NodeId,
+        past: NodeId,
+        spec: AttentionSpec,
+    ) -> Result<NodeId, IrError> {
+        let spec = spec.with_past();
+        let mut ins = vec![q, k_cache, v_cache];
+        ins.push(past);
+        self.add_node(Op::Attention(spec), &ins)
+    }
+
     /// Scaled dot-product attention over q, k, v (and a keep-mask when `spec.mask_kind` is
     /// `Custom`); see `AttentionSpec`.
     pub fn attention(

@@ -73,7 +73,9 @@ pub fn every_op() -> Graph {
     }
     for scheme in QuantScheme::ALL {
         push(&mut g, Op::DequantMatMul { scheme }, &[x, w], &bs512);
+        push(&mut g, Op::Dequantize { scheme }, &[w], &bs512);
     }
+    push(&mut g, Op::CacheWrite { axis: 1 }, &[x, x, ids], &bs512);
     push(
         &mut g,
         Op::LayerNorm {
@@ -223,6 +225,8 @@ pub fn every_op() -> Graph {
         let a = push(&mut g, Op::Attention(spec), ins, &bs512);
         g.set_name(a, format!("attn{i}")).unwrap();
     }
+    let cached = AttentionSpec::new(8, 64).causal().with_past();
+    push(&mut g, Op::Attention(cached), &[x, x, x, ids], &bs512);
     for style in [RopeStyle::Half, RopeStyle::Interleaved] {
         push(
             &mut g,

@@ -1,4 +1,4 @@
-//! Dead-code elimination: keep what the outputs reach.
+//! Dead-code elimination: keep what the outputs (and in-place writes) reach.
 //!
 //! Every `Input` and `Param` is kept even when nothing uses it any more: they are the
 //! graph's user-facing signature (callers feed inputs by name and set params by name), and
@@ -24,6 +24,13 @@ pub(crate) fn reachable(g: &Graph) -> Result<Vec<bool>, OptError> {
         }
         stack.push(o);
     }
+    // An in-place write changes a param that later runs read: it is an effect, kept even
+    // when nothing in this graph reads its result.
+    stack.extend(
+        (g.nodes.iter())
+            .filter(|n| n.op.kind().is_in_place())
+            .map(|n| n.id),
+    );
     while let Some(id) = stack.pop() {
         if std::mem::replace(&mut live[id.0], true) {
             continue;

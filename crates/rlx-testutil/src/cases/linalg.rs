@@ -365,6 +365,50 @@ pub fn dequant_matmul() -> Vec<Case> {
     cases
 }
 
+/// Dequantize of `rows` packed rows of `k` values (a gathered embedding slice): f32 out
+/// whatever the case dtype, so one dtype runs.
+fn dequantize_case(scheme: QuantScheme, lead: &'static [usize], k: usize) -> Case {
+    let rows: usize = lead.iter().product();
+    let rb = k / scheme.block_len() * scheme.block_bytes();
+    let packed = Draw::custom(move |rng: &mut Rng, _, _| {
+        random_packed(rng, scheme, rows, k)
+            .into_iter()
+            .map(f64::from)
+            .collect()
+    });
+    let mut in_dims = lead.to_vec();
+    in_dims.push(rb);
+    let mut out_dims = lead.to_vec();
+    out_dims.push(k);
+    let ind = leak(in_dims.clone());
+    Case::new(
+        format!("dequantize {scheme:?} {lead:?}×{k}"),
+        vec![Input::new("w", &in_dims, packed).of(DType::U8)],
+        move |_| {
+            graph(&[("w", ind, DType::U8)], |g, x| {
+                g.dequantize(x[0], scheme).unwrap()
+            })
+        },
+    )
+    .out(&out_dims)
+    .oracle(move |v, _| {
+        let bytes: Vec<u8> = v[0].iter().map(|&b| b as u8).collect();
+        unpack(scheme, &bytes, rows, k)
+    })
+    .dtypes(&[DType::F32])
+}
+
+pub fn dequantize() -> Vec<Case> {
+    let mut cases = vec![];
+    for scheme in SCHEMES {
+        let b = scheme.block_len();
+        for (lead, blocks) in [(&[1usize][..], 1), (&[1, 7][..], 3), (&[2, 3][..], 2)] {
+            cases.push(dequantize_case(scheme, lead, blocks * b));
+        }
+    }
+    cases
+}
+
 /// A case's shapes are `'static` (the graph closures outlive the table); the table is built
 /// once per test binary, so the few leaked shapes are bounded.
 fn leak(v: Vec<usize>) -> &'static [usize] {

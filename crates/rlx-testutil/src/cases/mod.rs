@@ -30,6 +30,7 @@ pub mod region_oracle;
 pub mod shape;
 pub mod shape_oracle;
 pub mod transformer;
+pub mod transformer_cache;
 pub mod transformer_oracle;
 pub mod transformer_rope;
 pub mod vision;
@@ -86,6 +87,8 @@ macro_rules! case_tests {
             attention_large [nograd],
             attention_big [nooracle nograd],
             attention_grad [],
+            attention_cached [nograd],
+            cache_write [nograd],
             rope_full [nograd],
             rope_partial [nograd],
             rope_per_batch [nograd],
@@ -133,6 +136,7 @@ macro_rules! case_tests {
             matmul [],
             fused_matmul_bias_act [],
             dequant_matmul [nograd],
+            dequantize [nograd],
         );
     };
     (shape, $dev:ident) => {

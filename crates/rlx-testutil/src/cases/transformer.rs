@@ -7,6 +7,7 @@
 //! the old gradcheck cases take all three checks. Draws: `draw` is the oracle check's,
 //! `gpu` rounds q/k/v to bf16 so every storage dtype holds the same values as the f64
 //! oracle graph, and keep-masks leave at least one key per row there; `grad` keeps key 0.
+pub use super::transformer_cache::*;
 pub use super::transformer_oracle::*;
 pub use super::transformer_rope::*;
 use crate::case::{Case, Draw, Input};
@@ -80,8 +81,13 @@ pub fn attention_case(a: Attn, dr: Draws) -> Case {
     if a.mask == MaskKind::Custom {
         inputs.push(keep_input(a.b, a.sk, dr));
     }
+    if a.past {
+        // Anywhere from an empty cache to a full one.
+        let most = a.sk.saturating_sub(a.sq) as i64;
+        inputs.push(Input::new("past", &[1], Draw::Ints(0, most)).of(DType::I64));
+    }
     let name = format!(
-        "attention {:?} b{} sq{} sk{} h{}/{} d{}/{} {:?} scale {:?} cap {:?} amp {} mask {}{}",
+        "attention {:?} b{} sq{} sk{} h{}/{} d{}/{} {:?} scale {:?} cap {:?} amp {} mask {}{}{}",
         a.layout,
         a.b,
         a.sq,
@@ -95,11 +101,16 @@ pub fn attention_case(a: Attn, dr: Draws) -> Case {
         a.cap,
         dr.amp,
         dr.mask_dtype,
-        if dr.blank_last { " blank last" } else { "" }
+        if dr.blank_last { " blank last" } else { "" },
+        if a.past { " cached" } else { "" }
     );
     Case::new(name, inputs, move |dt| a.graph(dt, dr.mask_dtype))
         .out(&a.out_dims())
-        .oracle(move |v, _| a.oracle(&v[0], &v[1], &v[2], v.get(3).map(|m| m.as_slice())))
+        .oracle(move |v, _| {
+            let keep = (a.mask == MaskKind::Custom).then(|| v[3].as_slice());
+            let past = a.past.then(|| v[v.len() - 1][0] as usize);
+            a.oracle_past(&v[0], &v[1], &v[2], keep, past)
+        })
         .wrt(&["q", "k", "v"])
 }
 

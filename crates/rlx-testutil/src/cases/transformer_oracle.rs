@@ -23,6 +23,9 @@ pub struct Attn {
     pub mask: MaskKind,
     pub scale: Option<f32>,
     pub cap: Option<f32>,
+    /// Over a KV cache: an input `past` (I64 `[1]`) says how many positions precede the
+    /// queries; only `past + sq` of the `sk` keys are valid.
+    pub past: bool,
 }
 
 impl Attn {
@@ -47,7 +50,11 @@ impl Attn {
             mask: MaskKind::None,
             scale: None,
             cap: None,
+            past: false,
         }
+    }
+    pub fn cached(self) -> Attn {
+        Attn { past: true, ..self }
     }
     pub fn mask(self, mask: MaskKind) -> Attn {
         Attn { mask, ..self }
@@ -99,6 +106,9 @@ impl Attn {
         if let Some(c) = self.cap {
             s = s.softcap(c);
         }
+        if self.past {
+            s = s.with_past();
+        }
         s
     }
     /// Inputs `q`, `k`, `v` in `dt` (and `mask` `[B, Sk]` in `mask_dt` for Custom).
@@ -111,7 +121,16 @@ impl Attn {
             g.input("mask", Shape::new(&[self.b, self.sk], mask_dt))
                 .unwrap()
         });
-        let o = g.attention(q, k, v, m, self.spec()).unwrap();
+        let o = if self.past {
+            let p = g.input("past", Shape::new(&[1], DType::I64)).unwrap();
+            let mut ins = vec![q, k, v];
+            ins.extend(m);
+            ins.push(p);
+            g.add_node(rlx_ir::Op::Attention(self.spec()), &ins)
+                .unwrap()
+        } else {
+            g.attention(q, k, v, m, self.spec()).unwrap()
+        };
         g.set_outputs(vec![o]);
         g
     }
@@ -137,17 +156,31 @@ impl Attn {
     /// Plain f64 attention: explicit loops, the mask rules of `MaskKind` written out. Rows
     /// that see no key are zeros.
     pub fn oracle(&self, q: &[f64], k: &[f64], v: &[f64], keep: Option<&[f64]>) -> Vec<f64> {
+        self.oracle_past(q, k, v, keep, None)
+    }
+
+    /// The oracle over a KV cache holding `past` positions before the queries: only the
+    /// first `past + sq` keys exist, and query i sits at `past + i`.
+    pub fn oracle_past(
+        &self,
+        q: &[f64],
+        k: &[f64],
+        v: &[f64],
+        keep: Option<&[f64]>,
+        past: Option<usize>,
+    ) -> Vec<f64> {
         let c = self;
+        let valid = past.map_or(c.sk, |p| p + c.sq);
         let scale = c.scale.map_or(1.0 / (c.d as f64).sqrt(), |s| s as f64);
         let mut out = vec![f64::NAN; c.b * c.sq * c.h * c.dv];
         for b in 0..c.b {
             for h in 0..c.h {
                 let kvh = h / (c.h / c.hkv);
                 for i in 0..c.sq {
-                    // Queries are the last Sq of Sk positions.
-                    let pos = c.sk as i64 - c.sq as i64 + i as i64;
+                    // Queries are the last Sq of the valid positions.
+                    let pos = valid as i64 - c.sq as i64 + i as i64;
                     let mut logits: Vec<(usize, f64)> = vec![];
-                    for j in 0..c.sk {
+                    for j in 0..valid {
                         let jj = j as i64;
                         let visible = match c.mask {
                             MaskKind::None => true,
