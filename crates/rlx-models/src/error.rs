@@ -32,6 +32,33 @@ pub enum ModelError {
         rows: usize,
         cols: usize,
     },
+    /// A GGUF whose `general.architecture` no decoder builder handles.
+    #[error("architecture {arch:?} is not supported (supported: {})", supported.join(", "))]
+    UnsupportedArch {
+        arch: String,
+        supported: &'static [&'static str],
+    },
+    /// A tensor the architecture needs that the GGUF does not hold.
+    #[error("tensor {name} is missing from the GGUF (the {arch} builder needs it)")]
+    MissingTensor { name: String, arch: String },
+    /// A tensor whose shape disagrees with the metadata (row-major, outermost first).
+    #[error("tensor {name} has shape {got:?}, the metadata implies {expected:?}")]
+    TensorShape {
+        name: String,
+        expected: Vec<usize>,
+        got: Vec<usize>,
+    },
+    /// A tensor stored in a ggml type rlx cannot run.
+    #[error(
+        "tensor {name} is stored as {ty}, which rlx cannot run (plain F32/F16/BF16 or \
+         Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)"
+    )]
+    UnsupportedTensorType { name: String, ty: String },
+    /// A metadata value that makes no model (zero heads, a head size that does not divide).
+    #[error("metadata {key}: {reason}")]
+    BadMetadata { key: String, reason: String },
+    #[error(transparent)]
+    Gguf(#[from] rlx_io::gguf::GgufError),
     #[error(transparent)]
     Ir(#[from] rlx_ir::IrError),
     #[error(transparent)]

@@ -3,6 +3,7 @@
 //! - [`cnn::CnnConfig`]: the MNIST-style CNN (conv-relu-pool ×2, linear) for 8×8 or 28×28
 //!   single-channel images.
 //! - [`encoder::EncoderConfig`]: a BERT-style encoder (all-MiniLM-L6-v2's architecture).
+//! - [`llm`]: llama / qwen2 / gemma3 decoders from GGUF (config, graph, weights).
 //! - [`train::Trainer`]: one compiled graph per training step (forward, backward and the
 //!   optimizer update, with weights and optimizer state updated in place by the runtime),
 //!   seeded Kaiming-uniform init, evaluation through a forward-only graph that shares the
@@ -17,6 +18,7 @@
 pub mod cnn;
 pub mod encoder;
 mod error;
+pub mod llm;
 pub mod sample;
 pub mod tokenizer;
 pub mod train;

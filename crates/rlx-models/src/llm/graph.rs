@@ -1,0 +1,405 @@
+//! One decoder graph for llama / qwen2 / gemma3 over a dynamic sequence dim `seq`.
+//!
+//! Inputs: `tokens` I64 `[1, seq]`, `positions` I64 `[seq]` (absolute, for RoPE), `last`
+//! I64 `[1]` unless all logits are wanted (the row whose logits come out), `pos` I64 `[1]`
+//! with a KV cache (positions already cached). Output: f32 logits `[1, seq | 1, vocab]`.
+//!
+//! Weights are params named as their GGUF tensors. Packed ones stay packed and feed
+//! `DequantMatMul`; plain `[N, K]` ones are declared transposed, `[K, N]`, so each linear
+//! layer is one plain `MatMul` (one cuBLASLt call, no per-step transpose copy): the loader
+//! transposes them once. Activations are f32; an f16/bf16 weight multiplies x cast to its
+//! dtype (as llama.cpp's CPU path converts x to the weight's dot type) and the product is
+//! cast back.
+use super::config::{LlmConfig, WeightFormat};
+use super::weights::{ParamDecl, ParamSource};
+use crate::ModelError;
+use rlx_ir::{AttentionSpec, DType, Dim, Graph, MaskKind, NodeId, QuantScheme, Shape};
+
+/// Input names.
+pub const TOKENS: &str = "tokens";
+pub const POSITIONS: &str = "positions";
+pub const LAST: &str = "last";
+pub const POS: &str = "pos";
+/// The dynamic sequence dim's symbol.
+pub const SEQ: &str = "seq";
+
+/// What graph to build.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BuildOptions {
+    /// Logits for every position (`[1, seq, vocab]`), else only row `last` (`[1, 1, vocab]`).
+    pub all_logits: bool,
+    /// Read and write a KV cache (`cache.k.{l}` / `cache.v.{l}` params).
+    pub cache: bool,
+    /// Positions the graph handles: the RoPE tables' length and the cache's.
+    pub ctx: usize,
+    /// The cache's dtype.
+    pub cache_dtype: DType,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            all_logits: false,
+            cache: false,
+            ctx: 512,
+            cache_dtype: DType::F32,
+        }
+    }
+}
+
+/// A linear layer's weight as declared.
+#[derive(Clone, Copy)]
+enum Weight {
+    Packed(NodeId, QuantScheme),
+    /// `[K, N]`, in its own dtype.
+    Plain(NodeId, DType),
+}
+
+/// Declares params while the graph grows; remembers packed params already declared so a
+/// tied head reuses the embedding's node.
+struct Builder<'a> {
+    cfg: &'a LlmConfig,
+    g: Graph,
+    decls: Vec<ParamDecl>,
+}
+
+impl Builder<'_> {
+    fn param(
+        &mut self,
+        name: &str,
+        shape: Shape,
+        source: ParamSource,
+    ) -> Result<NodeId, ModelError> {
+        let id = self.g.param(name, shape.clone())?;
+        self.decls.push(ParamDecl {
+            name: name.to_string(),
+            shape,
+            source,
+        });
+        Ok(id)
+    }
+
+    /// A 1-D tensor of `n` values (norm weight, bias), as f32.
+    fn vector(&mut self, name: &str, n: usize) -> Result<NodeId, ModelError> {
+        let dt = match self.cfg.format(name)? {
+            WeightFormat::Plain(dt) => dt,
+            WeightFormat::Packed(s) => {
+                return Err(ModelError::UnsupportedTensorType {
+                    name: name.into(),
+                    ty: format!("{s:?} (a vector must be F32/F16/BF16)"),
+                })
+            }
+        };
+        let id = self.param(
+            name,
+            Shape::new(&[n], dt),
+            ParamSource::tensor(name, &[n], false),
+        )?;
+        Ok(if dt == DType::F32 {
+            id
+        } else {
+            self.g.cast(id, DType::F32)?
+        })
+    }
+
+    /// The `[n_out, n_in]` matrix `name` (GGUF ne = [n_in, n_out]).
+    fn weight(&mut self, tensor: &str, n_out: usize, n_in: usize) -> Result<Weight, ModelError> {
+        let param = tensor;
+        Ok(match self.cfg.format(tensor)? {
+            WeightFormat::Packed(s) => {
+                let row_bytes = packed_row_bytes(tensor, s, n_in)?;
+                let id = self.param(
+                    param,
+                    Shape::new(&[n_out, row_bytes], DType::U8),
+                    ParamSource::tensor(tensor, &[n_out, n_in], false),
+                )?;
+                Weight::Packed(id, s)
+            }
+            WeightFormat::Plain(dt) => {
+                let id = self.param(
+                    param,
+                    Shape::new(&[n_in, n_out], dt),
+                    ParamSource::tensor(tensor, &[n_out, n_in], true),
+                )?;
+                Weight::Plain(id, dt)
+            }
+        })
+    }
+
+    fn linear(&mut self, x: NodeId, w: Weight, bias: Option<NodeId>) -> Result<NodeId, ModelError> {
+        let g = &mut self.g;
+        let y = match w {
+            Weight::Packed(w, s) => g.dequant_matmul(x, w, s)?,
+            Weight::Plain(w, DType::F32) => g.matmul(x, w)?,
+            Weight::Plain(w, dt) => {
+                let xc = g.cast(x, dt)?;
+                let y = g.matmul(xc, w)?;
+                g.cast(y, DType::F32)?
+            }
+        };
+        Ok(match bias {
+            Some(b) => g.add(y, b)?,
+            None => y,
+        })
+    }
+
+    fn norm(&mut self, x: NodeId, gamma: NodeId) -> Result<NodeId, ModelError> {
+        Ok(self.g.rms_norm(x, gamma, None, -1, self.cfg.rms_eps)?)
+    }
+
+    /// RMS norm of each `head`-sized slice of packed `[1, seq, H*head]`.
+    fn head_norm(
+        &mut self,
+        x: NodeId,
+        gamma: NodeId,
+        heads: usize,
+        head: usize,
+    ) -> Result<NodeId, ModelError> {
+        let split = self.g.reshape(x, &[0, 0, heads as i64, head as i64])?;
+        let n = self.norm(split, gamma)?;
+        Ok(self.g.reshape(n, &[0, 0, (heads * head) as i64])?)
+    }
+
+    /// The token rows, f32 `[1, seq, n_embd]`.
+    fn embed(&mut self, tokens: NodeId) -> Result<(NodeId, Option<Weight>), ModelError> {
+        let (v, e) = (self.cfg.vocab, self.cfg.n_embd);
+        let name = "token_embd.weight";
+        match self.cfg.format(name)? {
+            WeightFormat::Packed(s) => {
+                let row_bytes = packed_row_bytes(name, s, e)?;
+                let id = self.param(
+                    name,
+                    Shape::new(&[v, row_bytes], DType::U8),
+                    ParamSource::tensor(name, &[v, e], false),
+                )?;
+                let rows = self.g.gather(id, tokens, 0)?;
+                let x = dequantize_rows(&mut self.g, rows, s)?;
+                // The packed table serves a tied LM head as it is.
+                Ok((x, Some(Weight::Packed(id, s))))
+            }
+            WeightFormat::Plain(dt) => {
+                let id = self.param(
+                    name,
+                    Shape::new(&[v, e], dt),
+                    ParamSource::tensor(name, &[v, e], false),
+                )?;
+                let rows = self.g.gather(id, tokens, 0)?;
+                let x = if dt == DType::F32 {
+                    rows
+                } else {
+                    self.g.cast(rows, DType::F32)?
+                };
+                Ok((x, None))
+            }
+        }
+    }
+
+    /// `cos`/`sin` rows of `positions`, `[seq, 1, n_rot/2]` (broadcast over heads).
+    fn rope_tables(
+        &mut self,
+        positions: NodeId,
+        ctx: usize,
+        base: f32,
+        scale: f32,
+    ) -> Result<(NodeId, NodeId), ModelError> {
+        let half = self.cfg.n_rot / 2;
+        let tag = format!("rope.{base}.{scale}");
+        let mut out = [NodeId(0); 2];
+        for (i, sin) in [false, true].into_iter().enumerate() {
+            let name = format!("{tag}.{}", if sin { "sin" } else { "cos" });
+            let t = self.param(
+                &name,
+                Shape::new(&[ctx, half], DType::F32),
+                ParamSource::Rope {
+                    base,
+                    freq_scale: scale,
+                    n_rot: self.cfg.n_rot,
+                    sin,
+                },
+            )?;
+            let rows = self.g.gather(t, positions, 0)?;
+            out[i] = self.g.reshape(rows, &[0, 1, half as i64])?;
+        }
+        Ok((out[0], out[1]))
+    }
+}
+
+/// Bytes of one packed row of `k` values.
+fn packed_row_bytes(name: &str, s: QuantScheme, k: usize) -> Result<usize, ModelError> {
+    if !k.is_multiple_of(s.block_len()) {
+        return Err(ModelError::UnsupportedTensorType {
+            name: name.into(),
+            ty: format!("{s:?} with rows of {k} values (not whole blocks of {})", s.block_len()),
+        });
+    }
+    Ok(k / s.block_len() * s.block_bytes())
+}
+
+/// Packed U8 rows `[.., row_bytes]` → f32 `[.., K]`.
+fn dequantize_rows(_g: &mut Graph, _rows: NodeId, s: QuantScheme) -> Result<NodeId, ModelError> {
+    Err(ModelError::Config(format!(
+        "a {s:?} token_embd needs Op::Dequantize, which this build does not have yet"
+    )))
+}
+
+/// Build the decoder graph and the list of its params (what [`super::weights::load`] fills).
+pub fn build(
+    cfg: &LlmConfig,
+    opts: &BuildOptions,
+) -> Result<(Graph, Vec<ParamDecl>), ModelError> {
+    if opts.ctx == 0 {
+        return Err(ModelError::Config("BuildOptions.ctx must be positive".into()));
+    }
+    if opts.cache {
+        return Err(ModelError::Config(
+            "the KV-cache graph needs CacheWrite / cached attention, not in this build yet"
+                .into(),
+        ));
+    }
+    let mut b = Builder {
+        cfg,
+        g: Graph::new(format!("{}_decoder", cfg.arch.name())),
+        decls: Vec::new(),
+    };
+    let seq = Dim::dynamic(SEQ);
+    let tokens = b.g.input(
+        TOKENS,
+        Shape::with_dims(vec![Dim::Static(1), seq.clone()], DType::I64),
+    )?;
+    let positions = b.g.input(POSITIONS, Shape::with_dims(vec![seq], DType::I64))?;
+    let last = if opts.all_logits {
+        None
+    } else {
+        Some(b.g.input(LAST, Shape::new(&[1], DType::I64))?)
+    };
+
+    let (e, h, hkv, d, dv, f) = (
+        cfg.n_embd,
+        cfg.n_head,
+        cfg.n_head_kv,
+        cfg.head_dim,
+        cfg.head_dim_v,
+        cfg.n_ff,
+    );
+    let (mut x, packed_embd) = b.embed(tokens)?;
+    if let Some(s) = cfg.embed_scale {
+        let c = b.g.scalar(s as f64, DType::F32)?;
+        x = b.g.mul(x, c)?;
+    }
+
+    // One pair of tables per distinct (base, scale): gemma3's local layers have their own.
+    let mut tables: Vec<((u32, u32), (NodeId, NodeId))> = Vec::new();
+    for il in 0..cfg.n_layer {
+        let p = |n: &str| format!("blk.{il}.{n}");
+        let (base, scale) = cfg.rope_for_layer(il);
+        let key = (base.to_bits(), scale.to_bits());
+        let (cos, sin) = match tables.iter().find(|(k, _)| *k == key) {
+            Some(&(_, t)) => t,
+            None => {
+                let t = b.rope_tables(positions, opts.ctx, base, scale)?;
+                tables.push((key, t));
+                t
+            }
+        };
+
+        let attn_norm = b.vector(&p("attn_norm.weight"), e)?;
+        let hn = b.norm(x, attn_norm)?;
+        let mut qkv = Vec::with_capacity(3);
+        for (n, rows) in [("q", h * d), ("k", hkv * d), ("v", hkv * dv)] {
+            let w = b.weight(&p(&format!("attn_{n}.weight")), rows, e)?;
+            let bias = if cfg.qkv_bias {
+                Some(b.vector(&p(&format!("attn_{n}.bias")), rows)?)
+            } else {
+                None
+            };
+            qkv.push(b.linear(hn, w, bias)?);
+        }
+        let (mut q, mut k, v) = (qkv[0], qkv[1], qkv[2]);
+        if cfg.qk_norm {
+            let qn = b.vector(&p("attn_q_norm.weight"), d)?;
+            let kn = b.vector(&p("attn_k_norm.weight"), d)?;
+            q = b.head_norm(q, qn, h, d)?;
+            k = b.head_norm(k, kn, hkv, d)?;
+        }
+        q = b.g.rope(q, cos, sin, d, cfg.n_rot, cfg.rope_style)?;
+        k = b.g.rope(k, cos, sin, d, cfg.n_rot, cfg.rope_style)?;
+        let mask = match (cfg.swa_layers[il], cfg.sliding_window) {
+            (true, Some(w)) => MaskKind::SlidingWindow(w),
+            _ => MaskKind::Causal,
+        };
+        let spec = AttentionSpec::new(h, d)
+            .v_head_dim(dv)
+            .mask(mask)
+            .scale(cfg.attn_scale);
+        let a = b.g.attention(q, k, v, None, spec)?;
+        let wo = b.weight(&p("attn_output.weight"), e, h * dv)?;
+        let mut o = b.linear(a, wo, None)?;
+        if cfg.post_norms {
+            let pn = b.vector(&p("post_attention_norm.weight"), e)?;
+            o = b.norm(o, pn)?;
+        }
+        x = b.g.add(x, o)?;
+
+        let ffn_norm = b.vector(&p("ffn_norm.weight"), e)?;
+        let hn = b.norm(x, ffn_norm)?;
+        let wg = b.weight(&p("ffn_gate.weight"), f, e)?;
+        let wu = b.weight(&p("ffn_up.weight"), f, e)?;
+        let wd = b.weight(&p("ffn_down.weight"), e, f)?;
+        let gate = b.linear(hn, wg, None)?;
+        let up = b.linear(hn, wu, None)?;
+        let act = b.g.activation(cfg.ffn_act, gate)?;
+        let m = b.g.mul(act, up)?;
+        let mut down = b.linear(m, wd, None)?;
+        if cfg.post_norms {
+            let pn = b.vector(&p("post_ffw_norm.weight"), e)?;
+            down = b.norm(down, pn)?;
+        }
+        x = b.g.add(x, down)?;
+    }
+
+    // Only the wanted row goes through the final norm and the LM head.
+    if let Some(last) = last {
+        x = b.g.gather(x, last, 1)?;
+    }
+    let out_norm = b.vector("output_norm.weight", e)?;
+    x = b.norm(x, out_norm)?;
+    let head = match (cfg.tied_head, packed_embd, cfg.format("token_embd.weight")?) {
+        (false, _, _) => b.weight("output.weight", cfg.vocab, e)?,
+        // The packed table serves as the head as it is (DequantMatMul takes [N, K] rows).
+        (true, Some(w), _) => w,
+        (true, None, WeightFormat::Packed(s)) => {
+            let rb = packed_row_bytes("token_embd.weight", s, e)?;
+            let id = b.param(
+                "token_embd.weight",
+                Shape::new(&[cfg.vocab, rb], DType::U8),
+                ParamSource::tensor("token_embd.weight", &[cfg.vocab, e], false),
+            )?;
+            Weight::Packed(id, s)
+        }
+        (true, None, WeightFormat::Plain(dt)) => {
+            // A plain tied head needs the table as [n_embd, vocab]: a transposed copy.
+            let id = b.param(
+                "output.weight",
+                Shape::new(&[e, cfg.vocab], dt),
+                ParamSource::tensor("token_embd.weight", &[cfg.vocab, e], true),
+            )?;
+            Weight::Plain(id, dt)
+        }
+    };
+    let bias = if cfg.output_bias {
+        Some(b.vector("output.bias", cfg.vocab)?)
+    } else {
+        None
+    };
+    let mut logits = b.linear(x, head, bias)?;
+    if let Some(c) = cfg.final_softcap {
+        let inv = b.g.scalar(1.0 / c as f64, DType::F32)?;
+        let cap = b.g.scalar(c as f64, DType::F32)?;
+        logits = b.g.mul(logits, inv)?;
+        logits = b.g.activation(rlx_ir::Activation::Tanh, logits)?;
+        logits = b.g.mul(logits, cap)?;
+    }
+    b.g.set_name(logits, "logits")?;
+    b.g.set_outputs(vec![logits]);
+    Ok((b.g, b.decls))
+}

@@ -1,0 +1,13 @@
+//! Decoder LLMs from GGUF files: llama (SmolLM2, Llama 3), qwen2 and gemma3.
+//!
+//! - [`LlmConfig::from_gguf`]: hyperparameters and per-architecture switches from the
+//!   `<arch>.*` metadata.
+//! - [`build`]: one graph over a dynamic sequence dim, and the list of its params.
+//! - [`load`]: the params' values from the file (packed weights stay packed).
+mod config;
+mod graph;
+mod weights;
+
+pub use config::{Arch, LlmConfig, WeightFormat, SUPPORTED_ARCHS};
+pub use graph::{build, BuildOptions, LAST, POS, POSITIONS, SEQ, TOKENS};
+pub use weights::{load, rope_table, ParamDecl, ParamSource};

@@ -1,0 +1,194 @@
+//! The decoder's params and how each is filled: GGUF tensors read from the mapping (packed
+//! types as U8 `[N, row_bytes]`, never unpacked; F32/F16/BF16 in their own dtype, matrices
+//! transposed once to `[K, N]`), RoPE tables computed, KV caches zeroed. Every tensor's
+//! shape is checked against what the config implies.
+use super::config::WeightFormat;
+use crate::ModelError;
+use rlx_io::gguf::Gguf;
+use rlx_ir::{DType, HostTensor, Shape};
+
+/// Where a param's values come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamSource {
+    /// GGUF tensor `name`, whose row-major shape must be `expected`; `transpose` stores a
+    /// 2-D plain tensor as `[cols, rows]`.
+    Tensor {
+        name: String,
+        expected: Vec<usize>,
+        transpose: bool,
+    },
+    /// `cos` (or `sin`) of `p · freq_scale · base^(-2i / n_rot)`, `[ctx, n_rot/2]`.
+    Rope {
+        base: f32,
+        freq_scale: f32,
+        n_rot: usize,
+        sin: bool,
+    },
+    /// Zeros (a KV cache before its first write).
+    Zeros,
+}
+
+impl ParamSource {
+    pub(crate) fn tensor(name: &str, expected: &[usize], transpose: bool) -> ParamSource {
+        ParamSource::Tensor {
+            name: name.to_string(),
+            expected: expected.to_vec(),
+            transpose,
+        }
+    }
+}
+
+/// One param of the graph: its name, its shape in the graph and where it comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamDecl {
+    pub name: String,
+    pub shape: Shape,
+    pub source: ParamSource,
+}
+
+/// Every param's value, in `decls` order.
+pub fn load(gguf: &Gguf, decls: &[ParamDecl]) -> Result<Vec<(String, HostTensor)>, ModelError> {
+    decls
+        .iter()
+        .map(|d| Ok((d.name.clone(), value(gguf, d)?)))
+        .collect()
+}
+
+fn dims(d: &ParamDecl) -> Result<Vec<usize>, ModelError> {
+    d.shape
+        .static_dims()
+        .ok_or_else(|| ModelError::Config(format!("param {} has a symbolic shape", d.name)))
+}
+
+fn value(gguf: &Gguf, d: &ParamDecl) -> Result<HostTensor, ModelError> {
+    let shape = dims(d)?;
+    match &d.source {
+        ParamSource::Zeros => {
+            let bytes = d.shape.byte_size().unwrap_or(0);
+            Ok(HostTensor::new(&shape, d.shape.dtype, vec![0; bytes])?)
+        }
+        ParamSource::Rope {
+            base,
+            freq_scale,
+            n_rot,
+            sin,
+        } => Ok(rope_table(shape[0], *n_rot, *base, *freq_scale, *sin)),
+        ParamSource::Tensor {
+            name,
+            expected,
+            transpose,
+        } => tensor(gguf, d, name, expected, *transpose),
+    }
+}
+
+/// RoPE table `[ctx, n_rot/2]`; angles in f64 so late positions keep their precision.
+pub fn rope_table(ctx: usize, n_rot: usize, base: f32, freq_scale: f32, sin: bool) -> HostTensor {
+    let half = n_rot / 2;
+    let mut v = Vec::with_capacity(ctx * half);
+    for p in 0..ctx {
+        for i in 0..half {
+            let inv = (base as f64).powf(-2.0 * i as f64 / n_rot as f64);
+            let a = p as f64 * freq_scale as f64 * inv;
+            v.push(if sin { a.sin() } else { a.cos() } as f32);
+        }
+    }
+    HostTensor::from_f32(&[ctx, half], &v)
+}
+
+fn tensor(
+    gguf: &Gguf,
+    d: &ParamDecl,
+    name: &str,
+    expected: &[usize],
+    transpose: bool,
+) -> Result<HostTensor, ModelError> {
+    let arch = gguf
+        .metadata()
+        .get_str("general.architecture")
+        .unwrap_or("?")
+        .to_string();
+    let info = gguf.tensor(name).map_err(|_| ModelError::MissingTensor {
+        name: name.to_string(),
+        arch,
+    })?;
+    let got = info.shape();
+    if got != expected {
+        return Err(ModelError::TensorShape {
+            name: name.to_string(),
+            expected: expected.to_vec(),
+            got,
+        });
+    }
+    let ty = info.ggml_type()?;
+    let format = WeightFormat::of(ty).ok_or_else(|| ModelError::UnsupportedTensorType {
+        name: name.to_string(),
+        ty: ty.name().to_string(),
+    })?;
+    let bytes = gguf.tensor_data(info)?;
+    let shape = dims(d)?;
+    let want = match format {
+        WeightFormat::Packed(_) => DType::U8,
+        WeightFormat::Plain(dt) => dt,
+    };
+    if want != d.shape.dtype {
+        return Err(ModelError::Config(format!(
+            "tensor {name} is {} in the file but the graph was built for {}: rebuild the \
+             graph from this file's config",
+            ty.name(),
+            d.shape.dtype
+        )));
+    }
+    let data = if transpose {
+        let (rows, cols) = match expected {
+            [r, c] => (*r, *c),
+            _ => {
+                return Err(ModelError::Config(format!(
+                    "tensor {name}: only a matrix can be transposed, got {expected:?}"
+                )))
+            }
+        };
+        transpose_bytes(bytes, rows, cols, want.size_bytes())
+    } else {
+        bytes.to_vec()
+    };
+    Ok(HostTensor::new(&shape, want, data)?)
+}
+
+/// `[rows, cols]` elements of `es` bytes → `[cols, rows]`.
+fn transpose_bytes(src: &[u8], rows: usize, cols: usize, es: usize) -> Vec<u8> {
+    let mut out = vec![0u8; src.len()];
+    for r in 0..rows {
+        for c in 0..cols {
+            let s = (r * cols + c) * es;
+            let t = (c * rows + r) * es;
+            out[t..t + es].copy_from_slice(&src[s..s + es]);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transpose_moves_whole_elements() {
+        // [2, 3] of 2-byte elements 0..6 → [3, 2].
+        let src: Vec<u8> = (0..6u8).flat_map(|x| [x, 100 + x]).collect();
+        let t = transpose_bytes(&src, 2, 3, 2);
+        let got: Vec<u8> = t.chunks(2).map(|c| c[0]).collect();
+        assert_eq!(got, [0, 3, 1, 4, 2, 5]);
+        assert!(t.chunks(2).all(|c| c[1] == 100 + c[0]));
+    }
+
+    #[test]
+    fn rope_table_starts_at_angle_zero() {
+        let c = rope_table(3, 4, 10000.0, 1.0, false).to_f32_vec();
+        let s = rope_table(3, 4, 10000.0, 1.0, true).to_f32_vec();
+        assert_eq!(&c[..2], &[1.0, 1.0]);
+        assert_eq!(&s[..2], &[0.0, 0.0]);
+        // Position 1, pair 0 rotates by one radian; pair 1 by base^(-1/2) = 0.01.
+        assert!((c[2] - 1f32.cos()).abs() < 1e-6);
+        assert!((s[3] - 0.01f32.sin()).abs() < 1e-7);
+    }
+}
