@@ -1,6 +1,7 @@
 //! `rlx`: run the demo, inspect graphs, train.
 mod bench;
 mod demo;
+mod generate;
 mod inspect;
 mod inspect_gguf;
 mod train;
@@ -67,6 +68,25 @@ enum Cmd {
         #[arg(long)]
         profile: bool,
     },
+    /// Generate text with a GGUF LLM (llama, qwen2, gemma3), streamed to stdout.
+    Generate {
+        #[command(flatten)]
+        model: generate::ModelArgs,
+        /// The prompt.
+        #[arg(long)]
+        prompt: String,
+        /// Wrap the prompt in the model's chat template (as one user turn).
+        #[arg(long)]
+        chat: bool,
+    },
+    /// Chat with a GGUF LLM through its chat template (reads turns from stdin).
+    Chat {
+        #[command(flatten)]
+        model: generate::ModelArgs,
+        /// A system message to start the conversation with.
+        #[arg(long)]
+        system: Option<String>,
+    },
     /// Train the CNN on a dataset and report test accuracy.
     Train {
         #[command(subcommand)]
@@ -121,6 +141,12 @@ fn main() -> ExitCode {
             .and_then(|d| demo::run(d, seq, width, heads, save.as_deref())),
         Cmd::Inspect { file, optimized } => inspect::run(&file, optimized),
         Cmd::Train { what } => train::run(what),
+        Cmd::Generate {
+            model,
+            prompt,
+            chat,
+        } => generate::generate(&model, &prompt, chat),
+        Cmd::Chat { model, system } => generate::chat(&model, system.as_deref()),
         Cmd::Bench {
             device,
             suites,

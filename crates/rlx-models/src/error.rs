@@ -57,6 +57,16 @@ pub enum ModelError {
     /// A metadata value that makes no model (zero heads, a head size that does not divide).
     #[error("metadata {key}: {reason}")]
     BadMetadata { key: String, reason: String },
+    /// A prompt (or a generation) that does not fit the context.
+    #[error(
+        "{tokens} tokens at position {pos} do not fit the context of {ctx}: shorten the \
+         prompt, start over (reset), or load with a larger --ctx"
+    )]
+    PromptTooLong { tokens: usize, pos: usize, ctx: usize },
+    #[error(transparent)]
+    Tokenizer(#[from] crate::tokenizer::TokenizerError),
+    #[error(transparent)]
+    Sample(#[from] crate::sample::SampleError),
     #[error(transparent)]
     Gguf(#[from] rlx_io::gguf::GgufError),
     #[error(transparent)]

@@ -18,6 +18,7 @@
 pub mod cnn;
 pub mod encoder;
 mod error;
+pub mod generate;
 pub mod llm;
 pub mod sample;
 pub mod tokenizer;
@@ -27,6 +28,7 @@ pub mod var_builder;
 pub use cnn::CnnConfig;
 pub use encoder::EncoderConfig;
 pub use error::ModelError;
+pub use generate::{GenerateOptions, GenerateStats, Generation, Llm, LoadOptions, StopReason};
 pub use rlx_autodiff::Optimizer;
 pub use tokenizer::{Tokenizer, TokenizerError};
 pub use train::{EpochReport, FitConfig, GraphBuilder, LrSchedule, ParamSpec, Trainer};

@@ -1,0 +1,452 @@
+//! Text generation with a GGUF decoder: load (config, tokenizer, weights, one compiled graph
+//! with a KV cache), prefill the prompt, then one step per token, streaming text as it is
+//! decoded.
+//!
+//! One graph serves every call: its sequence dim is dynamic, so a prefill chunk and the
+//! one-token step are two bindings of it, each planned (on CUDA: captured) once and replayed.
+//! Prompts are padded up to a length bucket (a power of two from 16), so a chat session
+//! compiles a handful of prefill plans, not one per prompt length; the padded rows are
+//! written to the cache past the prompt and overwritten by the tokens that follow before any
+//! query can see them (attention reads only `pos + seq` keys, causally).
+use crate::llm::{self, BuildOptions, LlmConfig, LAST, POS, POSITIONS, TOKENS};
+use crate::sample::{Sampler, SamplerConfig, StopMatcher};
+use crate::tokenizer::{Message, StreamDecoder, Tokenizer};
+use crate::ModelError;
+use rlx_io::gguf::Gguf;
+use rlx_ir::{DType, HostTensor};
+use rlx_runtime::{CompiledGraph, Device, Session};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The largest prefill chunk; longer prompts go in several.
+pub const MAX_PREFILL_CHUNK: usize = 512;
+/// The default context when the model's is larger (its KV cache is allocated up front).
+pub const DEFAULT_MAX_CTX: usize = 8192;
+
+/// How to load a model.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    pub device: Device,
+    /// Context length (KV-cache positions); `None`: the model's, capped at `DEFAULT_MAX_CTX`.
+    pub ctx: Option<usize>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            device: Device::Cpu,
+            ctx: None,
+        }
+    }
+}
+
+/// What one generation may do.
+#[derive(Clone, Debug)]
+pub struct GenerateOptions {
+    pub max_tokens: usize,
+    pub sampler: SamplerConfig,
+    /// Text that ends the generation (not printed).
+    pub stop: Vec<String>,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        GenerateOptions {
+            max_tokens: 128,
+            sampler: SamplerConfig::greedy(),
+            stop: Vec::new(),
+        }
+    }
+}
+
+/// Why a generation ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// An end-of-generation token (EOS / EOT).
+    EndOfText,
+    /// One of `GenerateOptions::stop`.
+    StopString(String),
+    /// `max_tokens` were produced.
+    MaxTokens,
+    /// The context is full.
+    ContextFull,
+}
+
+/// Figures of one generation.
+#[derive(Clone, Debug)]
+pub struct GenerateStats {
+    pub prompt_tokens: usize,
+    /// Decode steps run (tokens fed back through the model).
+    pub generated_tokens: usize,
+    pub prefill_time: Duration,
+    pub decode_time: Duration,
+    pub stop: StopReason,
+    /// The generated ids (the stop token included when it was EOS).
+    pub tokens: Vec<u32>,
+}
+
+impl GenerateStats {
+    pub fn prompt_tokens_per_s(&self) -> f64 {
+        self.prompt_tokens as f64 / self.prefill_time.as_secs_f64().max(1e-9)
+    }
+    pub fn generated_tokens_per_s(&self) -> f64 {
+        self.generated_tokens as f64 / self.decode_time.as_secs_f64().max(1e-9)
+    }
+}
+
+/// The compiled decoder and its cache position: what a step needs.
+pub struct Decoder {
+    cfg: LlmConfig,
+    exe: CompiledGraph,
+    ctx: usize,
+    /// Positions already in the KV cache.
+    pos: usize,
+    device: Device,
+}
+
+/// A loaded model: decoder + tokenizer.
+pub struct Llm {
+    decoder: Decoder,
+    tokenizer: Tokenizer,
+}
+
+impl Llm {
+    /// Load `path` (a GGUF file) for `opts.device`.
+    pub fn load(path: impl AsRef<Path>, opts: &LoadOptions) -> Result<Llm, ModelError> {
+        let gguf = Gguf::open(path)?;
+        let tokenizer = Tokenizer::from_gguf(&gguf)?;
+        let decoder = Decoder::from_gguf(&gguf, opts)?;
+        Ok(Llm { decoder, tokenizer })
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+    pub fn decoder(&mut self) -> &mut Decoder {
+        &mut self.decoder
+    }
+    pub fn config(&self) -> &LlmConfig {
+        &self.decoder.cfg
+    }
+    /// The context (KV-cache positions) this model was loaded with.
+    pub fn decoder_ctx(&self) -> usize {
+        self.decoder.ctx
+    }
+
+    /// Forget the conversation: the next prompt starts at position 0.
+    pub fn reset(&mut self) {
+        self.decoder.reset();
+    }
+
+    /// Prompt text → ids as llama.cpp's CLI tokenizes it (BOS where the vocabulary asks,
+    /// special-token texts parsed).
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        Ok(self.tokenizer.encode(text, true, true)?)
+    }
+
+    /// The ids of one user turn through the model's chat template (with the assistant's
+    /// header appended), for a conversation that starts at position 0 or continues.
+    pub fn encode_chat(&self, history: &[Message]) -> Result<Vec<u32>, ModelError> {
+        let text = self.tokenizer.render_chat(history, true)?;
+        let bos_text = (self.tokenizer.bos_id())
+            .and_then(|b| self.tokenizer.token_text(b))
+            .unwrap_or("");
+        // A template that writes BOS itself must not get a second one.
+        let add = bos_text.is_empty() || !text.starts_with(bos_text);
+        Ok(self.tokenizer.encode(&text, add, true)?)
+    }
+
+    /// Generate from `prompt` ids, calling `on_text` with each piece of text as it is
+    /// decoded (never a split UTF-8 character, never part of a stop string).
+    pub fn generate(
+        &mut self,
+        prompt: &[u32],
+        opts: &GenerateOptions,
+        mut on_text: impl FnMut(&str),
+    ) -> Result<GenerateStats, ModelError> {
+        let mut gen = self.stream(prompt, opts)?;
+        for piece in gen.by_ref() {
+            on_text(&piece?);
+        }
+        gen.finish(&mut on_text)
+    }
+
+    /// The same as an iterator of text pieces; call [`Generation::finish`] at the end for
+    /// the figures (and any text held back while a stop string was still possible).
+    pub fn stream(
+        &mut self,
+        prompt: &[u32],
+        opts: &GenerateOptions,
+    ) -> Result<Generation<'_>, ModelError> {
+        let Llm { decoder, tokenizer } = self;
+        Generation::start(decoder, tokenizer, prompt, opts)
+    }
+}
+
+fn i64s(v: &[i64]) -> HostTensor {
+    HostTensor::from_i64(&[v.len()], v)
+}
+
+impl Decoder {
+    /// Build, compile and fill the decoder of a GGUF file.
+    pub fn from_gguf(gguf: &Gguf, opts: &LoadOptions) -> Result<Decoder, ModelError> {
+        let cfg = LlmConfig::from_gguf(gguf)?;
+        let ctx = opts.ctx.unwrap_or(cfg.ctx.min(DEFAULT_MAX_CTX));
+        if ctx == 0 || ctx > cfg.ctx.max(1) {
+            return Err(ModelError::Config(format!(
+                "--ctx {ctx}: the model takes 1 to {} positions",
+                cfg.ctx
+            )));
+        }
+        // Half caches on the GPU (half the attention bytes per token, as llama.cpp's F16
+        // cache); f32 on the CPU, which computes in f32 anyway.
+        let cache_dtype = match opts.device {
+            Device::Cpu => DType::F32,
+            Device::Cuda(_) => DType::F16,
+        };
+        let bo = BuildOptions {
+            all_logits: false,
+            cache: true,
+            ctx,
+            cache_dtype,
+        };
+        let (graph, decls) = llm::build(&cfg, &bo)?;
+        let exe = Session::new(opts.device).compile(graph)?;
+        for (name, value) in llm::load(gguf, &decls)? {
+            exe.set_param_typed(&name, value)?;
+        }
+        Ok(Decoder {
+            cfg,
+            exe,
+            ctx,
+            pos: 0,
+            device: opts.device,
+        })
+    }
+
+    pub fn ctx(&self) -> usize {
+        self.ctx
+    }
+    /// Positions in the KV cache.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+    pub fn device(&self) -> Device {
+        self.device
+    }
+    pub fn compiled(&self) -> &CompiledGraph {
+        &self.exe
+    }
+
+    /// Start over (the cache's old rows are never read again: attention sees only `pos`).
+    pub fn reset(&mut self) {
+        self.pos = 0;
+    }
+
+    /// Run `tokens` (at most the context left) through the model at the current position;
+    /// returns the logits of the last one. `bucket` pads the chunk to a fixed length.
+    fn run_chunk(&mut self, tokens: &[u32], bucket: usize) -> Result<Vec<f32>, ModelError> {
+        let n = tokens.len();
+        let s = bucket.max(n);
+        if n == 0 || self.pos + s > self.ctx {
+            return Err(ModelError::Config(format!(
+                "a chunk of {s} tokens at position {} does not fit the context of {}",
+                self.pos, self.ctx
+            )));
+        }
+        let mut ids: Vec<i64> = tokens.iter().map(|&t| t as i64).collect();
+        ids.resize(s, ids[n - 1]);
+        let positions: Vec<i64> = (self.pos..self.pos + s).map(|p| p as i64).collect();
+        let inputs = [
+            (TOKENS, HostTensor::from_i64(&[1, s], &ids)),
+            (POSITIONS, i64s(&positions)),
+            (LAST, i64s(&[(n - 1) as i64])),
+            (POS, i64s(&[self.pos as i64])),
+        ];
+        let out = self.exe.run_typed(&inputs)?;
+        self.pos += n;
+        Ok(out[0].to_f32_vec())
+    }
+
+    /// Feed a prompt (in chunks of at most `MAX_PREFILL_CHUNK`, each padded to its bucket);
+    /// returns the last position's logits.
+    pub fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, ModelError> {
+        if tokens.is_empty() {
+            return Err(ModelError::Config("an empty prompt has nothing to continue".into()));
+        }
+        if self.pos + tokens.len() > self.ctx {
+            return Err(ModelError::PromptTooLong {
+                tokens: tokens.len(),
+                pos: self.pos,
+                ctx: self.ctx,
+            });
+        }
+        let mut logits = Vec::new();
+        for chunk in tokens.chunks(MAX_PREFILL_CHUNK) {
+            let room = self.ctx - self.pos;
+            let bucket = chunk.len().next_power_of_two().max(16).min(room);
+            logits = self.run_chunk(chunk, bucket)?;
+        }
+        Ok(logits)
+    }
+
+    /// One decode step: `token` at the current position; returns the next logits.
+    pub fn step(&mut self, token: u32) -> Result<Vec<f32>, ModelError> {
+        if self.pos >= self.ctx {
+            return Err(ModelError::PromptTooLong {
+                tokens: 1,
+                pos: self.pos,
+                ctx: self.ctx,
+            });
+        }
+        self.run_chunk(&[token], 1)
+    }
+}
+
+/// A generation in progress: an iterator of decoded text pieces.
+pub struct Generation<'a> {
+    decoder: &'a mut Decoder,
+    tok: &'a Tokenizer,
+    text: StreamDecoder<'a>,
+    stops: StopMatcher,
+    sampler: Sampler,
+    history: Vec<u32>,
+    prompt_tokens: usize,
+    generated: Vec<u32>,
+    max_tokens: usize,
+    /// The logits the next token is drawn from.
+    logits: Vec<f32>,
+    prefill_time: Duration,
+    decode_time: Duration,
+    /// Decode steps run (the last drawn token is not fed back).
+    steps: usize,
+    stop: Option<StopReason>,
+}
+
+impl<'a> Generation<'a> {
+    fn start(
+        decoder: &'a mut Decoder,
+        tok: &'a Tokenizer,
+        prompt: &[u32],
+        opts: &GenerateOptions,
+    ) -> Result<Generation<'a>, ModelError> {
+        let sampler = Sampler::new(opts.sampler.clone())?;
+        let vocab = decoder.cfg.vocab as u32;
+        if let Some(&bad) = prompt.iter().find(|&&t| t >= vocab) {
+            return Err(ModelError::Config(format!(
+                "prompt token {bad} is outside the vocabulary of {vocab}"
+            )));
+        }
+        let t0 = Instant::now();
+        let logits = decoder.prefill(prompt)?;
+        let prefill_time = t0.elapsed();
+        Ok(Generation {
+            decoder,
+            tok,
+            text: tok.stream_decoder(false),
+            stops: StopMatcher::new(&opts.stop),
+            sampler,
+            history: prompt.to_vec(),
+            prompt_tokens: prompt.len(),
+            generated: Vec::new(),
+            max_tokens: opts.max_tokens,
+            logits,
+            prefill_time,
+            decode_time: Duration::ZERO,
+            steps: 0,
+            stop: None,
+        })
+    }
+
+    /// Draw the next token and advance the model; `Ok(None)` once the generation ended.
+    pub fn next_token(&mut self) -> Result<Option<u32>, ModelError> {
+        if self.stop.is_some() {
+            return Ok(None);
+        }
+        if self.generated.len() >= self.max_tokens {
+            self.stop = Some(StopReason::MaxTokens);
+            return Ok(None);
+        }
+        let id = self.sampler.sample(&self.logits, &self.history)?;
+        self.generated.push(id);
+        self.history.push(id);
+        if self.tok.is_eog(id) {
+            self.stop = Some(StopReason::EndOfText);
+            return Ok(Some(id));
+        }
+        if self.generated.len() < self.max_tokens {
+            if self.decoder.pos >= self.decoder.ctx {
+                self.stop = Some(StopReason::ContextFull);
+            } else {
+                let t0 = Instant::now();
+                self.logits = self.decoder.step(id)?;
+                self.decode_time += t0.elapsed();
+                self.steps += 1;
+            }
+        }
+        Ok(Some(id))
+    }
+
+    /// The figures, once the iterator is done (or to stop early); `on_text` gets the text
+    /// still held back.
+    pub fn finish(mut self, mut on_text: impl FnMut(&str)) -> Result<GenerateStats, ModelError> {
+        let mut tail = self.text.finish();
+        if !self.stops.stopped() {
+            let (t, hit) = self.stops.push(&tail);
+            tail = t;
+            if !hit {
+                tail.push_str(&self.stops.finish());
+            }
+        }
+        if !tail.is_empty() {
+            on_text(&tail);
+        }
+        if let Some(s) = self.stops.matched() {
+            self.stop = Some(StopReason::StopString(s.to_string()));
+        }
+        Ok(GenerateStats {
+            prompt_tokens: self.prompt_tokens,
+            generated_tokens: self.steps,
+            prefill_time: self.prefill_time,
+            decode_time: self.decode_time,
+            stop: self.stop.unwrap_or(StopReason::MaxTokens),
+            tokens: self.generated,
+        })
+    }
+}
+
+impl Iterator for Generation<'_> {
+    type Item = Result<String, ModelError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.stops.stopped() {
+                return None;
+            }
+            let id = match self.next_token() {
+                Ok(Some(id)) => id,
+                Ok(None) => return None,
+                Err(e) => return Some(Err(e)),
+            };
+            if self.tok.is_eog(id) {
+                return None;
+            }
+            let piece = match self.text.push(id) {
+                Ok(p) => p,
+                Err(e) => return Some(Err(e.into())),
+            };
+            let (emit, hit) = self.stops.push(&piece);
+            if hit {
+                self.stop = Some(StopReason::StopString(
+                    self.stops.matched().unwrap_or_default().to_string(),
+                ));
+            }
+            if !emit.is_empty() {
+                return Some(Ok(emit));
+            }
+            if hit {
+                return None;
+            }
+        }
+    }
+}
