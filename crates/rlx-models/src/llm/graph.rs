@@ -173,7 +173,7 @@ impl Builder<'_> {
                     ParamSource::tensor(name, &[v, e], false),
                 )?;
                 let rows = self.g.gather(id, tokens, 0)?;
-                let x = dequantize_rows(&mut self.g, rows, s)?;
+                let x = self.g.dequantize(rows, s)?;
                 // The packed table serves a tied LM head as it is.
                 Ok((x, Some(Weight::Packed(id, s))))
             }
@@ -224,37 +224,76 @@ impl Builder<'_> {
     }
 }
 
+impl Builder<'_> {
+    /// Write this call's k/v rows into layer `il`'s caches at `pos`, then attend over the
+    /// caches (keys past `pos + seq` ignored). A non-f32 cache gets q/k/v cast to its dtype
+    /// and the output cast back, so the cache is never copied whole.
+    fn cached_attention(
+        &mut self,
+        il: usize,
+        opts: &BuildOptions,
+        [q, k, v]: [NodeId; 3],
+        pos: NodeId,
+        spec: AttentionSpec,
+    ) -> Result<NodeId, ModelError> {
+        let dt = opts.cache_dtype;
+        let mut cached = [NodeId(0); 2];
+        for (i, (which, x, width)) in [
+            ("k", k, self.cfg.n_head_kv * self.cfg.head_dim),
+            ("v", v, self.cfg.n_head_kv * self.cfg.head_dim_v),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let cache = self.param(
+                &format!("cache.{which}.{il}"),
+                Shape::new(&[1, opts.ctx, width], dt),
+                ParamSource::Zeros,
+            )?;
+            let x = if dt == DType::F32 {
+                x
+            } else {
+                self.g.cast(x, dt)?
+            };
+            cached[i] = self.g.cache_write(cache, x, pos, 1)?;
+        }
+        let g = &mut self.g;
+        let q = if dt == DType::F32 { q } else { g.cast(q, dt)? };
+        let a = g.attention_cached(q, cached[0], cached[1], pos, spec)?;
+        Ok(if dt == DType::F32 {
+            a
+        } else {
+            g.cast(a, DType::F32)?
+        })
+    }
+}
+
 /// Bytes of one packed row of `k` values.
 fn packed_row_bytes(name: &str, s: QuantScheme, k: usize) -> Result<usize, ModelError> {
     if !k.is_multiple_of(s.block_len()) {
         return Err(ModelError::UnsupportedTensorType {
             name: name.into(),
-            ty: format!("{s:?} with rows of {k} values (not whole blocks of {})", s.block_len()),
+            ty: format!(
+                "{s:?} with rows of {k} values (not whole blocks of {})",
+                s.block_len()
+            ),
         });
     }
     Ok(k / s.block_len() * s.block_bytes())
 }
 
-/// Packed U8 rows `[.., row_bytes]` → f32 `[.., K]`.
-fn dequantize_rows(_g: &mut Graph, _rows: NodeId, s: QuantScheme) -> Result<NodeId, ModelError> {
-    Err(ModelError::Config(format!(
-        "a {s:?} token_embd needs Op::Dequantize, which this build does not have yet"
-    )))
-}
-
 /// Build the decoder graph and the list of its params (what [`super::weights::load`] fills).
-pub fn build(
-    cfg: &LlmConfig,
-    opts: &BuildOptions,
-) -> Result<(Graph, Vec<ParamDecl>), ModelError> {
+pub fn build(cfg: &LlmConfig, opts: &BuildOptions) -> Result<(Graph, Vec<ParamDecl>), ModelError> {
     if opts.ctx == 0 {
-        return Err(ModelError::Config("BuildOptions.ctx must be positive".into()));
-    }
-    if opts.cache {
         return Err(ModelError::Config(
-            "the KV-cache graph needs CacheWrite / cached attention, not in this build yet"
-                .into(),
+            "BuildOptions.ctx must be positive".into(),
         ));
+    }
+    if opts.cache && !opts.cache_dtype.is_float() {
+        return Err(ModelError::Config(format!(
+            "BuildOptions.cache_dtype must be a float type, got {}",
+            opts.cache_dtype
+        )));
     }
     let mut b = Builder {
         cfg,
@@ -266,11 +305,17 @@ pub fn build(
         TOKENS,
         Shape::with_dims(vec![Dim::Static(1), seq.clone()], DType::I64),
     )?;
-    let positions = b.g.input(POSITIONS, Shape::with_dims(vec![seq], DType::I64))?;
+    let positions =
+        b.g.input(POSITIONS, Shape::with_dims(vec![seq], DType::I64))?;
     let last = if opts.all_logits {
         None
     } else {
         Some(b.g.input(LAST, Shape::new(&[1], DType::I64))?)
+    };
+    let pos = if opts.cache {
+        Some(b.g.input(POS, Shape::new(&[1], DType::I64))?)
+    } else {
+        None
     };
 
     let (e, h, hkv, d, dv, f) = (
@@ -331,7 +376,10 @@ pub fn build(
             .v_head_dim(dv)
             .mask(mask)
             .scale(cfg.attn_scale);
-        let a = b.g.attention(q, k, v, None, spec)?;
+        let a = match pos {
+            None => b.g.attention(q, k, v, None, spec)?,
+            Some(pos) => b.cached_attention(il, opts, [q, k, v], pos, spec)?,
+        };
         let wo = b.weight(&p("attn_output.weight"), e, h * dv)?;
         let mut o = b.linear(a, wo, None)?;
         if cfg.post_norms {
