@@ -9,7 +9,14 @@
 //! layer is one plain `MatMul` (one cuBLASLt call, no per-step transpose copy): the loader
 //! transposes them once. Activations are f32; an f16/bf16 weight multiplies x cast to its
 //! dtype (as llama.cpp's CPU path converts x to the weight's dot type) and the product is
-//! cast back.
+//! cast back. A packed `token_embd` is gathered as packed rows and decoded by `Dequantize`;
+//! tied to the head it is the `DequantMatMul` weight as it is. A plain tied head is a
+//! transposed copy `output.weight` (`[n_embd, vocab]`) of the table.
+//!
+//! Other params: RoPE tables `rope.{base}.{scale}.{cos,sin}` `[ctx, n_rot/2]` (gathered by
+//! `positions`), and with a cache `cache.k.{l}` / `cache.v.{l}` `[1, ctx, n_head_kv·head_dim]`
+//! in `cache_dtype`: `CacheWrite` puts this call's rows at `pos` in place and attention reads
+//! the cache with `past = pos`, so query i sits at `pos + i`.
 use super::config::{LlmConfig, WeightFormat};
 use super::weights::{ParamDecl, ParamSource};
 use crate::ModelError;
@@ -160,8 +167,9 @@ impl Builder<'_> {
         Ok(self.g.reshape(n, &[0, 0, (heads * head) as i64])?)
     }
 
-    /// The token rows, f32 `[1, seq, n_embd]`.
-    fn embed(&mut self, tokens: NodeId) -> Result<(NodeId, Option<Weight>), ModelError> {
+    /// The token rows, f32 `[1, seq, n_embd]`, and the table (`[vocab, n_embd]`, packed or
+    /// plain).
+    fn embed(&mut self, tokens: NodeId) -> Result<(NodeId, Weight), ModelError> {
         let (v, e) = (self.cfg.vocab, self.cfg.n_embd);
         let name = "token_embd.weight";
         match self.cfg.format(name)? {
@@ -174,8 +182,7 @@ impl Builder<'_> {
                 )?;
                 let rows = self.g.gather(id, tokens, 0)?;
                 let x = self.g.dequantize(rows, s)?;
-                // The packed table serves a tied LM head as it is.
-                Ok((x, Some(Weight::Packed(id, s))))
+                Ok((x, Weight::Packed(id, s)))
             }
             WeightFormat::Plain(dt) => {
                 let id = self.param(
@@ -189,7 +196,7 @@ impl Builder<'_> {
                 } else {
                     self.g.cast(rows, DType::F32)?
                 };
-                Ok((x, None))
+                Ok((x, Weight::Plain(id, dt)))
             }
         }
     }
@@ -326,7 +333,7 @@ pub fn build(cfg: &LlmConfig, opts: &BuildOptions) -> Result<(Graph, Vec<ParamDe
         cfg.head_dim_v,
         cfg.n_ff,
     );
-    let (mut x, packed_embd) = b.embed(tokens)?;
+    let (mut x, embd) = b.embed(tokens)?;
     if let Some(s) = cfg.embed_scale {
         let c = b.g.scalar(s as f64, DType::F32)?;
         x = b.g.mul(x, c)?;
@@ -411,20 +418,11 @@ pub fn build(cfg: &LlmConfig, opts: &BuildOptions) -> Result<(Graph, Vec<ParamDe
     }
     let out_norm = b.vector("output_norm.weight", e)?;
     x = b.norm(x, out_norm)?;
-    let head = match (cfg.tied_head, packed_embd, cfg.format("token_embd.weight")?) {
-        (false, _, _) => b.weight("output.weight", cfg.vocab, e)?,
+    let head = match (cfg.tied_head, embd) {
+        (false, _) => b.weight("output.weight", cfg.vocab, e)?,
         // The packed table serves as the head as it is (DequantMatMul takes [N, K] rows).
-        (true, Some(w), _) => w,
-        (true, None, WeightFormat::Packed(s)) => {
-            let rb = packed_row_bytes("token_embd.weight", s, e)?;
-            let id = b.param(
-                "token_embd.weight",
-                Shape::new(&[cfg.vocab, rb], DType::U8),
-                ParamSource::tensor("token_embd.weight", &[cfg.vocab, e], false),
-            )?;
-            Weight::Packed(id, s)
-        }
-        (true, None, WeightFormat::Plain(dt)) => {
+        (true, w @ Weight::Packed(..)) => w,
+        (true, Weight::Plain(_, dt)) => {
             // A plain tied head needs the table as [n_embd, vocab]: a transposed copy.
             let id = b.param(
                 "output.weight",
