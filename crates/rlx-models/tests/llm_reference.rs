@@ -369,3 +369,36 @@ fn smollm2_cached_steps_match_llama_cpp_steps() {
         assert!(rel < 3e-2, "rel-L2 {rel:.2e}");
     }
 }
+
+/// The per-architecture switches read from the tiny files' metadata, as llama.cpp reads
+/// them (gen_gguf_arch.py's docstring lists what each file exercises).
+#[test]
+fn configs_of_the_tiny_files() {
+    use rlx_ir::{Activation, RopeStyle};
+    use rlx_models::llm::Arch;
+    let open = |f: &str| model(f).map(|p| LlmConfig::from_gguf(&Gguf::open(p).unwrap()).unwrap());
+    if let Some(c) = open("tiny-llama.gguf") {
+        assert_eq!(c.arch, Arch::Llama);
+        assert_eq!((c.n_head, c.n_head_kv, c.head_dim, c.n_rot), (4, 2, 16, 16));
+        assert_eq!(c.rope_style, RopeStyle::Interleaved);
+        assert!(!c.tied_head && !c.qkv_bias && c.sliding_window.is_none());
+        assert_eq!(c.rope_base, 500000.0);
+    }
+    if let Some(c) = open("tiny-qwen2.gguf") {
+        assert_eq!(c.rope_style, RopeStyle::Half);
+        assert!(c.tied_head && c.qkv_bias);
+    }
+    if let Some(c) = open("tiny-gemma3.gguf") {
+        assert_eq!(c.rope_style, RopeStyle::Half);
+        assert_eq!((c.n_embd, c.head_dim, c.n_rot), (64, 32, 32));
+        assert_eq!(c.sliding_window, Some(8));
+        // Pattern 2: llama.cpp's set_swa_pattern slides layer il when il % 2 < 1.
+        assert_eq!(c.swa_layers, [true, false, true, false]);
+        assert_eq!(c.rope_for_layer(0), (10000.0, 1.0));
+        assert_eq!(c.rope_for_layer(1), (1000000.0, 1.0));
+        assert_eq!(c.embed_scale, Some(8.0));
+        assert!(c.qk_norm && c.post_norms && c.tied_head);
+        assert_eq!(c.ffn_act, Activation::GeluApprox);
+        assert_eq!(c.attn_scale, 1.0 / 32f32.sqrt());
+    }
+}
