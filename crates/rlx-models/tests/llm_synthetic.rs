@@ -10,10 +10,10 @@ mod gguf_writer;
 use gguf_writer::Writer;
 use half::f16;
 use rlx_io::gguf::{Gguf, Value};
-use rlx_ir::HostTensor;
+use rlx_ir::{DType, HostTensor};
 use rlx_models::llm::{self, BuildOptions, LlmConfig};
 use rlx_models::ModelError;
-use rlx_runtime::{Device, Session};
+use rlx_runtime::{CompiledGraph, Device, Session};
 use rlx_testutil::Rng;
 
 const VOCAB: usize = 64;
@@ -69,7 +69,7 @@ struct Synth {
 }
 
 impl Synth {
-    fn new(arch: &str, seed_label: &str, store: Store) -> Synth {
+    fn new(arch: &str, rng: Rng, store: Store) -> Synth {
         let u = |n: usize| Value::U32(n as u32);
         let k = |s: &str| format!("{arch}.{s}");
         let w = Writer::new(3)
@@ -82,11 +82,7 @@ impl Synth {
             .kv(&k("context_length"), u(64))
             .kv(&k("vocab_size"), u(VOCAB))
             .kv(&k("attention.layer_norm_rms_epsilon"), Value::F32(1e-5));
-        Synth {
-            w,
-            rng: Rng::new(seed_label),
-            store,
-        }
+        Synth { w, rng, store }
     }
 
     fn vector(mut self, name: &str, n: usize) -> Synth {
@@ -123,7 +119,7 @@ impl Synth {
         self
     }
 
-    /// Every llama tensor, `skip` left out.
+    /// Every llama tensor, `skip` left out (skip `output.weight` for a tied head).
     fn llama(mut self, skip: &str) -> Synth {
         let add = |s: Synth, name: String, shape: &[usize]| -> Synth {
             if name == skip {
@@ -135,11 +131,7 @@ impl Synth {
                 _ => unreachable!(),
             }
         };
-        // The embedding stays f32: a packed token_embd needs Op::Dequantize.
-        let store = self.store;
-        self.store = Store::F32;
         self = add(self, "token_embd.weight".into(), &[VOCAB, EMBD]);
-        self.store = store;
         for l in 0..LAYERS {
             let p = |n: &str| format!("blk.{l}.{n}");
             for (n, shape) in [
@@ -172,19 +164,24 @@ fn err_of<T>(r: Result<T, ModelError>) -> ModelError {
     }
 }
 
+fn compile(gguf: &Gguf, opts: &BuildOptions) -> CompiledGraph {
+    let cfg = LlmConfig::from_gguf(gguf).unwrap();
+    let (graph, decls) = llm::build(&cfg, opts).unwrap();
+    let exe = Session::new(Device::Cpu).compile(graph).unwrap();
+    for (name, value) in llm::load(gguf, &decls).unwrap() {
+        exe.set_param_typed(&name, value).unwrap();
+    }
+    exe
+}
+
 /// Build, compile and load; then the logits of `tokens` (all rows, or the last).
 fn run(gguf: &Gguf, tokens: &[i64], all_logits: bool) -> Vec<f32> {
-    let cfg = LlmConfig::from_gguf(gguf).unwrap();
     let opts = BuildOptions {
         all_logits,
         ctx: 64,
         ..BuildOptions::default()
     };
-    let (graph, decls) = llm::build(&cfg, &opts).unwrap();
-    let exe = Session::new(Device::Cpu).compile(graph).unwrap();
-    for (name, value) in llm::load(gguf, &decls).unwrap() {
-        exe.set_param_typed(&name, value).unwrap();
-    }
+    let exe = compile(gguf, &opts);
     let n = tokens.len();
     let pos: Vec<i64> = (0..n as i64).collect();
     let mut inputs = vec![
@@ -211,16 +208,19 @@ fn random_tokens(rng: &mut Rng, n: usize) -> Vec<i64> {
 
 #[test]
 fn unknown_arch_names_it_and_the_supported_ones() {
-    let g = Synth::new("mamba", "unknown_arch", Store::F32).gguf();
+    let g = Synth::new("mamba", Rng::new("unknown_arch"), Store::F32).gguf();
     let e = err_of(LlmConfig::from_gguf(&g));
     assert!(matches!(&e, ModelError::UnsupportedArch { arch, .. } if arch == "mamba"));
     let msg = e.to_string();
-    assert!(msg.contains("\"mamba\"") && msg.contains("llama, qwen2, gemma3"), "{msg}");
+    assert!(
+        msg.contains("\"mamba\"") && msg.contains("llama, qwen2, gemma3"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn missing_tensor_names_it() {
-    let g = Synth::new("llama", "missing_tensor", Store::F32)
+    let g = Synth::new("llama", Rng::new("missing_tensor"), Store::F32)
         .llama("blk.1.ffn_up.weight")
         .gguf();
     let cfg = LlmConfig::from_gguf(&g).unwrap();
@@ -234,7 +234,7 @@ fn missing_tensor_names_it() {
 
 #[test]
 fn wrong_shape_names_the_tensor_and_both_shapes() {
-    let s = Synth::new("llama", "wrong_shape", Store::F32).llama("blk.0.attn_k.weight");
+    let s = Synth::new("llama", Rng::new("wrong_shape"), Store::F32).llama("blk.0.attn_k.weight");
     // K heads of the wrong width: [KV*HD + 8, EMBD].
     let g = s.matrix("blk.0.attn_k.weight", KV * HD + 8, EMBD).gguf();
     let cfg = LlmConfig::from_gguf(&g).unwrap();
@@ -256,7 +256,8 @@ fn wrong_shape_names_the_tensor_and_both_shapes() {
 
 #[test]
 fn unsupported_tensor_type_names_the_tensor_and_type() {
-    let mut s = Synth::new("llama", "unsupported_type", Store::F32).llama("blk.0.ffn_gate.weight");
+    let mut s = Synth::new("llama", Rng::new("unsupported_type"), Store::F32)
+        .llama("blk.0.ffn_gate.weight");
     // Q2_K: 84 bytes per 256 values.
     s.w = s.w.tensor(
         "blk.0.ffn_gate.weight",
@@ -273,7 +274,7 @@ fn unsupported_tensor_type_names_the_tensor_and_type() {
 
 #[test]
 fn prefix_and_last_row_agree_with_the_full_run() {
-    let s = Synth::new("llama", "prefix_and_last_row", Store::F32).llama("");
+    let s = Synth::new("llama", Rng::new("prefix_and_last_row"), Store::F32).llama("");
     let g = s.gguf();
     let mut rng = s.rng;
     let tokens = random_tokens(&mut rng, 12);
@@ -281,30 +282,93 @@ fn prefix_and_last_row_agree_with_the_full_run() {
     assert_eq!(full.len(), tokens.len() * VOCAB);
     let prefix = run(&g, &tokens[..5], true);
     let r = rel_l2(&prefix, &full[..5 * VOCAB]);
-    assert!(r < 1e-5, "prefix rows differ from the full run's: rel-L2 {r:.2e}");
+    assert!(
+        r < 1e-5,
+        "prefix rows differ from the full run's: rel-L2 {r:.2e}"
+    );
     let last = run(&g, &tokens, false);
     let r = rel_l2(&last, &full[(tokens.len() - 1) * VOCAB..]);
-    assert!(r < 1e-5, "the last-row graph differs from the full run: rel-L2 {r:.2e}");
+    assert!(
+        r < 1e-5,
+        "the last-row graph differs from the full run: rel-L2 {r:.2e}"
+    );
 }
 
 #[test]
 fn q8_0_weights_give_their_dequantised_values() {
-    // Both files draw the same numbers: same seed, same order.
+    // Both files draw the same numbers: same seed, same order. With the head tied the
+    // packed embedding is gathered + dequantised and also serves as the DequantMatMul head.
     let seed = Rng::new("q8_0_weights").next_u64();
-    let packed = Synth {
-        rng: Rng::seeded(seed),
-        ..Synth::new("llama", "q8_0_weights.packed", Store::Q8)
+    for skip in ["", "output.weight"] {
+        let file = |store| {
+            Synth::new("llama", Rng::seeded(seed), store)
+                .llama(skip)
+                .gguf()
+        };
+        let tokens = random_tokens(&mut Rng::seeded(seed), 9);
+        let a = run(&file(Store::Q8), &tokens, true);
+        let b = run(&file(Store::Q8AsF32), &tokens, true);
+        let r = rel_l2(&a, &b);
+        println!(
+            "Q8_0 packed vs dequantised f32 (tied head: {}): rel-L2 {r:.2e}",
+            !skip.is_empty()
+        );
+        assert!(r < 1e-5, "rel-L2 {r:.2e}");
     }
-    .llama("");
-    let plain = Synth {
-        rng: Rng::seeded(seed),
-        ..Synth::new("llama", "q8_0_weights.plain", Store::Q8AsF32)
+}
+
+/// The KV-cache graph, fed a prompt in one call and then a token a call, gives each
+/// position the logits the full-sequence graph gives it; an f16 cache stays close.
+#[test]
+fn cached_steps_match_the_full_sequence() {
+    let s = Synth::new("llama", Rng::new("cached_steps"), Store::F32).llama("");
+    let g = s.gguf();
+    let mut rng = s.rng;
+    let tokens = random_tokens(&mut rng, 10);
+    let full = run(&g, &tokens, true);
+    let split = 1 + (rng.next_u64() % 6) as usize;
+    for (dt, tol) in [(DType::F32, 1e-5), (DType::F16, 2e-3)] {
+        let opts = BuildOptions {
+            cache: true,
+            ctx: 16,
+            cache_dtype: dt,
+            ..BuildOptions::default()
+        };
+        let exe = compile(&g, &opts);
+        // The prompt in one call, then one token a call.
+        let mut calls = vec![&tokens[..split]];
+        calls.extend(tokens[split..].chunks(1));
+        let mut start = 0;
+        for chunk in calls {
+            let n = chunk.len();
+            let pos: Vec<i64> = (start as i64..(start + n) as i64).collect();
+            let out = exe
+                .run_typed(&[
+                    (llm::TOKENS, HostTensor::from_i64(&[1, n], chunk)),
+                    (llm::POSITIONS, HostTensor::from_i64(&[n], &pos)),
+                    (llm::POS, HostTensor::from_i64(&[1], &[start as i64])),
+                    (llm::LAST, HostTensor::from_i64(&[1], &[n as i64 - 1])),
+                ])
+                .unwrap()[0]
+                .to_f32_vec();
+            let at = start + n - 1;
+            let r = rel_l2(&out, &full[at * VOCAB..(at + 1) * VOCAB]);
+            assert!(
+                r < tol,
+                "{dt} cache, position {at} (prompt {split}): rel-L2 {r:.2e}"
+            );
+            start += n;
+        }
+        // A write past the cache's end is a typed error, not a wild write.
+        let over = exe.run_typed(&[
+            (llm::TOKENS, HostTensor::from_i64(&[1, 1], &[0])),
+            (llm::POSITIONS, HostTensor::from_i64(&[1], &[16])),
+            (llm::POS, HostTensor::from_i64(&[1], &[16])),
+            (llm::LAST, HostTensor::from_i64(&[1], &[0])),
+        ]);
+        assert!(
+            over.is_err(),
+            "{dt} cache: a write at position 16 of 16 must fail"
+        );
     }
-    .llama("");
-    let tokens = random_tokens(&mut Rng::seeded(seed), 9);
-    let a = run(&packed.gguf(), &tokens, true);
-    let b = run(&plain.gguf(), &tokens, true);
-    let r = rel_l2(&a, &b);
-    println!("Q8_0 packed vs dequantised f32: rel-L2 {r:.2e}");
-    assert!(r < 1e-5, "rel-L2 {r:.2e}");
 }

@@ -266,10 +266,10 @@ impl LlmConfig {
         let key = |k: &str| format!("gemma3.{k}");
         if let Some(w) = opt_usize(md, &key("attention.sliding_window"))?.filter(|&w| w > 0) {
             self.sliding_window = Some(w);
-            self.swa_layers = swa_layers(md, &key("attention.sliding_window_pattern"), self.n_layer)?;
+            self.swa_layers =
+                swa_layers(md, &key("attention.sliding_window_pattern"), self.n_layer)?;
             // llama.cpp's default for the SWA base when the key is absent.
-            self.rope_base_swa =
-                Some(opt_f32(md, &key("rope.freq_base_swa")).unwrap_or(10000.0));
+            self.rope_base_swa = Some(opt_f32(md, &key("rope.freq_base_swa")).unwrap_or(10000.0));
         }
         self.embed_scale = Some((self.n_embd as f32).sqrt());
         self.qk_norm = true;

@@ -9,7 +9,14 @@
 //! layer is one plain `MatMul` (one cuBLASLt call, no per-step transpose copy): the loader
 //! transposes them once. Activations are f32; an f16/bf16 weight multiplies x cast to its
 //! dtype (as llama.cpp's CPU path converts x to the weight's dot type) and the product is
-//! cast back.
+//! cast back. A packed `token_embd` is gathered as packed rows and decoded by `Dequantize`;
+//! tied to the head it is the `DequantMatMul` weight as it is. A plain tied head is a
+//! transposed copy `output.weight` (`[n_embd, vocab]`) of the table.
+//!
+//! Other params: RoPE tables `rope.{base}.{scale}.{cos,sin}` `[ctx, n_rot/2]` (gathered by
+//! `positions`), and with a cache `cache.k.{l}` / `cache.v.{l}` `[1, ctx, n_head_kv·head_dim]`
+//! in `cache_dtype`: `CacheWrite` puts this call's rows at `pos` in place and attention reads
+//! the cache with `past = pos`, so query i sits at `pos + i`.
 use super::config::{LlmConfig, WeightFormat};
 use super::weights::{ParamDecl, ParamSource};
 use crate::ModelError;
@@ -160,8 +167,9 @@ impl Builder<'_> {
         Ok(self.g.reshape(n, &[0, 0, (heads * head) as i64])?)
     }
 
-    /// The token rows, f32 `[1, seq, n_embd]`.
-    fn embed(&mut self, tokens: NodeId) -> Result<(NodeId, Option<Weight>), ModelError> {
+    /// The token rows, f32 `[1, seq, n_embd]`, and the table (`[vocab, n_embd]`, packed or
+    /// plain).
+    fn embed(&mut self, tokens: NodeId) -> Result<(NodeId, Weight), ModelError> {
         let (v, e) = (self.cfg.vocab, self.cfg.n_embd);
         let name = "token_embd.weight";
         match self.cfg.format(name)? {
@@ -173,9 +181,8 @@ impl Builder<'_> {
                     ParamSource::tensor(name, &[v, e], false),
                 )?;
                 let rows = self.g.gather(id, tokens, 0)?;
-                let x = dequantize_rows(&mut self.g, rows, s)?;
-                // The packed table serves a tied LM head as it is.
-                Ok((x, Some(Weight::Packed(id, s))))
+                let x = self.g.dequantize(rows, s)?;
+                Ok((x, Weight::Packed(id, s)))
             }
             WeightFormat::Plain(dt) => {
                 let id = self.param(
@@ -189,7 +196,7 @@ impl Builder<'_> {
                 } else {
                     self.g.cast(rows, DType::F32)?
                 };
-                Ok((x, None))
+                Ok((x, Weight::Plain(id, dt)))
             }
         }
     }
@@ -224,37 +231,76 @@ impl Builder<'_> {
     }
 }
 
+impl Builder<'_> {
+    /// Write this call's k/v rows into layer `il`'s caches at `pos`, then attend over the
+    /// caches (keys past `pos + seq` ignored). A non-f32 cache gets q/k/v cast to its dtype
+    /// and the output cast back, so the cache is never copied whole.
+    fn cached_attention(
+        &mut self,
+        il: usize,
+        opts: &BuildOptions,
+        [q, k, v]: [NodeId; 3],
+        pos: NodeId,
+        spec: AttentionSpec,
+    ) -> Result<NodeId, ModelError> {
+        let dt = opts.cache_dtype;
+        let mut cached = [NodeId(0); 2];
+        for (i, (which, x, width)) in [
+            ("k", k, self.cfg.n_head_kv * self.cfg.head_dim),
+            ("v", v, self.cfg.n_head_kv * self.cfg.head_dim_v),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let cache = self.param(
+                &format!("cache.{which}.{il}"),
+                Shape::new(&[1, opts.ctx, width], dt),
+                ParamSource::Zeros,
+            )?;
+            let x = if dt == DType::F32 {
+                x
+            } else {
+                self.g.cast(x, dt)?
+            };
+            cached[i] = self.g.cache_write(cache, x, pos, 1)?;
+        }
+        let g = &mut self.g;
+        let q = if dt == DType::F32 { q } else { g.cast(q, dt)? };
+        let a = g.attention_cached(q, cached[0], cached[1], pos, spec)?;
+        Ok(if dt == DType::F32 {
+            a
+        } else {
+            g.cast(a, DType::F32)?
+        })
+    }
+}
+
 /// Bytes of one packed row of `k` values.
 fn packed_row_bytes(name: &str, s: QuantScheme, k: usize) -> Result<usize, ModelError> {
     if !k.is_multiple_of(s.block_len()) {
         return Err(ModelError::UnsupportedTensorType {
             name: name.into(),
-            ty: format!("{s:?} with rows of {k} values (not whole blocks of {})", s.block_len()),
+            ty: format!(
+                "{s:?} with rows of {k} values (not whole blocks of {})",
+                s.block_len()
+            ),
         });
     }
     Ok(k / s.block_len() * s.block_bytes())
 }
 
-/// Packed U8 rows `[.., row_bytes]` → f32 `[.., K]`.
-fn dequantize_rows(_g: &mut Graph, _rows: NodeId, s: QuantScheme) -> Result<NodeId, ModelError> {
-    Err(ModelError::Config(format!(
-        "a {s:?} token_embd needs Op::Dequantize, which this build does not have yet"
-    )))
-}
-
 /// Build the decoder graph and the list of its params (what [`super::weights::load`] fills).
-pub fn build(
-    cfg: &LlmConfig,
-    opts: &BuildOptions,
-) -> Result<(Graph, Vec<ParamDecl>), ModelError> {
+pub fn build(cfg: &LlmConfig, opts: &BuildOptions) -> Result<(Graph, Vec<ParamDecl>), ModelError> {
     if opts.ctx == 0 {
-        return Err(ModelError::Config("BuildOptions.ctx must be positive".into()));
-    }
-    if opts.cache {
         return Err(ModelError::Config(
-            "the KV-cache graph needs CacheWrite / cached attention, not in this build yet"
-                .into(),
+            "BuildOptions.ctx must be positive".into(),
         ));
+    }
+    if opts.cache && !opts.cache_dtype.is_float() {
+        return Err(ModelError::Config(format!(
+            "BuildOptions.cache_dtype must be a float type, got {}",
+            opts.cache_dtype
+        )));
     }
     let mut b = Builder {
         cfg,
@@ -266,11 +312,17 @@ pub fn build(
         TOKENS,
         Shape::with_dims(vec![Dim::Static(1), seq.clone()], DType::I64),
     )?;
-    let positions = b.g.input(POSITIONS, Shape::with_dims(vec![seq], DType::I64))?;
+    let positions =
+        b.g.input(POSITIONS, Shape::with_dims(vec![seq], DType::I64))?;
     let last = if opts.all_logits {
         None
     } else {
         Some(b.g.input(LAST, Shape::new(&[1], DType::I64))?)
+    };
+    let pos = if opts.cache {
+        Some(b.g.input(POS, Shape::new(&[1], DType::I64))?)
+    } else {
+        None
     };
 
     let (e, h, hkv, d, dv, f) = (
@@ -281,7 +333,7 @@ pub fn build(
         cfg.head_dim_v,
         cfg.n_ff,
     );
-    let (mut x, packed_embd) = b.embed(tokens)?;
+    let (mut x, embd) = b.embed(tokens)?;
     if let Some(s) = cfg.embed_scale {
         let c = b.g.scalar(s as f64, DType::F32)?;
         x = b.g.mul(x, c)?;
@@ -331,7 +383,10 @@ pub fn build(
             .v_head_dim(dv)
             .mask(mask)
             .scale(cfg.attn_scale);
-        let a = b.g.attention(q, k, v, None, spec)?;
+        let a = match pos {
+            None => b.g.attention(q, k, v, None, spec)?,
+            Some(pos) => b.cached_attention(il, opts, [q, k, v], pos, spec)?,
+        };
         let wo = b.weight(&p("attn_output.weight"), e, h * dv)?;
         let mut o = b.linear(a, wo, None)?;
         if cfg.post_norms {
@@ -363,20 +418,11 @@ pub fn build(
     }
     let out_norm = b.vector("output_norm.weight", e)?;
     x = b.norm(x, out_norm)?;
-    let head = match (cfg.tied_head, packed_embd, cfg.format("token_embd.weight")?) {
-        (false, _, _) => b.weight("output.weight", cfg.vocab, e)?,
+    let head = match (cfg.tied_head, embd) {
+        (false, _) => b.weight("output.weight", cfg.vocab, e)?,
         // The packed table serves as the head as it is (DequantMatMul takes [N, K] rows).
-        (true, Some(w), _) => w,
-        (true, None, WeightFormat::Packed(s)) => {
-            let rb = packed_row_bytes("token_embd.weight", s, e)?;
-            let id = b.param(
-                "token_embd.weight",
-                Shape::new(&[cfg.vocab, rb], DType::U8),
-                ParamSource::tensor("token_embd.weight", &[cfg.vocab, e], false),
-            )?;
-            Weight::Packed(id, s)
-        }
-        (true, None, WeightFormat::Plain(dt)) => {
+        (true, w @ Weight::Packed(..)) => w,
+        (true, Weight::Plain(_, dt)) => {
             // A plain tied head needs the table as [n_embd, vocab]: a transposed copy.
             let id = b.param(
                 "output.weight",
