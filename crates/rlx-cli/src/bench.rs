@@ -18,14 +18,16 @@ pub struct BenchOpts<'a> {
     pub json: Option<&'a Path>,
     /// Print where each workload's GPU time goes, kernel by kernel.
     pub profile: bool,
+    /// GGUF decoders of the `llm` suite.
+    pub gguf: &'a [std::path::PathBuf],
 }
 
-struct Row {
-    key: String,
-    workload: String,
-    dtype: String,
-    ms: f64,
-    rate: String,
+pub(crate) struct Row {
+    pub key: String,
+    pub workload: String,
+    pub dtype: String,
+    pub ms: f64,
+    pub rate: String,
 }
 
 fn rand_tensor(dims: &[usize], dtype: DType, seed: u64, scale: f64) -> HostTensor {
@@ -301,9 +303,10 @@ pub fn run(o: &BenchOpts) -> Result<(), CliError> {
             "matmul" => matmul(o, &mut rows)?,
             "encoder" => encoder(o, &mut rows)?,
             "cnn" => cnn(o, &mut rows)?,
+            "llm" => crate::bench_llm::llm(o, &mut rows)?,
             other => {
                 return Err(CliError::Usage(format!(
-                    "unknown suite \"{other}\": use matmul, encoder, cnn"
+                    "unknown suite \"{other}\": use matmul, encoder, cnn, llm"
                 )))
             }
         }

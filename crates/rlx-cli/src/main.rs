@@ -1,5 +1,6 @@
 //! `rlx`: run the demo, inspect graphs, train.
 mod bench;
+mod bench_llm;
 mod demo;
 mod generate;
 mod inspect;
@@ -51,7 +52,8 @@ enum Cmd {
         /// cpu, cuda or cuda:N (default: the best available)
         #[arg(long)]
         device: Option<String>,
-        /// Comma-separated suites: matmul, encoder, cnn.
+        /// Comma-separated suites: matmul, encoder, cnn, llm (decode tg128 / prefill pp512 of
+        /// each --gguf file).
         #[arg(long, default_value = "matmul,encoder,cnn")]
         suites: String,
         #[arg(long, default_value_t = 3)]
@@ -67,6 +69,9 @@ enum Cmd {
         /// After each GPU workload, print its kernels by device time.
         #[arg(long)]
         profile: bool,
+        /// GGUF decoders for the llm suite (repeatable).
+        #[arg(long)]
+        gguf: Vec<PathBuf>,
     },
     /// Generate text with a GGUF LLM (llama, qwen2, gemma3), streamed to stdout.
     Generate {
@@ -155,6 +160,7 @@ fn main() -> ExitCode {
             quick,
             json,
             profile,
+            gguf,
         } => parse_device(device.as_deref()).and_then(|device| {
             bench::run(&bench::BenchOpts {
                 device,
@@ -164,6 +170,7 @@ fn main() -> ExitCode {
                 quick,
                 json: json.as_deref(),
                 profile,
+                gguf: &gguf,
             })
         }),
     };

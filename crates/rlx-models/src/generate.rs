@@ -227,6 +227,9 @@ impl Decoder {
     pub fn ctx(&self) -> usize {
         self.ctx
     }
+    pub fn config(&self) -> &LlmConfig {
+        &self.cfg
+    }
     /// Positions in the KV cache.
     pub fn pos(&self) -> usize {
         self.pos

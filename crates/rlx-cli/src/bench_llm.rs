@@ -1,0 +1,121 @@
+//! `rlx bench --suites llm --gguf FILE…`: decode (tg128) and prefill (pp512) of GGUF decoders,
+//! as llama-bench measures them — tg128 generates 128 tokens one step at a time from an
+//! empty cache, pp512 feeds a 512-token prompt in one call; wall-clock per token, synchronised
+//! (each step returns its logits to the host), median of `iters` repetitions after a warm-up.
+//! The HBM column is bytes of weights (and KV cache) read per token over the time, against
+//! the H200's 4.8 TB/s.
+use crate::bench::{BenchOpts, Row};
+use crate::CliError;
+use rlx::prelude::*;
+use rlx_io::gguf::Gguf;
+use rlx_models::generate::{Decoder, LoadOptions};
+use std::path::Path;
+use std::time::Instant;
+
+/// HBM bandwidth of the H200 (bytes/s) the fraction is taken against.
+const HBM: f64 = 4.8e12;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Bytes one decode step reads: every weight once (an untied embedding only one row), plus
+/// the keys and values of `pos` cached positions.
+fn step_bytes(d: &Decoder, pos: usize) -> f64 {
+    let g = d.compiled().graph();
+    let has_head = g.params().any(|(n, _)| n == "output.weight");
+    let mut bytes = 0.0;
+    for (name, shape) in g.params() {
+        let n = shape.static_dims().unwrap_or_default().iter().product::<usize>() as f64
+            * shape.dtype.size_bytes() as f64;
+        if name.starts_with("cache.") {
+            let per_pos = n / d.ctx() as f64;
+            bytes += per_pos * pos as f64;
+        } else if name.starts_with("rope.") || (name == "token_embd.weight" && has_head) {
+            continue;
+        } else {
+            bytes += n;
+        }
+    }
+    bytes
+}
+
+fn label(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+pub fn llm(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
+    if o.gguf.is_empty() {
+        return Err(CliError::Usage(
+            "the llm suite needs --gguf FILE (repeatable): e.g. $RLX_CACHE/gguf/SmolLM2-135M-Instruct.Q4_1.gguf"
+                .into(),
+        ));
+    }
+    let (tg, pp) = if o.quick || o.device == Device::Cpu {
+        (32, 128)
+    } else {
+        (128, 512)
+    };
+    for path in o.gguf {
+        let gguf = Gguf::open(path)?;
+        let ctx = 1024.min(rlx_models::llm::LlmConfig::from_gguf(&gguf)?.ctx);
+        let t0 = Instant::now();
+        let mut d = Decoder::from_gguf(
+            &gguf,
+            &LoadOptions {
+                device: o.device,
+                ctx: Some(ctx),
+            },
+        )?;
+        eprintln!("{}: loaded in {:.2} s", label(path), t0.elapsed().as_secs_f64());
+        let vocab = d.config().vocab.max(2) as u32;
+        let toks: Vec<u32> = (0..pp as u32).map(|i| (i * 7919 + 13) % vocab).collect();
+        // Decode: tg steps from an empty cache (the first run of each binding compiles).
+        let mut tg_ms = Vec::new();
+        for rep in 0..o.iters.clamp(1, 5) + 1 {
+            d.reset();
+            let t = Instant::now();
+            for &tok in toks.iter().cycle().take(tg) {
+                d.step(tok)?;
+            }
+            if rep > 0 {
+                tg_ms.push(t.elapsed().as_secs_f64() * 1e3 / tg as f64);
+            }
+        }
+        let step_ms = median(tg_ms);
+        let bytes = step_bytes(&d, tg / 2);
+        rows.push(Row {
+            key: format!("{}_tg{tg}", label(path)),
+            workload: format!("{} decode tg{tg} (per token)", label(path)),
+            dtype: "gguf".into(),
+            ms: step_ms,
+            rate: format!(
+                "{:.0} tok/s, {:.0}% HBM",
+                1e3 / step_ms,
+                100.0 * bytes / (step_ms * 1e-3) / HBM
+            ),
+        });
+        // Prefill: pp tokens in one call.
+        let mut pp_ms = Vec::new();
+        for rep in 0..o.iters.clamp(1, 5) + 1 {
+            d.reset();
+            let t = Instant::now();
+            d.prefill(&toks[..pp])?;
+            if rep > 0 {
+                pp_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        let ms = median(pp_ms);
+        rows.push(Row {
+            key: format!("{}_pp{pp}", label(path)),
+            workload: format!("{} prefill pp{pp}", label(path)),
+            dtype: "gguf".into(),
+            ms,
+            rate: format!("{:.0} tok/s", pp as f64 / ms * 1e3),
+        });
+    }
+    Ok(())
+}
