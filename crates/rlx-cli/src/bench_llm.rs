@@ -27,7 +27,11 @@ fn step_bytes(d: &Decoder, pos: usize) -> f64 {
     let has_head = g.params().any(|(n, _)| n == "output.weight");
     let mut bytes = 0.0;
     for (name, shape) in g.params() {
-        let n = shape.static_dims().unwrap_or_default().iter().product::<usize>() as f64
+        let n = shape
+            .static_dims()
+            .unwrap_or_default()
+            .iter()
+            .product::<usize>() as f64
             * shape.dtype.size_bytes() as f64;
         if name.starts_with("cache.") {
             let per_pos = n / d.ctx() as f64;
@@ -70,7 +74,11 @@ pub fn llm(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
                 ctx: Some(ctx),
             },
         )?;
-        eprintln!("{}: loaded in {:.2} s", label(path), t0.elapsed().as_secs_f64());
+        eprintln!(
+            "{}: loaded in {:.2} s",
+            label(path),
+            t0.elapsed().as_secs_f64()
+        );
         let vocab = d.config().vocab.max(2) as u32;
         let toks: Vec<u32> = (0..pp as u32).map(|i| (i * 7919 + 13) % vocab).collect();
         // Decode: tg steps from an empty cache (the first run of each binding compiles).

@@ -75,7 +75,10 @@ impl ModelArgs {
         }
         let device = parse_device(self.device.as_deref())?;
         // Validate the sampler before the (slow) load.
-        self.options().sampler.validate().map_err(rlx_models::ModelError::from)?;
+        self.options()
+            .sampler
+            .validate()
+            .map_err(rlx_models::ModelError::from)?;
         eprintln!("loading {} on {device} ...", self.model.display());
         let t0 = Instant::now();
         let llm = Llm::load(
@@ -144,7 +147,10 @@ pub fn chat(args: &ModelArgs, system: Option<&str>) -> Result<(), CliError> {
         ));
     }
     let opts = args.options();
-    let mut history: Vec<Message> = system.map(|s| Message::new("system", s)).into_iter().collect();
+    let mut history: Vec<Message> = system
+        .map(|s| Message::new("system", s))
+        .into_iter()
+        .collect();
     // Ids of the conversation so far, as the template renders it.
     let mut fed: Vec<u32> = Vec::new();
     eprintln!("chat: type a message; /reset starts over, /quit leaves");
@@ -152,7 +158,12 @@ pub fn chat(args: &ModelArgs, system: Option<&str>) -> Result<(), CliError> {
     loop {
         eprint!("> ");
         let mut line = String::new();
-        if stdin.lock().read_line(&mut line).map_err(|e| CliError::Usage(e.to_string()))? == 0 {
+        if stdin
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| CliError::Usage(e.to_string()))?
+            == 0
+        {
             break;
         }
         let line = line.trim_end_matches(['\n', '\r']);

@@ -62,7 +62,11 @@ pub enum ModelError {
         "{tokens} tokens at position {pos} do not fit the context of {ctx}: shorten the \
          prompt, start over (reset), or load with a larger --ctx"
     )]
-    PromptTooLong { tokens: usize, pos: usize, ctx: usize },
+    PromptTooLong {
+        tokens: usize,
+        pos: usize,
+        ctx: usize,
+    },
     #[error(transparent)]
     Tokenizer(#[from] crate::tokenizer::TokenizerError),
     #[error(transparent)]

@@ -275,7 +275,9 @@ impl Decoder {
     /// returns the last position's logits.
     pub fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, ModelError> {
         if tokens.is_empty() {
-            return Err(ModelError::Config("an empty prompt has nothing to continue".into()));
+            return Err(ModelError::Config(
+                "an empty prompt has nothing to continue".into(),
+            ));
         }
         if self.pos + tokens.len() > self.ctx {
             return Err(ModelError::PromptTooLong {
