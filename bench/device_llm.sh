@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Device steps of the LLM work (issue 10), after bench/device_run.sh's bundle is unpacked:
+#   part1   carry [".devpack/device.tar.xz", ".devm1"]: unpack, stash the tiny GGUFs and the
+#           first part of SmolLM2 under /tmp/rlx-llm (kept while the machine stays warm)
+#   part2   carry [".devm2"]: the rest of SmolLM2 (the device tool moves 64 MiB a call), check
+#           its sha256, run the decoder tests on CUDA and `rlx generate` on the real model
+#   bench   carry [".lcpp"]: llama.cpp's llama-bench (built here, ~6 min) and `rlx bench` on the
+#           same random-weight GGUFs, one after the other in this call, plus the real SmolLM2
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd); cd "$top"
+W=/tmp/rlx-llm; mkdir -p $W/cache/gguf
+out=${OUT:-/tmp/rlx-out}; mkdir -p "$out"
+export RLX_CACHE=$W/cache RLX_CACHE_DIR=$W/kcache
+smol=$W/cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf
+for step in "$@"; do case $step in
+part1)
+  tar -xJf .devpack/device.tar.xz -C $W && cp .devm1/tiny-*.gguf $W/cache/gguf/ && cp .devm1/smol.part1 $W/
+  mkdir -p $RLX_CACHE_DIR && cp -r $W/.device/cache/. $RLX_CACHE_DIR/ 2>/dev/null
+  ls $W/.device/tests | head -40; du -sh $W ;;
+part2)
+  cat $W/smol.part1 .devm2/smol.part2 > $smol && sha256sum $smol
+  export RLX_REQUIRE_CUDA=1
+  t=$(ls $W/.device/tests/cuda-* | while read f; do grep -q "cuda_smollm2" "$f" 2>/dev/null && echo $f; done | head -1)
+  echo "== rlx-models decoder tests on CUDA ($t)"
+  (cd crates/rlx-models && timeout 400 $t --nocapture --test-threads 1 2>&1 | grep -vE "^$" | tail -40)
+  echo "== rlx generate on CUDA (greedy, real SmolLM2 Q4_1)"
+  RLX_DISPATCH_REPORT=1 timeout 120 $W/.device/bin/rlx generate --model $smol --device cuda \
+    --prompt "The capital of France is" --max-tokens 48 2>&1 | tail -30
+  echo "== rlx generate --chat on CUDA (sampled, seed 7)"
+  timeout 120 $W/.device/bin/rlx generate --model $smol --device cuda --chat --temperature 0.7 --seed 7 \
+    --prompt "Write a haiku about GPUs." --max-tokens 64 2>&1 | tail -12 ;;
+bench)
+  echo "== llama.cpp (CUDA) llama-bench: pp512 / tg128"
+  bash .lcpp/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt
+  L=$(dirname "$(mktemp -u)")/rlx-llama-cpp
+  echo "== rlx bench, same GGUFs, same GPU, right after"
+  $W/.device/bin/rlx bench --device cuda --suites llm --iters 5 \
+    --gguf $L/smollm135-q4_1.gguf --gguf $smol --gguf $L/smollm135-f16.gguf \
+    --gguf $L/qwen05b-f16.gguf --gguf $L/qwen05b-q4_k_m.gguf 2>&1 | tee $out/rlx_bench.txt ;;
+profile)
+  L=$(dirname "$(mktemp -u)")/rlx-llama-cpp
+  $W/.device/bin/rlx bench --device cuda --suites llm --iters 2 --profile --gguf $L/smollm135-q4_1.gguf 2>&1 | tail -40 ;;
+esac; done
