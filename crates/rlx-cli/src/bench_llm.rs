@@ -103,7 +103,12 @@ pub fn llm(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
             (LAST, HostTensor::from_i64(&[1], &[0])),
             (POS, HostTensor::from_i64(&[1], &[p])),
         ];
-        crate::bench::profile(o, d.compiled(), &step_inputs, &format!("{} decode step", label(path)))?;
+        crate::bench::profile(
+            o,
+            d.compiled(),
+            &step_inputs,
+            &format!("{} decode step", label(path)),
+        )?;
         let bytes = step_bytes(&d, tg / 2);
         rows.push(Row {
             key: format!("{}_tg{tg}", label(path)),

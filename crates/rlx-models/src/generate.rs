@@ -198,12 +198,10 @@ impl Decoder {
                 cfg.ctx
             )));
         }
-        // Half caches on the GPU (half the attention bytes per token, as llama.cpp's F16
-        // cache); f32 on the CPU, which computes in f32 anyway.
-        let cache_dtype = match opts.device {
-            Device::Cpu => DType::F32,
-            Device::Cuda(_) => DType::F16,
-        };
+        // An f32 cache: at these context lengths a step reads far more weight than cache,
+        // and a half cache costs three casts a layer (launches dominate a decode step; see
+        // BENCHMARKS.md).
+        let cache_dtype = DType::F32;
         let bo = BuildOptions {
             all_logits: false,
             cache: true,

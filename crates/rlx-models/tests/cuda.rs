@@ -219,7 +219,7 @@ fn cuda_smollm2_generates_as_llama_cpp() {
     }
 }
 
-/// The same steps on both devices: CUDA's logits (f16 cache, its kernels) against the CPU's.
+/// The same steps on both devices: CUDA's logits (its kernels) against the CPU's.
 #[test]
 fn cuda_steps_match_the_cpu() {
     if !cuda() {

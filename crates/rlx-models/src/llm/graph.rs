@@ -133,6 +133,88 @@ impl Builder<'_> {
         })
     }
 
+    /// Several linear layers over the same input as one product when their weights share a
+    /// storage format (one GEMV per token instead of several); the outputs split off with
+    /// narrows (views in decode). `parts`: (tensor, rows); `n_in` the shared K; `bias`: the
+    /// bias tensors' names when the layers have biases.
+    fn linears(
+        &mut self,
+        x: NodeId,
+        fused: &str,
+        parts: &[(String, usize)],
+        n_in: usize,
+        bias: Option<&[String]>,
+    ) -> Result<Vec<NodeId>, ModelError> {
+        let formats: Vec<WeightFormat> = (parts.iter())
+            .map(|(t, _)| self.cfg.format(t))
+            .collect::<Result<_, _>>()?;
+        if formats.windows(2).any(|w| w[0] != w[1]) {
+            let mut out = Vec::with_capacity(parts.len());
+            for (i, (t, rows)) in parts.iter().enumerate() {
+                let w = self.weight(t, *rows, n_in)?;
+                let b = match bias {
+                    Some(b) => Some(self.vector(&b[i], *rows)?),
+                    None => None,
+                };
+                out.push(self.linear(x, w, b)?);
+            }
+            return Ok(out);
+        }
+        let total: usize = parts.iter().map(|p| p.1).sum();
+        let specs: Vec<(String, Vec<usize>)> = (parts.iter())
+            .map(|(t, r)| (t.clone(), vec![*r, n_in]))
+            .collect();
+        let w = match formats[0] {
+            WeightFormat::Packed(s) => {
+                let rb = packed_row_bytes(&parts[0].0, s, n_in)?;
+                let id = self.param(
+                    fused,
+                    Shape::new(&[total, rb], DType::U8),
+                    ParamSource::Rows {
+                        parts: specs,
+                        transpose: false,
+                    },
+                )?;
+                Weight::Packed(id, s)
+            }
+            WeightFormat::Plain(dt) => {
+                let id = self.param(
+                    fused,
+                    Shape::new(&[n_in, total], dt),
+                    ParamSource::Rows {
+                        parts: specs,
+                        transpose: true,
+                    },
+                )?;
+                Weight::Plain(id, dt)
+            }
+        };
+        let b = match bias {
+            Some(names) => {
+                let bparts = (names.iter().zip(parts))
+                    .map(|(n, (_, r))| (n.clone(), vec![*r]))
+                    .collect();
+                Some(self.param(
+                    &format!("{fused}.bias"),
+                    Shape::new(&[total], DType::F32),
+                    ParamSource::Rows {
+                        parts: bparts,
+                        transpose: false,
+                    },
+                )?)
+            }
+            None => None,
+        };
+        let y = self.linear(x, w, b)?;
+        let mut out = Vec::with_capacity(parts.len());
+        let mut start = 0;
+        for (_, rows) in parts {
+            out.push(self.g.narrow(y, -1, start, *rows)?);
+            start += rows;
+        }
+        Ok(out)
+    }
+
     fn linear(&mut self, x: NodeId, w: Weight, bias: Option<NodeId>) -> Result<NodeId, ModelError> {
         let g = &mut self.g;
         let y = match w {
@@ -356,16 +438,16 @@ pub fn build(cfg: &LlmConfig, opts: &BuildOptions) -> Result<(Graph, Vec<ParamDe
 
         let attn_norm = b.vector(&p("attn_norm.weight"), e)?;
         let hn = b.norm(x, attn_norm)?;
-        let mut qkv = Vec::with_capacity(3);
-        for (n, rows) in [("q", h * d), ("k", hkv * d), ("v", hkv * dv)] {
-            let w = b.weight(&p(&format!("attn_{n}.weight")), rows, e)?;
-            let bias = if cfg.qkv_bias {
-                Some(b.vector(&p(&format!("attn_{n}.bias")), rows)?)
-            } else {
-                None
-            };
-            qkv.push(b.linear(hn, w, bias)?);
-        }
+        let parts: Vec<(String, usize)> = [("q", h * d), ("k", hkv * d), ("v", hkv * dv)]
+            .iter()
+            .map(|(n, r)| (p(&format!("attn_{n}.weight")), *r))
+            .collect();
+        let biases: Vec<String> = ["q", "k", "v"]
+            .iter()
+            .map(|n| p(&format!("attn_{n}.bias")))
+            .collect();
+        let bias = cfg.qkv_bias.then_some(biases.as_slice());
+        let qkv = b.linears(hn, &p("attn_qkv"), &parts, e, bias)?;
         let (mut q, mut k, v) = (qkv[0], qkv[1], qkv[2]);
         if cfg.qk_norm {
             let qn = b.vector(&p("attn_q_norm.weight"), d)?;
@@ -397,11 +479,10 @@ pub fn build(cfg: &LlmConfig, opts: &BuildOptions) -> Result<(Graph, Vec<ParamDe
 
         let ffn_norm = b.vector(&p("ffn_norm.weight"), e)?;
         let hn = b.norm(x, ffn_norm)?;
-        let wg = b.weight(&p("ffn_gate.weight"), f, e)?;
-        let wu = b.weight(&p("ffn_up.weight"), f, e)?;
+        let parts = [(p("ffn_gate.weight"), f), (p("ffn_up.weight"), f)];
+        let gu = b.linears(hn, &p("ffn_gate_up"), &parts, e, None)?;
+        let (gate, up) = (gu[0], gu[1]);
         let wd = b.weight(&p("ffn_down.weight"), e, f)?;
-        let gate = b.linear(hn, wg, None)?;
-        let up = b.linear(hn, wu, None)?;
         let act = b.g.activation(cfg.ffn_act, gate)?;
         let m = b.g.mul(act, up)?;
         let mut down = b.linear(m, wd, None)?;

@@ -26,6 +26,13 @@ pub enum ParamSource {
     },
     /// Zeros (a KV cache before its first write).
     Zeros,
+    /// Several GGUF tensors of one type stacked along their first dim (rows), e.g. q/k/v
+    /// as one `[Nq+Nk+Nv, K]` weight so a layer runs one product instead of three; each
+    /// part `(name, expected shape)`, then transposed like `Tensor` when asked.
+    Rows {
+        parts: Vec<(String, Vec<usize>)>,
+        transpose: bool,
+    },
 }
 
 impl ParamSource {
@@ -78,7 +85,45 @@ fn value(gguf: &Gguf, d: &ParamDecl) -> Result<HostTensor, ModelError> {
             expected,
             transpose,
         } => tensor(gguf, d, name, expected, *transpose),
+        ParamSource::Rows { parts, transpose } => rows(gguf, d, parts, *transpose),
     }
+}
+
+/// The parts' bytes one after another (row-major `[ΣN, K]`), transposed to `[K, ΣN]` when
+/// asked; every part is checked like a single tensor.
+fn rows(
+    gguf: &Gguf,
+    d: &ParamDecl,
+    parts: &[(String, Vec<usize>)],
+    transpose: bool,
+) -> Result<HostTensor, ModelError> {
+    let mut data = Vec::new();
+    let mut n = 0;
+    for (name, expected) in parts {
+        let one = ParamDecl {
+            name: name.clone(),
+            shape: rlx_ir::Shape::new(expected, d.shape.dtype),
+            source: d.source.clone(),
+        };
+        // Untransposed, packed or plain: the part's own bytes.
+        let t = if d.shape.dtype == DType::U8 {
+            let rb = dims(d)?.last().copied().unwrap_or(0);
+            let mut p = one.clone();
+            p.shape = rlx_ir::Shape::new(&[expected[0], rb], DType::U8);
+            tensor(gguf, &p, name, expected, false)?
+        } else {
+            tensor(gguf, &one, name, expected, false)?
+        };
+        data.extend_from_slice(&t.data);
+        n += expected[0];
+    }
+    let shape = dims(d)?;
+    let es = d.shape.dtype.size_bytes();
+    if transpose {
+        let k = shape[0];
+        data = transpose_bytes(&data, n, k, es);
+    }
+    Ok(HostTensor::new(&shape, d.shape.dtype, data)?)
 }
 
 /// RoPE table `[ctx, n_rot/2]`; angles in f64 so late positions keep their precision.
