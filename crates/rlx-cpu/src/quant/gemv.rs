@@ -1,0 +1,288 @@
+//! The small-M (decode) product `x @ Wᵀ` straight from packed weight rows: each row is
+//! walked once, a block at a time; its quants are widened to f32 in registers, scaled and
+//! multiplied into 32 f32 lane accumulators — no dequantised tile, no GEMM. Decode is bound
+//! by the weight's bytes, so the point is to touch each byte once and keep the arithmetic
+//! vectorised.
+//!
+//! Type-1 formats (Q4_1, Q5_1, Q4_K, Q5_K) subtract or add a per-32-value offset; its term
+//! `offset · Σ x` uses the 32-value sums of x computed once per call.
+//!
+//! The kernels are plain Rust written so LLVM vectorises them (fixed 32-value arrays, no
+//! data-dependent branches). On x86-64 the same code is also compiled with AVX2 + FMA
+//! enabled and chosen at run time, since the default target stops at SSE2.
+use super::kquants::scale_min;
+use super::get_f16;
+use crate::error::op_err;
+use crate::CpuError;
+use rayon::prelude::*;
+use rlx_ir::QuantScheme;
+
+/// Below this many weight bytes a product runs on the calling thread.
+const PAR_BYTES: usize = 1 << 16;
+
+/// `a · b + c`, fused where the kernel is compiled with FMA (a libm call otherwise).
+#[inline(always)]
+fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
+/// `acc[l] += q[l]·s·x[l]`, with scale `s0` on lanes 0..16 and `s1` on 16..32.
+#[inline(always)]
+fn fma32<const FMA: bool>(acc: &mut [f32; 32], q: &[f32; 32], x: &[f32], s0: f32, s1: f32) {
+    let x: &[f32; 32] = x[..32].try_into().expect("32 values");
+    for l in 0..16 {
+        acc[l] = madd::<FMA>(q[l] * s0, x[l], acc[l]);
+    }
+    for l in 16..32 {
+        acc[l] = madd::<FMA>(q[l] * s1, x[l], acc[l]);
+    }
+}
+
+/// The 16 nibble bytes of a 32-value block as values: low nibbles first, then high.
+#[inline(always)]
+fn nibbles(b: &[u8], bias: f32) -> [f32; 32] {
+    let b: &[u8; 16] = b[..16].try_into().expect("16 bytes");
+    let mut q = [0f32; 32];
+    for j in 0..16 {
+        q[j] = (b[j] & 15) as f32 - bias;
+        q[j + 16] = (b[j] >> 4) as f32 - bias;
+    }
+    q
+}
+
+/// Like [`nibbles`], with element j's fifth bit from bit j of `qh`.
+#[inline(always)]
+fn five_bits(b: &[u8], qh: u32, bias: f32) -> [f32; 32] {
+    let b: &[u8; 16] = b[..16].try_into().expect("16 bytes");
+    let mut q = [0f32; 32];
+    for j in 0..16 {
+        let h0 = ((qh >> j) & 1) << 4;
+        let h1 = ((qh >> (j + 16)) & 1) << 4;
+        q[j] = ((b[j] & 15) as u32 | h0) as f32 - bias;
+        q[j + 16] = ((b[j] >> 4) as u32 | h1) as f32 - bias;
+    }
+    q
+}
+
+fn u32_at(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// One block of `scheme` (`b` its bytes, `x` its values of x, `xs` their 32-value sums)
+/// into the lanes; returns the block's scalar (offset) term. Layouts: legacy.rs, kquants.rs.
+#[inline(always)]
+fn block<const FMA: bool>(
+    scheme: QuantScheme,
+    b: &[u8],
+    x: &[f32],
+    xs: &[f32],
+    acc: &mut [f32; 32],
+) -> f32 {
+    match scheme {
+        QuantScheme::Q8_0 => {
+            let d = get_f16(&b[0..2]);
+            let qb: &[u8; 32] = b[2..34].try_into().expect("32 bytes");
+            let mut q = [0f32; 32];
+            for l in 0..32 {
+                q[l] = qb[l] as i8 as f32;
+            }
+            fma32::<FMA>(acc, &q, x, d, d);
+            0.0
+        }
+        QuantScheme::Q4_0 => {
+            let d = get_f16(&b[0..2]);
+            fma32::<FMA>(acc, &nibbles(&b[2..18], 8.0), x, d, d);
+            0.0
+        }
+        QuantScheme::Q4_1 => {
+            let (d, m) = (get_f16(&b[0..2]), get_f16(&b[2..4]));
+            fma32::<FMA>(acc, &nibbles(&b[4..20], 0.0), x, d, d);
+            m * xs[0]
+        }
+        QuantScheme::Q5_0 => {
+            let d = get_f16(&b[0..2]);
+            fma32::<FMA>(acc, &five_bits(&b[6..22], u32_at(&b[2..6]), 16.0), x, d, d);
+            0.0
+        }
+        QuantScheme::Q5_1 => {
+            let (d, m) = (get_f16(&b[0..2]), get_f16(&b[2..4]));
+            fma32::<FMA>(acc, &five_bits(&b[8..24], u32_at(&b[4..8]), 0.0), x, d, d);
+            m * xs[0]
+        }
+        QuantScheme::Q4_K | QuantScheme::Q5_K => {
+            let (d, dmin) = (get_f16(&b[0..2]), get_f16(&b[2..4]));
+            let sc = &b[4..16];
+            let five = scheme == QuantScheme::Q5_K;
+            let (qh, qs) = if five {
+                (&b[16..48], &b[48..176])
+            } else {
+                (&b[16..48], &b[16..144])
+            };
+            let qh: &[u8; 32] = qh.try_into().expect("32 bytes");
+            let mut off = 0.0;
+            for c in 0..4 {
+                let qb: &[u8; 32] = qs[32 * c..32 * c + 32].try_into().expect("32 bytes");
+                for half in 0..2 {
+                    let (s, m) = scale_min(2 * c + half, sc);
+                    let mut q = [0f32; 32];
+                    for l in 0..32 {
+                        let mut v = (qb[l] >> (4 * half)) & 15;
+                        if five {
+                            v |= ((qh[l] >> (2 * c + half)) & 1) << 4;
+                        }
+                        q[l] = v as f32;
+                    }
+                    let ds = d * s as f32;
+                    fma32::<FMA>(acc, &q, &x[64 * c + 32 * half..], ds, ds);
+                    off -= dmin * m as f32 * xs[2 * c + half];
+                }
+            }
+            off
+        }
+        QuantScheme::Q6_K => {
+            let ql: &[u8; 128] = b[0..128].try_into().expect("128 bytes");
+            let qh: &[u8; 64] = b[128..192].try_into().expect("64 bytes");
+            let sc = &b[192..208];
+            let d = get_f16(&b[208..210]);
+            for h in 0..2 {
+                for g in 0..4 {
+                    let mut q = [0f32; 32];
+                    for l in 0..32 {
+                        let lo = (ql[64 * h + l + 32 * (g & 1)] >> (4 * (g / 2))) & 15;
+                        let hi = (qh[32 * h + l] >> (2 * g)) & 3;
+                        q[l] = (lo | (hi << 4)) as f32 - 32.0;
+                    }
+                    let s0 = d * (sc[8 * h + 2 * g] as i8) as f32;
+                    let s1 = d * (sc[8 * h + 2 * g + 1] as i8) as f32;
+                    fma32::<FMA>(acc, &q, &x[128 * h + 32 * g..], s0, s1);
+                }
+            }
+            0.0
+        }
+    }
+}
+
+/// One packed row dotted with one row of x (`xs` its 32-value sums).
+#[inline(always)]
+fn row_dot<const FMA: bool>(scheme: QuantScheme, row: &[u8], x: &[f32], xs: &[f32]) -> f32 {
+    let (bb, bl) = (scheme.block_bytes(), scheme.block_len());
+    let mut acc = [0f32; 32];
+    let mut off = 0f32;
+    for ((b, xb), sb) in (row.chunks_exact(bb))
+        .zip(x.chunks_exact(bl))
+        .zip(xs.chunks_exact(bl / 32))
+    {
+        off += block::<FMA>(scheme, b, xb, sb, &mut acc);
+    }
+    acc.iter().sum::<f32>() + off
+}
+
+/// Rows `w` (each `rb` bytes) against the rows of x (each `k` values, `k / 32` sums in
+/// `xs`) into `out`, `[rows, m]`. Called with a constant scheme, so the match in [`block`]
+/// folds away and every kernel is specialised.
+#[inline(always)]
+fn rows<const FMA: bool>(
+    s: QuantScheme,
+    w: &[u8],
+    rb: usize,
+    k: usize,
+    x: &[f32],
+    xs: &[f32],
+    out: &mut [f32],
+) {
+    let m = x.len() / k;
+    let ks = k / 32;
+    for (row, o) in w.chunks_exact(rb).zip(out.chunks_exact_mut(m)) {
+        for (i, o) in o.iter_mut().enumerate() {
+            *o = row_dot::<FMA>(s, row, &x[i * k..(i + 1) * k], &xs[i * ks..(i + 1) * ks]);
+        }
+    }
+}
+
+macro_rules! specialise {
+    ($s:expr, $f:ident, $fma:literal, $($a:expr),*) => {
+        match $s {
+            QuantScheme::Q8_0 => $f::<$fma>(QuantScheme::Q8_0, $($a),*),
+            QuantScheme::Q4_0 => $f::<$fma>(QuantScheme::Q4_0, $($a),*),
+            QuantScheme::Q4_1 => $f::<$fma>(QuantScheme::Q4_1, $($a),*),
+            QuantScheme::Q5_0 => $f::<$fma>(QuantScheme::Q5_0, $($a),*),
+            QuantScheme::Q5_1 => $f::<$fma>(QuantScheme::Q5_1, $($a),*),
+            QuantScheme::Q4_K => $f::<$fma>(QuantScheme::Q4_K, $($a),*),
+            QuantScheme::Q5_K => $f::<$fma>(QuantScheme::Q5_K, $($a),*),
+            QuantScheme::Q6_K => $f::<$fma>(QuantScheme::Q6_K, $($a),*),
+        }
+    };
+}
+
+/// [`rows`] compiled for AVX2 + FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn rows_avx2(s: QuantScheme, w: &[u8], rb: usize, k: usize, x: &[f32], xs: &[f32], out: &mut [f32]) {
+    specialise!(s, rows, true, w, rb, k, x, xs, out)
+}
+
+fn rows_any(s: QuantScheme, w: &[u8], rb: usize, k: usize, x: &[f32], xs: &[f32], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    {
+        // SAFETY: the CPU has the features rows_avx2 is compiled for (checked just above).
+        return unsafe { rows_avx2(s, w, rb, k, x, xs, out) };
+    }
+    specialise!(s, rows, false, w, rb, k, x, xs, out)
+}
+
+/// `out[i, r] = Σ_k x[i, k] · W[r, k]` for `x` `[m, k]` (f32) and `w` the packed `[n, k]`
+/// weight, walking each packed row once. Meant for small `m` (decode): the row bytes of
+/// one row are reused from L1 for every row of x. Rows are spread over rayon's threads.
+pub fn matvec(
+    scheme: QuantScheme,
+    w: &[u8],
+    n: usize,
+    k: usize,
+    x: &[f32],
+    out: &mut [f32],
+) -> Result<(), CpuError> {
+    let rb = super::row_bytes(scheme, k)?;
+    let m = if k == 0 { 0 } else { x.len() / k };
+    if w.len() != n * rb || x.len() != m * k || out.len() != m * n {
+        return Err(op_err(format!(
+            "{scheme:?} matvec: weight [{n}, {k}] needs {} bytes (got {}), x {} values, out {} (got {} and {})",
+            n * rb,
+            w.len(),
+            m * k,
+            m * n,
+            x.len(),
+            out.len()
+        )));
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let xs: Vec<f32> = x.chunks_exact(32).map(|c| c.iter().sum()).collect();
+    // Results land as [n, m]; for one row of x that is already out's layout.
+    let mut tmp = if m == 1 { Vec::new() } else { vec![0f32; n * m] };
+    let dst: &mut [f32] = if m == 1 { out } else { &mut tmp };
+    let threads = rayon::current_num_threads().max(1);
+    if n * rb * m < PAR_BYTES || threads == 1 {
+        rows_any(scheme, w, rb, k, x, &xs, dst);
+    } else {
+        // A few chunks per thread, so a thread slowed by a neighbour does not hold up the
+        // product; at least 16 rows each so the task overhead stays small.
+        let chunk = n.div_ceil(threads * 4).max(16);
+        (dst.par_chunks_mut(chunk * m))
+            .zip(w.par_chunks(chunk * rb))
+            .for_each(|(o, wc)| rows_any(scheme, wc, rb, k, x, &xs, o));
+    }
+    if m > 1 {
+        for (r, vals) in tmp.chunks_exact(m).enumerate() {
+            for (i, &v) in vals.iter().enumerate() {
+                out[i * n + r] = v;
+            }
+        }
+    }
+    Ok(())
+}
