@@ -55,7 +55,7 @@ fn main() {
             let rb = w.len() / n;
             let (xs, ws, os) = ([1, k], [n, rb], [1, n]);
             let mut out = vec![0f32; n];
-            let mut call = |data: Buf, tiled: bool, out: &mut [f32]| {
+            let call = |data: Buf, tiled: bool, out: &mut [f32]| {
                 let ins = [
                     TensorView {
                         shape: &xs,

@@ -94,7 +94,11 @@ fn dequant_matmul_graph_with_u8_param_both_paths() {
             let mut exe = CpuExecutable::new(g).unwrap();
             let wt = HostTensor::new(&[n, rb], DType::U8, w.clone()).unwrap();
             exe.set_param("w", &wt).unwrap();
-            assert_eq!(exe.leaf_bytes(), n * rb, "{scheme:?}: the weight is its bytes");
+            assert_eq!(
+                exe.leaf_bytes(),
+                n * rb,
+                "{scheme:?}: the weight is its bytes"
+            );
             let x = normals_f32(&mut rng, m * k);
             let xv: Vec<f64> = x.iter().map(|&v| v as f64).collect();
             let xt = HostTensor::from_f64_as(&[m, k], &xv, dt);

@@ -34,7 +34,11 @@ fn u8_param_round_trips_and_is_its_bytes() {
     g.set_outputs(vec![p, flat, as_f, rows, tail, sum, both, scaled]);
     let mut exe = CpuExecutable::new(g).unwrap();
     exe.set_param("p", &u8_tensor(&[r, c], pv.clone())).unwrap();
-    assert_eq!(exe.leaf_bytes(), 2 * r * c, "param + constant, one byte a value");
+    assert_eq!(
+        exe.leaf_bytes(),
+        2 * r * c,
+        "param + constant, one byte a value"
+    );
     let picks = [4i64, 0, -1];
     let out = exe
         .run(&[("idx", HostTensor::from_i64(&[3], &picks))])
@@ -50,7 +54,11 @@ fn u8_param_round_trips_and_is_its_bytes() {
         .collect();
     assert_eq!(out[3].data, want_rows, "gathered rows");
     assert_eq!(out[4].data, pv[2 * c..5 * c].to_vec(), "narrowed rows");
-    let want_sum: Vec<u8> = pv.iter().zip(&cv).map(|(a, b)| a.wrapping_add(*b)).collect();
+    let want_sum: Vec<u8> = pv
+        .iter()
+        .zip(&cv)
+        .map(|(a, b)| a.wrapping_add(*b))
+        .collect();
     assert_eq!(out[5].data, want_sum, "u8 add wraps");
     let mut want_cat = vec![];
     for i in 0..r {
@@ -84,10 +92,22 @@ fn u8_param_write_back_stays_bytes() {
     for step in 0..3 {
         let out = exe.run_writeback(&none, &[(0, "p")], false).unwrap();
         let seen: Vec<f64> = want.iter().map(|&b| b as f64).collect();
-        assert_eq!(out[0].to_f64_vec(), seen, "step {step}: the run read the old p");
-        want = want.iter().zip(&kv).map(|(a, b)| a.wrapping_add(*b)).collect();
+        assert_eq!(
+            out[0].to_f64_vec(),
+            seen,
+            "step {step}: the run read the old p"
+        );
+        want = want
+            .iter()
+            .zip(&kv)
+            .map(|(a, b)| a.wrapping_add(*b))
+            .collect();
         assert_eq!(exe.param_value("p").unwrap().data, want, "step {step}");
-        assert_eq!(exe.leaf_bytes(), 2 * n, "step {step}: still one byte a value");
+        assert_eq!(
+            exe.leaf_bytes(),
+            2 * n,
+            "step {step}: still one byte a value"
+        );
     }
 }
 

@@ -186,11 +186,9 @@ pub(crate) fn copy_buf(
     Ok(match buf {
         Buf::F32(s) => Storage::F32(copy(s, what)?),
         Buf::F64(s) => Storage::F64(copy(s, what)?),
-        Buf::I64(s) if dtype == DType::U8 => Storage::U8(collect(
-            s.len(),
-            s.iter().map(|&v| v as u8),
-            what,
-        )?),
+        Buf::I64(s) if dtype == DType::U8 => {
+            Storage::U8(collect(s.len(), s.iter().map(|&v| v as u8), what)?)
+        }
         Buf::I64(s) => Storage::I64(copy(s, what)?),
         Buf::U8(s) => Storage::U8(copy(s, what)?),
     })

@@ -367,7 +367,9 @@ pub fn dequant_matmul(
     let ins = arity(ins, 2, 2)?;
     let (x, w) = (&ins[0], &ins[1]);
     let k = x.shape.last().copied().unwrap_or(0);
-    let m = out.numel().checked_div(w.shape.first().copied().unwrap_or(0));
+    let m = out
+        .numel()
+        .checked_div(w.shape.first().copied().unwrap_or(0));
     if out.class() == ComputeClass::F32 && k > 0 && m.is_some_and(|m| m <= MATVEC_MAX_M) {
         return dequant_matvec(scheme, x, w, out.get_mut()?);
     }

@@ -11,7 +11,6 @@
 //! data-dependent branches). On x86-64 the same code is also compiled with AVX2 + FMA
 //! enabled and chosen at run time, since the default target stops at SSE2.
 use super::kquants::scale_min;
-use super::get_f16;
 use crate::error::op_err;
 use crate::CpuError;
 use rayon::prelude::*;
@@ -68,6 +67,24 @@ fn five_bits(b: &[u8], qh: u32, bias: f32) -> [f32; 32] {
     q
 }
 
+/// The f16 at `b[0..2]` as f32, exactly, in a few inlined integer and float ops: the
+/// exponent and mantissa moved to f32's places, then rebiased by one multiply by 2^112
+/// (which also scales f16 subnormals, read as f32 subnormals, to their value). A call into
+/// `half` here would spill the vector accumulators around every block's scale.
+#[inline(always)]
+fn f16_at(b: &[u8]) -> f32 {
+    let h = u16::from_le_bytes([b[0], b[1]]) as u32;
+    let sign = (h & 0x8000) << 16;
+    let em = h & 0x7fff;
+    let v = if em >= 0x7c00 {
+        // Inf and NaN: all-ones exponent, mantissa kept.
+        f32::from_bits(0x7f80_0000 | ((em & 0x3ff) << 13))
+    } else {
+        f32::from_bits(em << 13) * f32::from_bits(0x7780_0000)
+    };
+    f32::from_bits(v.to_bits() | sign)
+}
+
 fn u32_at(b: &[u8]) -> u32 {
     u32::from_le_bytes([b[0], b[1], b[2], b[3]])
 }
@@ -84,7 +101,7 @@ fn block<const FMA: bool>(
 ) -> f32 {
     match scheme {
         QuantScheme::Q8_0 => {
-            let d = get_f16(&b[0..2]);
+            let d = f16_at(&b[0..2]);
             let qb: &[u8; 32] = b[2..34].try_into().expect("32 bytes");
             let mut q = [0f32; 32];
             for l in 0..32 {
@@ -94,27 +111,27 @@ fn block<const FMA: bool>(
             0.0
         }
         QuantScheme::Q4_0 => {
-            let d = get_f16(&b[0..2]);
+            let d = f16_at(&b[0..2]);
             fma32::<FMA>(acc, &nibbles(&b[2..18], 8.0), x, d, d);
             0.0
         }
         QuantScheme::Q4_1 => {
-            let (d, m) = (get_f16(&b[0..2]), get_f16(&b[2..4]));
+            let (d, m) = (f16_at(&b[0..2]), f16_at(&b[2..4]));
             fma32::<FMA>(acc, &nibbles(&b[4..20], 0.0), x, d, d);
             m * xs[0]
         }
         QuantScheme::Q5_0 => {
-            let d = get_f16(&b[0..2]);
+            let d = f16_at(&b[0..2]);
             fma32::<FMA>(acc, &five_bits(&b[6..22], u32_at(&b[2..6]), 16.0), x, d, d);
             0.0
         }
         QuantScheme::Q5_1 => {
-            let (d, m) = (get_f16(&b[0..2]), get_f16(&b[2..4]));
+            let (d, m) = (f16_at(&b[0..2]), f16_at(&b[2..4]));
             fma32::<FMA>(acc, &five_bits(&b[8..24], u32_at(&b[4..8]), 0.0), x, d, d);
             m * xs[0]
         }
         QuantScheme::Q4_K | QuantScheme::Q5_K => {
-            let (d, dmin) = (get_f16(&b[0..2]), get_f16(&b[2..4]));
+            let (d, dmin) = (f16_at(&b[0..2]), f16_at(&b[2..4]));
             let sc = &b[4..16];
             let five = scheme == QuantScheme::Q5_K;
             let (qh, qs) = if five {
@@ -147,7 +164,7 @@ fn block<const FMA: bool>(
             let ql: &[u8; 128] = b[0..128].try_into().expect("128 bytes");
             let qh: &[u8; 64] = b[128..192].try_into().expect("64 bytes");
             let sc = &b[192..208];
-            let d = get_f16(&b[208..210]);
+            let d = f16_at(&b[208..210]);
             for h in 0..2 {
                 for g in 0..4 {
                     let mut q = [0f32; 32];
@@ -221,14 +238,21 @@ macro_rules! specialise {
 /// [`rows`] compiled for AVX2 + FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn rows_avx2(s: QuantScheme, w: &[u8], rb: usize, k: usize, x: &[f32], xs: &[f32], out: &mut [f32]) {
+fn rows_avx2(
+    s: QuantScheme,
+    w: &[u8],
+    rb: usize,
+    k: usize,
+    x: &[f32],
+    xs: &[f32],
+    out: &mut [f32],
+) {
     specialise!(s, rows, true, w, rb, k, x, xs, out)
 }
 
 fn rows_any(s: QuantScheme, w: &[u8], rb: usize, k: usize, x: &[f32], xs: &[f32], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-    {
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         // SAFETY: the CPU has the features rows_avx2 is compiled for (checked just above).
         return unsafe { rows_avx2(s, w, rb, k, x, xs, out) };
     }
@@ -264,7 +288,11 @@ pub fn matvec(
     }
     let xs: Vec<f32> = x.chunks_exact(32).map(|c| c.iter().sum()).collect();
     // Results land as [n, m]; for one row of x that is already out's layout.
-    let mut tmp = if m == 1 { Vec::new() } else { vec![0f32; n * m] };
+    let mut tmp = if m == 1 {
+        Vec::new()
+    } else {
+        vec![0f32; n * m]
+    };
     let dst: &mut [f32] = if m == 1 { out } else { &mut tmp };
     let threads = rayon::current_num_threads().max(1);
     if n * rb * m < PAR_BYTES || threads == 1 {
@@ -285,4 +313,20 @@ pub fn matvec(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The inlined f16 reading equals `half`'s for every one of the 65536 bit patterns.
+    #[test]
+    fn f16_at_is_exact_for_every_pattern() {
+        for bits in 0..=u16::MAX {
+            let want = half::f16::from_bits(bits).to_f32();
+            let got = super::f16_at(&bits.to_le_bytes());
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{bits:#06x}: {got} vs {want}"
+            );
+        }
+    }
 }
