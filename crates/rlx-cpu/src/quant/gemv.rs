@@ -271,7 +271,7 @@ pub fn matvec(
     out: &mut [f32],
 ) -> Result<(), CpuError> {
     let rb = super::row_bytes(scheme, k)?;
-    let m = if k == 0 { 0 } else { x.len() / k };
+    let m = x.len().checked_div(k).unwrap_or(0);
     if w.len() != n * rb || x.len() != m * k || out.len() != m * n {
         return Err(op_err(format!(
             "{scheme:?} matvec: weight [{n}, {k}] needs {} bytes (got {}), x {} values, out {} (got {} and {})",
