@@ -3,12 +3,15 @@ use crate::error::op_err;
 use crate::CpuError;
 use rlx_ir::{ComputeClass, DType};
 
-/// Owned values of one tensor in its compute class.
+/// Owned values of one tensor in its compute class. `U8` holds U8 *leaves* (params,
+/// constants, inputs) as their bytes, so a packed quantised weight takes its file size and
+/// not 8× that; U8 values computed in the arena stay i64 like every other integer.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Storage {
     F32(Vec<f32>),
     F64(Vec<f64>),
     I64(Vec<i64>),
+    U8(Vec<u8>),
 }
 
 impl Storage {
@@ -17,6 +20,16 @@ impl Storage {
             Storage::F32(v) => v.len(),
             Storage::F64(v) => v.len(),
             Storage::I64(v) => v.len(),
+            Storage::U8(v) => v.len(),
+        }
+    }
+    /// Bytes this storage holds (what a leaf costs in memory).
+    pub fn bytes(&self) -> usize {
+        match self {
+            Storage::F32(v) => v.len() * 4,
+            Storage::F64(v) => v.len() * 8,
+            Storage::I64(v) => v.len() * 8,
+            Storage::U8(v) => v.len(),
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -27,15 +40,33 @@ impl Storage {
             Storage::F32(v) => Buf::F32(v),
             Storage::F64(v) => Buf::F64(v),
             Storage::I64(v) => Buf::I64(v),
+            Storage::U8(v) => Buf::U8(v),
         }
     }
 }
 
+/// Values a thunk reads. `U8` only ever views leaf bytes (see [`Storage::U8`]); thunks that
+/// do not read bytes natively get such inputs widened to `I64` by the executor.
 #[derive(Clone, Copy, Debug)]
 pub enum Buf<'a> {
     F32(&'a [f32]),
     F64(&'a [f64]),
     I64(&'a [i64]),
+    U8(&'a [u8]),
+}
+
+impl Buf<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            Buf::F32(s) => s.len(),
+            Buf::F64(s) => s.len(),
+            Buf::I64(s) => s.len(),
+            Buf::U8(s) => s.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 #[derive(Debug)]
@@ -129,6 +160,7 @@ impl<'a> TensorView<'a> {
             Buf::F32(s) => s.iter().map(|&v| v as f64).collect(),
             Buf::F64(s) => s.to_vec(),
             Buf::I64(s) => s.iter().map(|&v| v as f64).collect(),
+            Buf::U8(s) => s.iter().map(|&v| v as f64).collect(),
         }
     }
     /// Values as integers whatever the class (floats truncate).
@@ -137,6 +169,7 @@ impl<'a> TensorView<'a> {
             Buf::F32(s) => s.iter().map(|&v| v as i64).collect(),
             Buf::F64(s) => s.iter().map(|&v| v as i64).collect(),
             Buf::I64(s) => s.to_vec(),
+            Buf::U8(s) => s.iter().map(|&v| v as i64).collect(),
         }
     }
 }

@@ -48,8 +48,12 @@ enum Want<'a> {
     All,
 }
 
-/// Convert a host tensor into the compute class of `dtype`.
+/// Convert a host tensor into the storage a leaf of its dtype gets: its compute class, and
+/// U8 as bytes.
 pub fn to_storage(t: &HostTensor) -> Storage {
+    if t.dtype == DType::U8 {
+        return Storage::U8(t.data.clone());
+    }
     match t.dtype.compute_class() {
         ComputeClass::F32 => Storage::F32(t.to_f32_vec()),
         ComputeClass::F64 => Storage::F64(t.to_f64_vec()),
@@ -73,7 +77,25 @@ pub fn from_buf(buf: Buf, shape: &[usize], dtype: DType) -> HostTensor {
                 dtype,
             ),
         },
+        Buf::U8(s) => match dtype {
+            DType::U8 => HostTensor {
+                shape: shape.to_vec(),
+                dtype,
+                data: s.to_vec(),
+            },
+            _ => HostTensor::from_f64_as(
+                shape,
+                &s.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+                dtype,
+            ),
+        },
     }
+}
+
+/// Ops whose thunks read U8 leaf bytes (`Buf::U8`) themselves; every other op gets such
+/// an input widened to i64 for the length of its thunk.
+fn reads_bytes(op: &Op) -> bool {
+    matches!(op, Op::DequantMatMul { .. } | Op::Gather { .. })
 }
 
 /// Make values obey their storage dtype (half rounding, integer wrap, bool 0/1).
@@ -155,6 +177,13 @@ impl CpuExecutable {
     /// Arena bytes of the current plan (0 before the first run).
     pub fn arena_bytes(&self) -> usize {
         self.current_plan().map_or(0, |p| p.plan.planned_bytes)
+    }
+
+    /// Bytes held by constants and params (U8 ones as their bytes, integers as i64, floats
+    /// in their compute class).
+    pub fn leaf_bytes(&self) -> usize {
+        let leaves = self.leaves.read().unwrap_or_else(PoisonError::into_inner);
+        leaves.iter().flatten().map(Storage::bytes).sum()
     }
 
     /// What the arena would take with one buffer per node (0 before the first run).
@@ -373,17 +402,23 @@ impl CpuExecutable {
                     }
                 }
             }
-            let mut ins = Vec::with_capacity(node.inputs.len());
+            let mut datas = Vec::with_capacity(node.inputs.len());
             for &inp in &node.inputs {
                 let j = inp.0;
                 // SAFETY: bounds are checked in read_loc; the output slice below is disjoint
                 // from every input (checked above) and from leaf storage.
                 let data = unsafe { read_loc(&arenas, &leaves, plan.locs[j]) }
                     .ok_or_else(|| no_value(&self.graph.nodes[j]))?;
+                datas.push(data);
+            }
+            let widened = widen_bytes(node, &datas)?;
+            let mut ins = Vec::with_capacity(node.inputs.len());
+            for ((&inp, data), w) in node.inputs.iter().zip(datas).zip(&widened) {
+                let j = inp.0;
                 ins.push(TensorView {
                     shape: &plan.shapes[j],
                     dtype: self.graph.nodes[j].shape.dtype,
-                    data,
+                    data: w.as_deref().map_or(data, Buf::I64),
                 });
             }
             let dtype = node.shape.dtype;
@@ -447,6 +482,7 @@ impl CpuExecutable {
                 Buf::F32(s) => Storage::F32(s.to_vec()),
                 Buf::F64(s) => Storage::F64(s.to_vec()),
                 Buf::I64(s) => Storage::I64(s.to_vec()),
+                Buf::U8(s) => Storage::I64(s.iter().map(|&b| b as i64).collect()),
             };
             let pos = match read(pos) {
                 Some(Buf::I64(s)) if s.len() == 1 => s[0],
@@ -462,6 +498,7 @@ impl CpuExecutable {
             Storage::F32(v) => BufMut::F32(v),
             Storage::F64(v) => BufMut::F64(v),
             Storage::I64(v) => BufMut::I64(v),
+            Storage::U8(_) => return Err(err("a U8 cache cannot be written in place".into())),
         };
         crate::ops::cache_write::cache_write(
             axis,
@@ -476,6 +513,24 @@ impl CpuExecutable {
             other => other,
         })
     }
+}
+
+/// For an op that does not read bytes, an i64 copy of each U8 leaf input (`None` where the
+/// input is used as it is). A thunk only ever sees one class per integer tensor this way.
+fn widen_bytes(node: &Node, datas: &[Buf]) -> Result<Vec<Option<Vec<i64>>>, CpuError> {
+    let keep = reads_bytes(&node.op);
+    datas
+        .iter()
+        .map(|d| match d {
+            Buf::U8(s) if !keep => {
+                let what = || format!("an i64 copy of a U8 input of node {}", label(node));
+                let mut v = alloc::with_capacity(s.len(), &what)?;
+                v.extend(s.iter().map(|&b| b as i64));
+                Ok(Some(v))
+            }
+            _ => Ok(None),
+        })
+        .collect()
 }
 
 fn no_value(n: &Node) -> CpuError {
@@ -565,6 +620,7 @@ unsafe fn read_loc<'a>(arenas: &Arenas, leaves: &Leaves<'a>, loc: Loc) -> Option
                 Buf::F32(s) => Buf::F32(s.get(r)?),
                 Buf::F64(s) => Buf::F64(s.get(r)?),
                 Buf::I64(s) => Buf::I64(s.get(r)?),
+                Buf::U8(s) => Buf::U8(s.get(r)?),
             })
         }
         Loc::Arena { pool, off, len } => {

@@ -1,6 +1,8 @@
 //! rlx-cpu: the CPU reference executor — one thunk per op over a planned arena.
 //! Float types compute in f32 (f16/bf16 are rounded to their storage after each op), f64
-//! in f64, integer and bool types in i64.
+//! in f64, integer and bool types in i64 — except U8 leaves (params, constants, inputs),
+//! held as their bytes so a packed quantised weight costs its size (thunks that do not read
+//! bytes get them widened to i64).
 mod buffer;
 mod const_eval;
 mod error;

@@ -155,7 +155,13 @@ pub(crate) fn decode(
             bytes.chunks_exact(8).map(|c| i64::from_le_bytes(arr(c))),
             what,
         )?),
-        DType::U8 | DType::Bool => Storage::I64(collect(n, bytes.iter().map(|&b| b as i64), what)?),
+        // U8 leaves keep their bytes (packed quantised weights are most of a model).
+        DType::U8 => {
+            let mut v = with_capacity(n, what)?;
+            v.extend_from_slice(&bytes[..n]);
+            Storage::U8(v)
+        }
+        DType::Bool => Storage::I64(collect(n, bytes.iter().map(|&b| b as i64), what)?),
     })
 }
 
@@ -164,8 +170,14 @@ pub(crate) fn storage_of(t: &HostTensor, what: &dyn Fn() -> String) -> Result<St
     decode(&t.data, t.dtype, what)
 }
 
-/// An owned copy of computed values (a write-back's new param value).
-pub(crate) fn copy_buf(buf: Buf, what: &dyn Fn() -> String) -> Result<Storage, CpuError> {
+/// An owned copy of computed values as the leaf storage of `dtype` (a write-back's new param
+/// value): U8 values computed in the i64 arena go back to bytes (they are already wrapped
+/// to 0..=255 by the executor's normalisation).
+pub(crate) fn copy_buf(
+    buf: Buf,
+    dtype: DType,
+    what: &dyn Fn() -> String,
+) -> Result<Storage, CpuError> {
     fn copy<T: Copy>(s: &[T], what: &dyn Fn() -> String) -> Result<Vec<T>, CpuError> {
         let mut v = with_capacity(s.len(), what)?;
         v.extend_from_slice(s);
@@ -174,7 +186,11 @@ pub(crate) fn copy_buf(buf: Buf, what: &dyn Fn() -> String) -> Result<Storage, C
     Ok(match buf {
         Buf::F32(s) => Storage::F32(copy(s, what)?),
         Buf::F64(s) => Storage::F64(copy(s, what)?),
+        Buf::I64(s) if dtype == DType::U8 => {
+            Storage::U8(collect(s.len(), s.iter().map(|&v| v as u8), what)?)
+        }
         Buf::I64(s) => Storage::I64(copy(s, what)?),
+        Buf::U8(s) => Storage::U8(copy(s, what)?),
     })
 }
 
@@ -199,11 +215,7 @@ pub(crate) fn tensor_of(
     dtype: DType,
     what: &dyn Fn() -> String,
 ) -> Result<HostTensor, CpuError> {
-    let n = match buf {
-        Buf::F32(s) => s.len(),
-        Buf::F64(s) => s.len(),
-        Buf::I64(s) => s.len(),
-    };
+    let n = buf.len();
     let mut data = with_capacity(n.saturating_mul(dtype.size_bytes()), what)?;
     match (buf, dtype) {
         (Buf::F32(s), DType::F32) => s
@@ -215,6 +227,8 @@ pub(crate) fn tensor_of(
             .iter()
             .for_each(|v| data.extend_from_slice(&v.to_le_bytes())),
         (Buf::I64(s), _) => s.iter().for_each(|&v| push_f64(&mut data, v as f64, dtype)),
+        (Buf::U8(s), DType::U8) => data.extend_from_slice(s),
+        (Buf::U8(s), _) => s.iter().for_each(|&v| push_f64(&mut data, v as f64, dtype)),
     }
     Ok(HostTensor {
         shape: shape.to_vec(),

@@ -78,8 +78,10 @@ impl CpuExecutable {
         let mut fresh = Vec::with_capacity(writes.len());
         for &(out, leaf) in writes {
             let node = &self.graph.nodes[self.graph.outputs[out].0];
-            let what = || format!("the new value of {}", label(&self.graph.nodes[leaf]));
-            fresh.push(alloc::copy_buf(buf_of(plan, arena, leaves, node)?, &what)?);
+            let param = &self.graph.nodes[leaf];
+            let what = || format!("the new value of {}", label(param));
+            let buf = buf_of(plan, arena, leaves, node)?;
+            fresh.push(alloc::copy_buf(buf, param.shape.dtype, &what)?);
         }
         for (&(_, leaf), value) in writes.iter().zip(fresh) {
             match &leaves[leaf] {

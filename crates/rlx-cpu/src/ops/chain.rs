@@ -42,20 +42,12 @@ struct Reader<'a> {
     kind: ReadKind,
 }
 
-fn buf_len(b: &Buf) -> usize {
-    match b {
-        Buf::F32(s) => s.len(),
-        Buf::F64(s) => s.len(),
-        Buf::I64(s) => s.len(),
-    }
-}
-
 fn reader<'a>(t: &TensorView<'a>, resize: bool, out: &[usize]) -> Result<Reader<'a>, CpuError> {
     let src = t.shape;
-    if buf_len(&t.data) != t.numel() {
+    if t.data.len() != t.numel() {
         return Err(op_err(format!(
             "input of shape {src:?} holds {} values",
-            buf_len(&t.data)
+            t.data.len()
         )));
     }
     let (eff, src_divs) = if resize {
@@ -228,6 +220,7 @@ fn select_any<T: Copy>(c: &Storage, a: &[T], b: &[T], o: &mut [T]) {
         Storage::F32(c) => select(&c[..n], a, b, o),
         Storage::F64(c) => select(&c[..n], a, b, o),
         Storage::I64(c) => select(&c[..n], a, b, o),
+        Storage::U8(c) => select(&c[..n], a, b, o),
     }
 }
 
@@ -253,6 +246,19 @@ fn cast_step(to: DType, x: &Storage, dst: &mut Storage, n: usize) {
         }
         (Storage::F64(a), Storage::I64(o)) => map1(&a[..n], &mut o[..n], |v| float_to_int(v, to)),
         (Storage::I64(a), Storage::I64(o)) => o[..n].copy_from_slice(&a[..n]),
+        // Block scratch is only ever made in the three compute classes (`empty`); bytes
+        // are widened like i64 for completeness.
+        (Storage::U8(a), Storage::F32(o)) => map1(&a[..n], &mut o[..n], |v| v as f32),
+        (Storage::U8(a), Storage::F64(o)) => map1(&a[..n], &mut o[..n], |v| v as f64),
+        (Storage::U8(a), Storage::I64(o)) => map1(&a[..n], &mut o[..n], |v| v as i64),
+        (Storage::F32(a), Storage::U8(o)) => {
+            map1(&a[..n], &mut o[..n], |v| float_to_int(v as f64, to) as u8)
+        }
+        (Storage::F64(a), Storage::U8(o)) => {
+            map1(&a[..n], &mut o[..n], |v| float_to_int(v, to) as u8)
+        }
+        (Storage::I64(a), Storage::U8(o)) => map1(&a[..n], &mut o[..n], |v| v as u8),
+        (Storage::U8(a), Storage::U8(o)) => o[..n].copy_from_slice(&a[..n]),
     }
 }
 

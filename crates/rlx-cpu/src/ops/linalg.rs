@@ -1,14 +1,15 @@
-//! CPU thunks of the Linalg group: MatMul, FusedMatMulBiasAct, DequantMatMul. Every product goes through the
-//! `gemm` crate on strided views of the operands (broadcast batch items are read in place).
+//! CPU thunks of the Linalg group: MatMul, FusedMatMulBiasAct, DequantMatMul. Every product
+//! goes through the `gemm` crate on strided views of the operands (broadcast batch items are
+//! read in place), except DequantMatMul at decode shapes (`quant::matvec`).
 use super::arity;
 use super::scalar::activation;
 use crate::error::op_err;
 use crate::quant;
 use crate::util::broadcast_offsets;
-use crate::{CpuError, Float, OutView, TensorView};
+use crate::{Buf, CpuError, Float, OutView, TensorView};
 use gemm::Parallelism;
 use rayon::prelude::*;
-use rlx_ir::{Activation, QuantScheme};
+use rlx_ir::{Activation, ComputeClass, QuantScheme};
 
 /// Below this many multiply-adds a product is not worth spreading over threads.
 const PAR_WORK: usize = 1 << 15;
@@ -200,17 +201,38 @@ fn bias_act<T: Float>(out: &mut [T], bias: &[T], act: Option<Activation>) -> Res
     Ok(())
 }
 
-/// `x @ Wᵀ` with W `[N, K]` in packed blocks (held one byte per i64). The weight stays
-/// packed: each task dequantises a tile of weight rows into a small buffer, multiplies it,
-/// and drops it, so no copy of the whole weight in f32 (or T) ever exists.
-fn dequant_matmul_t<T: Float>(
+/// Up to this many rows of x a dequant matmul walks the packed rows directly
+/// (`quant::matvec`); above it the dequantised-tile GEMM is faster.
+pub const MATVEC_MAX_M: usize = 8;
+
+/// The packed weight's bytes: borrowed when it is a U8 leaf (stored as bytes), else copied
+/// out of the i64 values a computed U8 tensor is held as (each checked to be a byte).
+fn weight_bytes<'a>(w: &TensorView<'a>) -> Result<std::borrow::Cow<'a, [u8]>, CpuError> {
+    match w.data {
+        Buf::U8(s) => Ok(std::borrow::Cow::Borrowed(s)),
+        Buf::I64(s) => (s.iter().enumerate())
+            .map(|(i, &b)| {
+                u8::try_from(b).map_err(|_| {
+                    op_err(format!("packed weight byte {b} at offset {i} out of range"))
+                })
+            })
+            .collect::<Result<Vec<u8>, _>>()
+            .map(std::borrow::Cow::Owned),
+        _ => Err(op_err(format!(
+            "packed weight of dtype {} is not held as bytes",
+            w.dtype
+        ))),
+    }
+}
+
+/// Checked sizes `(m, k, n, row bytes)` of a dequant matmul, or `None` when it is empty
+/// (the output, if any, is then zeros).
+fn dequant_dims(
     scheme: QuantScheme,
     x: &TensorView,
     w: &TensorView,
-    out: &mut [T],
-) -> Result<(), CpuError> {
-    let xv = x.get::<T>()?;
-    let wv = w.get::<i64>()?;
+    out_len: usize,
+) -> Result<Option<(usize, usize, usize, usize)>, CpuError> {
     if x.rank() == 0 || w.rank() != 2 {
         return Err(op_err(format!(
             "want x [.., K] and packed weight [N, bytes], got {:?} and {:?}",
@@ -220,24 +242,53 @@ fn dequant_matmul_t<T: Float>(
     let k = x.shape[x.rank() - 1];
     let n = w.shape[0];
     let rb = quant::row_bytes(scheme, k)?;
-    if w.shape[1] != rb || wv.len() != n * rb {
+    if w.shape[1] != rb || w.data.len() != n * rb {
         return Err(op_err(format!(
             "{scheme:?} weight for K = {k} needs rows of {rb} bytes, got {:?}",
             w.shape
         )));
     }
-    let m = xv.len().checked_div(k).unwrap_or(0);
-    if out.len() != m * n {
+    let m = x.data.len().checked_div(k).unwrap_or(0);
+    if x.data.len() != m * k || out_len != m * n {
         return Err(op_err(format!(
-            "output holds {} values, dequant matmul gives {}",
-            out.len(),
+            "output holds {out_len} values, dequant matmul of x {:?} gives {}",
+            x.shape,
             m * n
         )));
     }
-    if k == 0 || m == 0 || n == 0 {
+    Ok((k > 0 && m > 0 && n > 0).then_some((m, k, n, rb)))
+}
+
+/// `x @ Wᵀ` for f32 x of at most [`MATVEC_MAX_M`] rows: each packed row walked once.
+fn dequant_matvec(
+    scheme: QuantScheme,
+    x: &TensorView,
+    w: &TensorView,
+    out: &mut [f32],
+) -> Result<(), CpuError> {
+    let Some((_, k, n, _)) = dequant_dims(scheme, x, w, out.len())? else {
+        out.fill(0.0);
+        return Ok(());
+    };
+    quant::matvec(scheme, &weight_bytes(w)?, n, k, x.get::<f32>()?, out)
+}
+
+/// `x @ Wᵀ` with W `[N, K]` in packed blocks, through dequantised tiles and a GEMM (the
+/// large-M path). The weight stays packed: each task dequantises a tile of weight rows into
+/// a small buffer, multiplies it, and drops it, so no copy of the whole weight in f32 (or
+/// T) ever exists.
+fn dequant_matmul_t<T: Float>(
+    scheme: QuantScheme,
+    x: &TensorView,
+    w: &TensorView,
+    out: &mut [T],
+) -> Result<(), CpuError> {
+    let xv = x.get::<T>()?;
+    let Some((m, k, n, rb)) = dequant_dims(scheme, x, w, out.len())? else {
         out.fill(T::zero());
         return Ok(());
-    }
+    };
+    let wv = weight_bytes(w)?;
     let lhs = Operand {
         data: xv,
         rs: k,
@@ -248,19 +299,11 @@ fn dequant_matmul_t<T: Float>(
     let tile = n.div_ceil(threads).clamp(1, 64);
     let one = |n0: usize| -> Result<Vec<T>, CpuError> {
         let nt = tile.min(n - n0);
-        let (mut bytes, mut row) = (vec![0u8; rb], vec![0f32; k]);
+        let mut row = vec![0f32; k];
         let mut wt = vec![T::zero(); nt * k];
         for (r, dst) in wt.chunks_exact_mut(k).enumerate() {
             let src = &wv[(n0 + r) * rb..(n0 + r + 1) * rb];
-            for (o, &b) in bytes.iter_mut().zip(src) {
-                *o = u8::try_from(b).map_err(|_| {
-                    op_err(format!(
-                        "packed weight byte {b} (row {}) out of range",
-                        n0 + r
-                    ))
-                })?;
-            }
-            quant::dequantize_row(scheme, &bytes, &mut row);
+            quant::dequantize_row(scheme, src, &mut row);
             for (o, &v) in dst.iter_mut().zip(&row) {
                 *o = T::from_f64(v as f64);
             }
@@ -313,8 +356,29 @@ pub fn fused_matmul_bias_act(
     })
 }
 
-/// x `[.., K]`, packed weight `[N, bytes]` → `x @ Wᵀ`.
+/// x `[.., K]`, packed weight `[N, bytes]` → `x @ Wᵀ`: f32 decode shapes (at most
+/// [`MATVEC_MAX_M`] rows of x) walk the packed rows once, the rest (and f64, whose
+/// precision the f32 lanes would lose) go through dequantised tiles and a GEMM.
 pub fn dequant_matmul(
+    scheme: QuantScheme,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let ins = arity(ins, 2, 2)?;
+    let (x, w) = (&ins[0], &ins[1]);
+    let k = x.shape.last().copied().unwrap_or(0);
+    let m = out
+        .numel()
+        .checked_div(w.shape.first().copied().unwrap_or(0));
+    if out.class() == ComputeClass::F32 && k > 0 && m.is_some_and(|m| m <= MATVEC_MAX_M) {
+        return dequant_matvec(scheme, x, w, out.get_mut()?);
+    }
+    dequant_matmul_tiled(scheme, ins, out)
+}
+
+/// [`dequant_matmul`] always through dequantised tiles and a GEMM, whatever M is (public
+/// for the bench that compares the two paths).
+pub fn dequant_matmul_tiled(
     scheme: QuantScheme,
     ins: &[TensorView],
     mut out: OutView,

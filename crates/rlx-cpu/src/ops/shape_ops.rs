@@ -143,15 +143,17 @@ fn concat_t<T: Elem>(ins: &[TensorView], axis: i64, out: &mut OutView) -> Result
     Ok(())
 }
 
-fn gather_t<T: Elem>(
+/// Gather from values `xs` (held as `S`), each copied as `conv` makes it a `T`.
+fn gather_t<S: Copy, T: Elem>(
     data: &TensorView,
+    xs: &[S],
+    conv: impl Fn(S) -> T,
     idx: &TensorView,
     axis: i64,
     out: &mut OutView,
 ) -> Result<(), CpuError> {
     let a = axis_of(axis, data.rank())?;
     let (outer, n, inner) = outer_inner(data.shape, a);
-    let xs = data.get::<T>()?;
     let picks = idx
         .to_f64_vec()
         .iter()
@@ -174,7 +176,9 @@ fn gather_t<T: Elem>(
         for (j, &p) in picks.iter().enumerate() {
             let s = (r * n + p) * inner;
             let d = (r * k + j) * inner;
-            o[d..d + inner].copy_from_slice(&xs[s..s + inner]);
+            for (o, &x) in o[d..d + inner].iter_mut().zip(&xs[s..s + inner]) {
+                *o = conv(x);
+            }
         }
     }
     Ok(())
@@ -263,10 +267,19 @@ pub fn concat(axis: i64, ins: &[TensorView], mut out: OutView) -> Result<(), Cpu
     any_class!(out.class(), T => concat_t::<T>(ins, axis, &mut out))
 }
 
-/// data, indices (any class: float indices must be whole numbers).
+/// data, indices (any class: float indices must be whole numbers). U8 leaf data is read
+/// as its bytes, so picking rows of a packed table widens only the rows picked.
 pub fn gather(axis: i64, ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
     let ins = arity(ins, 2, 2)?;
-    any_class!(out.class(), T => gather_t::<T>(&ins[0], &ins[1], axis, &mut out))
+    let (data, idx) = (&ins[0], &ins[1]);
+    if let crate::Buf::U8(xs) = data.data {
+        let wide = |b: u8| b as i64;
+        return gather_t::<u8, i64>(data, xs, wide, idx, axis, &mut out);
+    }
+    any_class!(out.class(), T => {
+        let xs = data.get::<T>()?;
+        gather_t::<T, T>(data, xs, |v| v, idx, axis, &mut out)
+    })
 }
 
 pub fn pad(

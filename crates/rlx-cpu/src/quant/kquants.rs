@@ -24,7 +24,7 @@ const QK_K: usize = 256;
 /// Sub-block j's (scale, min) from the 12 packed bytes, as ggml's `get_scale_min_k4`:
 /// j < 4 are the low 6 bits of bytes j and j + 4; j ≥ 4 take their low 4 bits from the
 /// nibbles of byte j + 4 and their top 2 bits from the top bits of bytes j − 4 and j.
-fn scale_min(j: usize, s: &[u8]) -> (u8, u8) {
+pub(super) fn scale_min(j: usize, s: &[u8]) -> (u8, u8) {
     if j < 4 {
         (s[j] & 63, s[j + 4] & 63)
     } else {

@@ -2,8 +2,11 @@
 //! `DequantMatMul`. A row of `cols` values is `cols / block_len` blocks of `block_bytes`;
 //! the 32-value formats live in [`legacy`], the 256-value K-quants in [`kquants`] (each file
 //! states its byte layouts).
+mod gemv;
 mod kquants;
 mod legacy;
+
+pub use gemv::matvec;
 
 use crate::error::op_err;
 use crate::CpuError;
