@@ -17,7 +17,9 @@ tests() {
   export RLX_REQUIRE_CUDA=1
   while read -r name dir; do
     [ -n "$name" ] || continue
-    ( cd "$dir" && timeout "${TEST_TIMEOUT:-300}" "$top/.device/tests/$name" > "$out/t-${name%-*}.log" 2>&1; echo $? > "$out/t-${name%-*}.rc" ) &
+    # Named crate-binary: two crates may both have a `cuda` test binary.
+    tag="$(basename "$dir")-${name%-*}"
+    ( cd "$dir" && timeout "${TEST_TIMEOUT:-300}" "$top/.device/tests/$name" > "$out/t-$tag.log" 2>&1; echo $? > "$out/t-$tag.rc" ) &
   done < .device/tests/index
   wait
   fails=0
@@ -31,7 +33,7 @@ tests() {
   # thread interference from wrong results.
   while read -r name dir; do
     [ -n "$name" ] || continue
-    [ "$(cat "$out/t-${name%-*}.rc")" = 0 ] && continue
+    [ "$(cat "$out/t-$(basename "$dir")-${name%-*}.rc")" = 0 ] && continue
     r=$(cd "$dir" && timeout "${TEST_TIMEOUT:-300}" "$top/.device/tests/$name" --test-threads 1 2>&1); rc=$?
     echo "[$rc] ${name%-*} (one thread): $(echo "$r" | grep -E '^test result:' | tail -n 1)" | tee -a "$out/tests.txt"
     echo "$r" | grep -E "panicked|rel-L2|differ" | head -n 6 | tee -a "$out/tests.txt"

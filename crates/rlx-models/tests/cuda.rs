@@ -9,21 +9,10 @@
 use rlx_io::gguf::Gguf;
 use rlx_models::generate::{Decoder, LoadOptions};
 use rlx_runtime::Device;
+mod common;
+use common::{model, reference};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-fn model(file: &str) -> Option<PathBuf> {
-    let path = rlx_io::model_cache()?.join("gguf").join(file);
-    if path.exists() {
-        Some(path)
-    } else {
-        println!(
-            "skipped: {} is absent (scripts/fetch_models.sh fetches it)",
-            path.display()
-        );
-        None
-    }
-}
+use std::path::Path;
 
 fn cuda() -> bool {
     match rlx_cuda::check_available(0) {
@@ -37,14 +26,6 @@ fn cuda() -> bool {
             false
         }
     }
-}
-
-fn reference(name: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
 }
 
 fn ids(v: &Value) -> Vec<u32> {

@@ -9,29 +9,10 @@ use rlx_io::gguf::Gguf;
 use rlx_ir::HostTensor;
 use rlx_models::llm::{self, BuildOptions, LlmConfig};
 use rlx_runtime::{CompiledGraph, Device, Session};
+mod common;
+use common::{model, reference};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-fn model(file: &str) -> Option<PathBuf> {
-    let path = rlx_io::model_cache()?.join("gguf").join(file);
-    if path.exists() {
-        Some(path)
-    } else {
-        println!(
-            "skipped: {} is absent (scripts/fetch_models.sh fetches it)",
-            path.display()
-        );
-        None
-    }
-}
-
-fn reference(name: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use std::path::Path;
 
 fn ids(v: &Value) -> Vec<i64> {
     v.as_array()
