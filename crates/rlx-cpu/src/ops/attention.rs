@@ -80,11 +80,16 @@ impl Geometry {
         }
     }
 
+    /// Keys that exist: all Sk, or the `past + Sq` a KV cache holds so far (the scores'
+    /// row length, so a step's scratch follows the valid length, not the cache's).
+    fn valid(&self) -> usize {
+        self.past.map_or(self.sk, |p| p + self.sq)
+    }
+
     /// Keys `lo..hi` that query `i` may see under a positional mask.
     fn key_range(&self, kind: MaskKind, i: usize) -> (usize, usize) {
-        // Queries are the last Sq positions of the valid keys: all Sk of them, or the
-        // `past + Sq` a KV cache holds so far.
-        let valid = self.past.map_or(self.sk, |p| p + self.sq);
+        // Queries are the last Sq positions of the valid keys.
+        let valid = self.valid();
         let pos = valid as i64 - self.sq as i64 + i as i64;
         let clamp = |p: i64| p.clamp(0, valid as i64) as usize;
         match kind {
@@ -147,6 +152,8 @@ fn attend_block<T: Float>(
 ) {
     let g = p.g;
     let (sk, d, dv, n) = (g.sk, g.d, g.dv, i1 - i0);
+    // Score rows hold the valid keys only (every key range ends at or before them).
+    let ss = g.valid();
     let kvh = h / g.group;
     let keep = p.keep.map(|m| &m[b * sk..(b + 1) * sk]);
     let sees = |j: usize| keep.is_none_or(|m| m[j]);
@@ -171,7 +178,7 @@ fn attend_block<T: Float>(
                 if let Some(c) = p.cap {
                     s = c * (s / c).tanh();
                 }
-                scores[r * sk + j] = s;
+                scores[r * ss + j] = s;
             }
         }
     }
@@ -179,7 +186,7 @@ fn attend_block<T: Float>(
     // Scores become unnormalised weights exp(s − max); `inv` keeps 1/Σ per row.
     let mut inv = [T::zero(); QBLOCK];
     for (r, &(l, u)) in ranges.iter().enumerate() {
-        let row = &mut scores[r * sk..(r + 1) * sk];
+        let row = &mut scores[r * ss..(r + 1) * ss];
         let mut max = T::neg_infinity();
         let mut any = false;
         for j in (l..u).filter(|&j| sees(j)) {
@@ -208,7 +215,7 @@ fn attend_block<T: Float>(
         let vj = &p.v[v0..v0 + dv];
         for (r, &(l, u)) in ranges.iter().enumerate() {
             if (l..u).contains(&j) {
-                let w = scores[r * sk + j];
+                let w = scores[r * ss + j];
                 let o = &mut out[r * stride..r * stride + dv];
                 o.iter_mut().zip(vj).for_each(|(o, &x)| *o += w * x);
             }
@@ -246,7 +253,7 @@ fn run<T: Float>(
     if out.is_empty() {
         return Ok(());
     }
-    let scratch = || vec![T::zero(); QBLOCK * g.sk];
+    let scratch = || vec![T::zero(); QBLOCK * g.valid()];
     // Parallel over query blocks; a chunk of `out` is exactly what its block writes.
     match spec.layout {
         AttentionLayout::Bhsd => out.par_chunks_mut(sq * dv).enumerate().for_each(|(bh, o)| {
