@@ -111,23 +111,35 @@ impl Builder<'_> {
 
     /// The `[n_out, n_in]` matrix `name` (GGUF ne = [n_in, n_out]).
     fn weight(&mut self, tensor: &str, n_out: usize, n_in: usize) -> Result<Weight, ModelError> {
-        let param = tensor;
-        Ok(match self.cfg.format(tensor)? {
+        let format = self.cfg.format(tensor)?;
+        self.matrix(tensor, format, n_out, n_in, |transpose| {
+            ParamSource::tensor(tensor, &[n_out, n_in], transpose)
+        })
+    }
+
+    /// Declare param `name`, an `[n_out, n_in]` matrix stored as `format`: packed rows as
+    /// they are, a plain matrix transposed to `[n_in, n_out]` (`source(transpose)` says
+    /// where the values come from).
+    fn matrix(
+        &mut self,
+        name: &str,
+        format: WeightFormat,
+        n_out: usize,
+        n_in: usize,
+        source: impl Fn(bool) -> ParamSource,
+    ) -> Result<Weight, ModelError> {
+        Ok(match format {
             WeightFormat::Packed(s) => {
-                let row_bytes = packed_row_bytes(tensor, s, n_in)?;
+                let row_bytes = packed_row_bytes(name, s, n_in)?;
                 let id = self.param(
-                    param,
+                    name,
                     Shape::new(&[n_out, row_bytes], DType::U8),
-                    ParamSource::tensor(tensor, &[n_out, n_in], false),
+                    source(false),
                 )?;
                 Weight::Packed(id, s)
             }
             WeightFormat::Plain(dt) => {
-                let id = self.param(
-                    param,
-                    Shape::new(&[n_in, n_out], dt),
-                    ParamSource::tensor(tensor, &[n_out, n_in], true),
-                )?;
+                let id = self.param(name, Shape::new(&[n_in, n_out], dt), source(true))?;
                 Weight::Plain(id, dt)
             }
         })
@@ -164,31 +176,12 @@ impl Builder<'_> {
         let specs: Vec<(String, Vec<usize>)> = (parts.iter())
             .map(|(t, r)| (t.clone(), vec![*r, n_in]))
             .collect();
-        let w = match formats[0] {
-            WeightFormat::Packed(s) => {
-                let rb = packed_row_bytes(&parts[0].0, s, n_in)?;
-                let id = self.param(
-                    fused,
-                    Shape::new(&[total, rb], DType::U8),
-                    ParamSource::Rows {
-                        parts: specs,
-                        transpose: false,
-                    },
-                )?;
-                Weight::Packed(id, s)
+        let w = self.matrix(fused, formats[0], total, n_in, |transpose| {
+            ParamSource::Rows {
+                parts: specs.clone(),
+                transpose,
             }
-            WeightFormat::Plain(dt) => {
-                let id = self.param(
-                    fused,
-                    Shape::new(&[n_in, total], dt),
-                    ParamSource::Rows {
-                        parts: specs,
-                        transpose: true,
-                    },
-                )?;
-                Weight::Plain(id, dt)
-            }
-        };
+        })?;
         let b = match bias {
             Some(names) => {
                 let bparts = (names.iter().zip(parts))
