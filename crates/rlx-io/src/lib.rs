@@ -2,11 +2,14 @@
 //! or gzip) and carries an embedded default, scikit-learn's 8×8 handwritten digits, so
 //! training demos need no download. `gguf` reads llama.cpp's GGUF model files (v2/v3):
 //! metadata, the tensor table and memory-mapped tensor data, every offset checked.
+//! `safetensors` maps Hugging Face weights (one file or an index of shards).
 pub mod datasets;
 pub mod gguf;
+pub mod safetensors;
 
 pub use datasets::{Batch, Batches, Dataset, DatasetError};
 pub use gguf::{Gguf, GgufError};
+pub use safetensors::{SafeTensors, SafetensorsError, TensorRef};
 
 /// Where fetched model files live: `$RLX_CACHE`, else `~/.cache/rlx` (outside any checkout;
 /// `scripts/fetch_models.sh` fills it). `None` when neither can be named.
