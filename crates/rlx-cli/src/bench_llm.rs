@@ -73,6 +73,7 @@ pub fn llm(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
             &LoadOptions {
                 device: o.device,
                 ctx: Some(ctx),
+                dtype: None,
             },
         )?;
         eprintln!(

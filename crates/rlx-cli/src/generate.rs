@@ -1,4 +1,4 @@
-//! `rlx generate` and `rlx chat`: a GGUF decoder on the CPU or CUDA, streaming text to
+//! `rlx generate` and `rlx chat`: a GGUF decoder or a Hugging Face folder on the CPU or CUDA, streaming text to
 //! stdout as it is decoded, with prompt and generation speeds at the end (on stderr, so the
 //! text on stdout is exactly the model's).
 use crate::{parse_device, CliError};
@@ -13,9 +13,13 @@ use std::time::Instant;
 /// Options shared by `generate` and `chat`.
 #[derive(Args, Debug, Clone)]
 pub struct ModelArgs {
-    /// A GGUF file (llama, qwen2 or gemma3 architecture).
+    /// A GGUF file (llama, qwen2 or gemma3 architecture) or a Hugging Face folder
+    /// (LlamaForCausalLM / Qwen2ForCausalLM: config.json, safetensors, tokenizer.json).
     #[arg(long)]
     pub model: PathBuf,
+    /// Hugging Face folders: compute in f32, f16 or bf16 (default: the weights' own dtype).
+    #[arg(long)]
+    pub precision: Option<String>,
     /// cpu, cuda or cuda:N (default: the best available)
     #[arg(long)]
     pub device: Option<String>,
@@ -67,12 +71,34 @@ impl ModelArgs {
     }
 
     fn load(&self) -> Result<Llm, CliError> {
-        if !self.model.is_file() {
+        let folder = self.model.is_dir();
+        if folder && !self.model.join("config.json").is_file() {
             return Err(CliError::Usage(format!(
-                "model file {} not found: pass a GGUF file (scripts/fetch_models.sh fetches SmolLM2 into $RLX_CACHE/gguf)",
+                "{} is a folder without config.json: pass a Hugging Face model folder or a GGUF file",
                 self.model.display()
             )));
         }
+        if !folder && !self.model.is_file() {
+            return Err(CliError::Usage(format!(
+                "model file {} not found: pass a GGUF file or a Hugging Face folder (scripts/fetch_models.sh fetches SmolLM2 into $RLX_CACHE/gguf)",
+                self.model.display()
+            )));
+        }
+        let dtype = match self.precision.as_deref() {
+            None => None,
+            Some(_) if !folder => return Err(CliError::Usage(
+                "--precision applies to Hugging Face folders; a GGUF runs its weights as stored"
+                    .into(),
+            )),
+            Some("f32") => Some(rlx::ir::DType::F32),
+            Some("f16") => Some(rlx::ir::DType::F16),
+            Some("bf16") => Some(rlx::ir::DType::BF16),
+            Some(p) => {
+                return Err(CliError::Usage(format!(
+                    "--precision {p}: use f32, f16 or bf16"
+                )))
+            }
+        };
         let device = parse_device(self.device.as_deref())?;
         // Validate the sampler before the (slow) load.
         self.options()
@@ -86,6 +112,7 @@ impl ModelArgs {
             &LoadOptions {
                 device,
                 ctx: self.ctx,
+                dtype,
             },
         )?;
         let c = llm.config();

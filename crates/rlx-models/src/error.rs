@@ -39,7 +39,7 @@ pub enum ModelError {
         supported: &'static [&'static str],
     },
     /// A tensor the architecture needs that the GGUF does not hold.
-    #[error("tensor {name} is missing from the GGUF (the {arch} builder needs it)")]
+    #[error("tensor {name} is missing from the model file (the {arch} builder needs it)")]
     MissingTensor { name: String, arch: String },
     /// A tensor whose shape disagrees with the metadata (row-major, outermost first).
     #[error("tensor {name} has shape {got:?}, the metadata implies {expected:?}")]
@@ -67,6 +67,14 @@ pub enum ModelError {
         pos: usize,
         ctx: usize,
     },
+    /// A Hugging Face folder's JSON config that is missing, unreadable or lacks a field.
+    #[error("{path}: {reason}")]
+    HfConfig {
+        path: std::path::PathBuf,
+        reason: String,
+    },
+    #[error(transparent)]
+    Safetensors(#[from] rlx_io::safetensors::SafetensorsError),
     #[error(transparent)]
     Tokenizer(#[from] crate::tokenizer::TokenizerError),
     #[error(transparent)]

@@ -29,6 +29,9 @@ pub struct LoadOptions {
     pub device: Device,
     /// Context length (KV-cache positions); `None`: the model's, capped at `DEFAULT_MAX_CTX`.
     pub ctx: Option<usize>,
+    /// For Hugging Face folders: the dtype weights are converted to at load (`None`: as
+    /// stored). GGUF weights always run as stored.
+    pub dtype: Option<DType>,
 }
 
 impl Default for LoadOptions {
@@ -36,6 +39,7 @@ impl Default for LoadOptions {
         LoadOptions {
             device: Device::Cpu,
             ctx: None,
+            dtype: None,
         }
     }
 }
@@ -111,8 +115,16 @@ pub struct Llm {
 }
 
 impl Llm {
-    /// Load `path` (a GGUF file) for `opts.device`.
+    /// Load `path` for `opts.device`: a GGUF file, or a Hugging Face folder
+    /// (`LlamaForCausalLM` / `Qwen2ForCausalLM` with safetensors and tokenizer.json).
     pub fn load(path: impl AsRef<Path>, opts: &LoadOptions) -> Result<Llm, ModelError> {
+        let path = path.as_ref();
+        if path.is_dir() {
+            let (cfg, store) = crate::hf::hf_decoder(path, opts.dtype)?;
+            let tokenizer = Tokenizer::from_hf_dir(path)?;
+            let decoder = Decoder::from_store(cfg, &store, opts)?;
+            return Ok(Llm { decoder, tokenizer });
+        }
         let gguf = Gguf::open(path)?;
         let tokenizer = Tokenizer::from_gguf(&gguf)?;
         let decoder = Decoder::from_gguf(&gguf, opts)?;
@@ -190,7 +202,15 @@ fn i64s(v: &[i64]) -> HostTensor {
 impl Decoder {
     /// Build, compile and fill the decoder of a GGUF file.
     pub fn from_gguf(gguf: &Gguf, opts: &LoadOptions) -> Result<Decoder, ModelError> {
-        let cfg = LlmConfig::from_gguf(gguf)?;
+        Decoder::from_store(LlmConfig::from_gguf(gguf)?, gguf, opts)
+    }
+
+    /// Build, compile and fill the decoder `cfg` with the tensors of `store`.
+    pub fn from_store(
+        cfg: LlmConfig,
+        store: &(impl llm::TensorStore + ?Sized),
+        opts: &LoadOptions,
+    ) -> Result<Decoder, ModelError> {
         let ctx = opts.ctx.unwrap_or(cfg.ctx.min(DEFAULT_MAX_CTX));
         if ctx == 0 || ctx > cfg.ctx.max(1) {
             return Err(ModelError::Config(format!(
@@ -210,7 +230,7 @@ impl Decoder {
         };
         let (graph, decls) = llm::build(&cfg, &bo)?;
         let exe = Session::new(opts.device).compile(graph)?;
-        for (name, value) in llm::load(gguf, &decls)? {
+        for (name, value) in llm::load(store, &decls)? {
             exe.set_param_typed(&name, value)?;
         }
         Ok(Decoder {

@@ -4,6 +4,7 @@
 //!   single-channel images.
 //! - [`encoder::EncoderConfig`]: a BERT-style encoder (all-MiniLM-L6-v2's architecture).
 //! - [`llm`]: llama / qwen2 / gemma3 decoders from GGUF (config, graph, weights).
+//! - [`hf`]: Hugging Face folders (config.json + safetensors): Llama / Qwen2 decoders.
 //! - [`train::Trainer`]: one compiled graph per training step (forward, backward and the
 //!   optimizer update, with weights and optimizer state updated in place by the runtime),
 //!   seeded Kaiming-uniform init, evaluation through a forward-only graph that shares the
@@ -19,6 +20,7 @@ pub mod cnn;
 pub mod encoder;
 mod error;
 pub mod generate;
+pub mod hf;
 pub mod llm;
 pub mod sample;
 pub mod tokenizer;

@@ -66,6 +66,7 @@ fn open(path: &Path, device: Device) -> Decoder {
         &LoadOptions {
             device,
             ctx: Some(256),
+            dtype: None,
         },
     )
     .unwrap()

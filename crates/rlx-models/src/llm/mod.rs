@@ -10,4 +10,4 @@ mod weights;
 
 pub use config::{Arch, LlmConfig, WeightFormat, SUPPORTED_ARCHS};
 pub use graph::{build, BuildOptions, LAST, POS, POSITIONS, SEQ, TOKENS};
-pub use weights::{load, rope_table, ParamDecl, ParamSource};
+pub use weights::{load, rope_table, ParamDecl, ParamSource, StoredTensor, TensorStore};

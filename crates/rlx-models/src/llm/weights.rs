@@ -1,11 +1,55 @@
-//! The decoder's params and how each is filled: GGUF tensors read from the mapping (packed
-//! types as U8 `[N, row_bytes]`, never unpacked; F32/F16/BF16 in their own dtype, matrices
-//! transposed once to `[K, N]`), RoPE tables computed, KV caches zeroed. Every tensor's
-//! shape is checked against what the config implies.
+//! The decoder's params and how each is filled: tensors read from the model file's mapping
+//! (packed types as U8 `[N, row_bytes]`, never unpacked; F32/F16/BF16 in their own dtype,
+//! matrices transposed once to `[K, N]`), RoPE tables computed, KV caches zeroed. Every
+//! tensor's shape is checked against what the config implies.
+//!
+//! The file is a [`TensorStore`]: a GGUF, or a Hugging Face folder whose tensors are known
+//! by their GGUF names (`crate::hf::decoder` maps them).
 use super::config::WeightFormat;
 use crate::ModelError;
 use rlx_io::gguf::Gguf;
 use rlx_ir::{DType, HostTensor, Shape};
+use std::borrow::Cow;
+
+/// One stored tensor: row-major shape (outermost first, so a linear layer's weight is
+/// `[n_out, n_in]`), storage format and bytes.
+pub struct StoredTensor<'a> {
+    pub shape: Vec<usize>,
+    pub format: WeightFormat,
+    pub data: Cow<'a, [u8]>,
+}
+
+/// Where a decoder's tensors come from, by their GGUF names.
+pub trait TensorStore {
+    /// The architecture name, for errors.
+    fn arch(&self) -> String;
+    /// Tensor `name`, `Ok(None)` when the store has no such tensor.
+    fn tensor(&self, name: &str) -> Result<Option<StoredTensor<'_>>, ModelError>;
+}
+
+impl TensorStore for Gguf {
+    fn arch(&self) -> String {
+        (self.metadata().get_str("general.architecture"))
+            .unwrap_or("?")
+            .to_string()
+    }
+
+    fn tensor(&self, name: &str) -> Result<Option<StoredTensor<'_>>, ModelError> {
+        let Ok(info) = Gguf::tensor(self, name) else {
+            return Ok(None);
+        };
+        let ty = info.ggml_type()?;
+        let format = WeightFormat::of(ty).ok_or_else(|| ModelError::UnsupportedTensorType {
+            name: name.to_string(),
+            ty: ty.name().to_string(),
+        })?;
+        Ok(Some(StoredTensor {
+            shape: info.shape(),
+            format,
+            data: Cow::Borrowed(self.tensor_data(info)?),
+        }))
+    }
+}
 
 /// Where a param's values come from.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,7 +98,10 @@ pub struct ParamDecl {
 }
 
 /// Every param's value, in `decls` order.
-pub fn load(gguf: &Gguf, decls: &[ParamDecl]) -> Result<Vec<(String, HostTensor)>, ModelError> {
+pub fn load(
+    gguf: &(impl TensorStore + ?Sized),
+    decls: &[ParamDecl],
+) -> Result<Vec<(String, HostTensor)>, ModelError> {
     decls
         .iter()
         .map(|d| Ok((d.name.clone(), value(gguf, d)?)))
@@ -67,7 +114,7 @@ fn dims(d: &ParamDecl) -> Result<Vec<usize>, ModelError> {
         .ok_or_else(|| ModelError::Config(format!("param {} has a symbolic shape", d.name)))
 }
 
-fn value(gguf: &Gguf, d: &ParamDecl) -> Result<HostTensor, ModelError> {
+fn value(gguf: &(impl TensorStore + ?Sized), d: &ParamDecl) -> Result<HostTensor, ModelError> {
     let shape = dims(d)?;
     match &d.source {
         ParamSource::Zeros => {
@@ -92,7 +139,7 @@ fn value(gguf: &Gguf, d: &ParamDecl) -> Result<HostTensor, ModelError> {
 /// The parts' bytes one after another (row-major `[ΣN, K]`), transposed to `[K, ΣN]` when
 /// asked; every part is checked like a single tensor.
 fn rows(
-    gguf: &Gguf,
+    gguf: &(impl TensorStore + ?Sized),
     d: &ParamDecl,
     parts: &[(String, Vec<usize>)],
     transpose: bool,
@@ -141,35 +188,27 @@ pub fn rope_table(ctx: usize, n_rot: usize, base: f32, freq_scale: f32, sin: boo
 }
 
 fn tensor(
-    gguf: &Gguf,
+    gguf: &(impl TensorStore + ?Sized),
     d: &ParamDecl,
     name: &str,
     expected: &[usize],
     transpose: bool,
 ) -> Result<HostTensor, ModelError> {
-    let arch = gguf
-        .metadata()
-        .get_str("general.architecture")
-        .unwrap_or("?")
-        .to_string();
-    let info = gguf.tensor(name).map_err(|_| ModelError::MissingTensor {
-        name: name.to_string(),
-        arch,
-    })?;
-    let got = info.shape();
-    if got != expected {
+    let info = gguf
+        .tensor(name)?
+        .ok_or_else(|| ModelError::MissingTensor {
+            name: name.to_string(),
+            arch: gguf.arch(),
+        })?;
+    if info.shape != expected {
         return Err(ModelError::TensorShape {
             name: name.to_string(),
             expected: expected.to_vec(),
-            got,
+            got: info.shape,
         });
     }
-    let ty = info.ggml_type()?;
-    let format = WeightFormat::of(ty).ok_or_else(|| ModelError::UnsupportedTensorType {
-        name: name.to_string(),
-        ty: ty.name().to_string(),
-    })?;
-    let bytes = gguf.tensor_data(info)?;
+    let format = info.format;
+    let bytes: &[u8] = &info.data;
     let shape = dims(d)?;
     let want = match format {
         WeightFormat::Packed(_) => DType::U8,
@@ -177,9 +216,8 @@ fn tensor(
     };
     if want != d.shape.dtype {
         return Err(ModelError::Config(format!(
-            "tensor {name} is {} in the file but the graph was built for {}: rebuild the \
-             graph from this file's config",
-            ty.name(),
+            "tensor {name} is {format:?} in the file but the graph was built for {}: rebuild \
+             the graph from this file's config",
             d.shape.dtype
         )));
     }

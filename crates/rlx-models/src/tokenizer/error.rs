@@ -32,6 +32,13 @@ pub enum TokenizerError {
         key: &'static str,
         which: &'static str,
     },
+    /// A Hugging Face tokenizer file that is missing, malformed or of a kind a decoder
+    /// cannot use.
+    #[error("{path}: {detail}")]
+    HfFile {
+        path: std::path::PathBuf,
+        detail: String,
+    },
     /// The GGUF has no `tokenizer.chat_template`.
     #[error("the model has no chat template (tokenizer.chat_template)")]
     NoChatTemplate,

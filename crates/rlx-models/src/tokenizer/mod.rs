@@ -13,6 +13,7 @@
 mod bpe;
 mod chat;
 mod error;
+mod hf;
 mod pre;
 mod spm;
 mod stream;
@@ -60,6 +61,8 @@ pub struct Tokenizer {
     pub(crate) add_space_prefix: bool,
     clean_spaces: bool,
     chat_template: Option<String>,
+    /// A Hugging Face `tokenizer.json`, which then does all the encoding.
+    hf: Option<Box<tokenizers::Tokenizer>>,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -70,6 +73,7 @@ impl std::fmt::Debug for Tokenizer {
             .field("n_vocab", &self.n_vocab())
             .field("bos", &self.bos_id())
             .field("eos", &self.eos_id())
+            .field("tokenizer_json", &self.hf.is_some())
             .finish()
     }
 }
@@ -177,6 +181,7 @@ impl Tokenizer {
             add_space_prefix,
             clean_spaces,
             chat_template,
+            hf: None,
         })
     }
 
@@ -189,6 +194,9 @@ impl Tokenizer {
         add_special: bool,
         parse_special: bool,
     ) -> Result<Vec<u32>, TokenizerError> {
+        if let Some(hf) = &self.hf {
+            return Tokenizer::encode_hf(hf, text, add_special);
+        }
         let frags = self.partition(text, parse_special);
         let mut out = Vec::with_capacity(text.len() / 3 + 2);
         if add_special && self.add_bos {
