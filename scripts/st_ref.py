@@ -4,15 +4,16 @@
 
 MODEL_DIR defaults to $RLX_CACHE/hf/all-MiniLM-L6-v2 (scripts/hf_ref_env.sh unpacks it), OUT to
 crates/rlx-models/tests/data/st_ref_minilm.json. For each of SENTENCES (36, from one word to
-several paragraphs, five past 256 tokens and one at 206; accents, CJK, emoji, digits, code, mixed case):
+several paragraphs, five past 256 tokens and one at 206; accents, CJK, emoji, digits, code,
+mixed case):
   ids        the model's token ids after sentence-transformers' truncation at max_seq_length
              (256), as SentenceTransformer.tokenize gives them for that sentence alone
   embedding  SentenceTransformer(dir, device="cpu").encode(SENTENCES, batch_size=32): the
              pipeline modules.json describes (Transformer, Pooling, Normalize), so the vectors
              are normalised by the pipeline itself; f32, 7 significant digits
 plus the folder's modules.json, pooling config and sentence_bert_config.json as read, the
-truncation and padding tokenizer.json itself asks for (which sentence-transformers overrides), and the
-smallest cosine between the batched and the one-at-a-time embeddings (how much padding moves
+truncation and padding tokenizer.json itself asks for (which sentence-transformers overrides),
+and the smallest cosine between the batched and the one-at-a-time embeddings (how much padding moves
 the reference itself).
 """
 
