@@ -1,6 +1,7 @@
 """ONNX Runtime on the CPU running all-MiniLM-L6-v2: the CPU peer for `rlx bench`'s embed row.
 
   $(bash scripts/hf_ref_env.sh) scripts/ort_bench.py [MODEL_DIR] [--threads 2] [--rounds 12]
+                                                      [--workloads 1x128,32x128,mixed,sorted]
 
 Needs MODEL_DIR/model.onnx (scripts/ort_export.py; MODEL_DIR defaults to
 $RLX_CACHE/hf/all-MiniLM-L6-v2). onnxruntime comes from the interpreter if it has it, else from
@@ -83,6 +84,8 @@ def main():
                     default=os.path.join(CACHE, "hf", "all-MiniLM-L6-v2"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=12)
+    ap.add_argument("--workloads", default="1x128,32x128,mixed,sorted",
+                    help="comma list out of 1x128, 32x128, mixed, sorted")
     args = ap.parse_args()
     ort = import_ort()
     so = ort.SessionOptions()
@@ -107,13 +110,17 @@ def main():
     min_cos = float((got * want).sum(1).min())
 
     rng = np.random.default_rng(11)
+    want_rows = set(args.workloads.split(","))
     rows = []
-    for b in (1, 32):
+    for b in [b for b in (1, 32) if f"{b}x128" in want_rows]:
         ids = rng.integers(1000, VOCAB, size=(b, 128), dtype=np.int64)
         mask = np.ones_like(ids)
         t = timed(args.rounds, lambda: embed(sess, ids, mask))
         rows.append((f"{b}x128 random", t * 1e3, b / t))
-    for name, bs in (("mixed 256 (8 x 32)", batches), ("mixed 256, length-sorted", sorted_batches)):
+    for key, name, bs in (("mixed", "mixed 256 (8 x 32)", batches),
+                          ("sorted", "mixed 256, length-sorted", sorted_batches)):
+        if key not in want_rows:
+            continue
         t = timed(args.rounds, lambda: [embed(sess, i, m) for i, m in bs])
         rows.append((name, t * 1e3 / len(bs), 256 / t))
 
