@@ -47,8 +47,23 @@ hfsite="$cache/py-hf-gen"
 if ! PYTHONPATH="$hfsite" "$py" -c "import numpy, safetensors" 2>/dev/null; then
     "$py" -m pip install --quiet --disable-pip-version-check --target "$hfsite" $HF_GEN_PKGS
 fi
-if [ ! -s "$cache/hf/tiny-qwen2/model.safetensors" ] || [ ! -s "$cache/hf/tiny-llama/model.safetensors" ] \
-    || [ ! -s "$cache/hf/tiny-llama-sharded/model.safetensors.index.json" ]; then
+# Stale when a file is missing or differs from the one the committed reference came from.
+hf_stale() {
+    local name
+    [ -s "$cache/hf/tiny-llama-sharded/model.safetensors.index.json" ] || return 0
+    for name in llama qwen2; do
+        local f="$cache/hf/tiny-$name/model.safetensors"
+        local ref="$here/../crates/rlx-models/tests/data/hf_ref_tiny_$name.json"
+        [ -s "$f" ] || return 0
+        if [ -s "$ref" ]; then
+            local want
+            want=$(grep -o '"safetensors_sha256":"[0-9a-f]*"' "$ref" | cut -d'"' -f4)
+            [ "$(sha256sum "$f" | cut -d' ' -f1)" = "$want" ] || return 0
+        fi
+    done
+    return 1
+}
+if hf_stale; then
     mkdir -p "$cache/hf"
     PYTHONPATH="$hfsite" "$py" "$here/gen_hf_tiny.py" "$cache/hf"
 fi

@@ -23,9 +23,12 @@ import json
 import os
 import sys
 
+import tempfile
+
+import tokenizers
 import torch
 import transformers
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CACHE = os.environ.get("RLX_CACHE", os.path.expanduser("~/.cache/rlx"))
@@ -55,8 +58,29 @@ def sig7(xs):
     return [float(f"{x:.7g}") for x in xs]
 
 
+def check_folder(folder, tok):
+    """gen_hf_tiny.py writes config.json by hand: it must be what transformers itself saves,
+    and transformers' tokenizer must agree with plain `tokenizers` on the same file."""
+    with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
+        mine = json.load(f)
+    with tempfile.TemporaryDirectory() as tmp:
+        AutoConfig.from_pretrained(folder).save_pretrained(tmp)
+        with open(os.path.join(tmp, "config.json"), encoding="utf-8") as f:
+            saved = json.load(f)
+    saved.pop("_name_or_path", None)
+    if mine != saved:
+        diff = {k: (mine.get(k), saved.get(k)) for k in set(mine) | set(saved)
+                if mine.get(k) != saved.get(k)}
+        raise SystemExit(f"{folder}/config.json differs from save_pretrained's: {diff}")
+    raw = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    for p in PROMPTS:
+        if raw.encode(p, add_special_tokens=False).ids != tok(p, add_special_tokens=False).input_ids:
+            raise SystemExit(f"{folder}: tokenizers and transformers disagree on {p!r}")
+
+
 def reference(folder):
     tok = AutoTokenizer.from_pretrained(folder)
+    check_folder(folder, tok)
     model = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32)
     model.eval()
     prompts = [(p, tok(p, add_special_tokens=False).input_ids) for p in PROMPTS]

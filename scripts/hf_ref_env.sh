@@ -29,7 +29,8 @@ quiet() {
     fi
 }
 
-if ! [ -x /usr/bin/python3 ] || ! /usr/bin/python3 -c "import torch, venv, ensurepip" 2>/dev/null; then
+# ensurepip is Debian's python3.11-venv, which `python3 -m venv` needs.
+if ! [ -x /usr/bin/python3 ] || ! /usr/bin/python3 -c "import torch, ensurepip" 2>/dev/null; then
     sudo=""
     if [ "$(id -u)" != 0 ]; then
         command -v sudo >/dev/null || { echo "hf_ref_env: apt needs root (or sudo)" >&2; exit 1; }

@@ -4,14 +4,16 @@
 
 MODEL_DIR defaults to $RLX_CACHE/hf/all-MiniLM-L6-v2 (scripts/hf_ref_env.sh unpacks it), OUT to
 crates/rlx-models/tests/data/st_ref_minilm.json. For each of SENTENCES (36, from one word to
-several paragraphs, five past 256 tokens and one at 206; accents, CJK, emoji, digits, code, mixed case):
+several paragraphs, five past 256 tokens and one at 206; accents, CJK, emoji, digits, code,
+mixed case):
   ids        the model's token ids after sentence-transformers' truncation at max_seq_length
              (256), as SentenceTransformer.tokenize gives them for that sentence alone
   embedding  SentenceTransformer(dir, device="cpu").encode(SENTENCES, batch_size=32): the
              pipeline modules.json describes (Transformer, Pooling, Normalize), so the vectors
              are normalised by the pipeline itself; f32, 7 significant digits
-plus the folder's modules.json, pooling config and sentence_bert_config.json as read, and the
-smallest cosine between the batched and the one-at-a-time embeddings (how much padding moves
+plus the folder's modules.json, pooling config and sentence_bert_config.json as read, the
+truncation and padding tokenizer.json itself asks for (which sentence-transformers overrides),
+and the smallest cosine between the batched and the one-at-a-time embeddings (how much padding moves
 the reference itself).
 """
 
@@ -129,6 +131,7 @@ def main():
     modules = read_json(os.path.join(model_dir, "modules.json"))
     pooling = read_json(os.path.join(model_dir, "1_Pooling", "config.json"))
     st_config = read_json(os.path.join(model_dir, "sentence_bert_config.json"))
+    tok_json = read_json(os.path.join(model_dir, "tokenizer.json"))
     ref = {
         "source": "scripts/st_ref.py (SentenceTransformer.encode, f32, CPU, batch_size 32)",
         "sentence_transformers": sentence_transformers.__version__,
@@ -138,6 +141,10 @@ def main():
         "pooling": pooling,
         "sentence_bert_config": st_config,
         "max_seq_length": model.max_seq_length,
+        # tokenizer.json's own settings (truncation 128, fixed padding 128 for this model),
+        # which sentence-transformers overrides with max_seq_length and per-batch padding.
+        "tokenizer_json_truncation": tok_json.get("truncation"),
+        "tokenizer_json_padding": tok_json.get("padding"),
         "pipeline": [type(m).__name__ for m in model],
         "dim": int(batched.shape[1]),
         "batched_vs_single_min_cos": float(cos.min()),
