@@ -183,19 +183,7 @@ impl Builder<'_> {
             }
         })?;
         let b = match bias {
-            Some(names) => {
-                let bparts = (names.iter().zip(parts))
-                    .map(|(n, (_, r))| (n.clone(), vec![*r]))
-                    .collect();
-                Some(self.param(
-                    &format!("{fused}.bias"),
-                    Shape::new(&[total], DType::F32),
-                    ParamSource::Rows {
-                        parts: bparts,
-                        transpose: false,
-                    },
-                )?)
-            }
+            Some(names) => Some(self.stacked_bias(&format!("{fused}.bias"), names, parts)?),
             None => None,
         };
         let y = self.linear(x, w, b)?;
@@ -206,6 +194,53 @@ impl Builder<'_> {
             start += rows;
         }
         Ok(out)
+    }
+
+    /// The biases of fused linear layers as one f32 vector, stored in their file dtype
+    /// (f32 in GGUF files; f16/bf16 in half-precision safetensors).
+    fn stacked_bias(
+        &mut self,
+        name: &str,
+        names: &[String],
+        parts: &[(String, usize)],
+    ) -> Result<NodeId, ModelError> {
+        let mut dt = None;
+        for n in names {
+            let d = match self.cfg.format(n)? {
+                WeightFormat::Plain(d) => d,
+                WeightFormat::Packed(s) => {
+                    return Err(ModelError::UnsupportedTensorType {
+                        name: n.clone(),
+                        ty: format!("{s:?} (a bias must be F32/F16/BF16)"),
+                    })
+                }
+            };
+            if dt.is_some_and(|p| p != d) {
+                return Err(ModelError::UnsupportedTensorType {
+                    name: n.clone(),
+                    ty: format!("{d} beside {} biases of the same layer", dt.unwrap_or(d)),
+                });
+            }
+            dt = Some(d);
+        }
+        let dt = dt.unwrap_or(DType::F32);
+        let total: usize = parts.iter().map(|p| p.1).sum();
+        let bparts = (names.iter().zip(parts))
+            .map(|(n, (_, r))| (n.clone(), vec![*r]))
+            .collect();
+        let id = self.param(
+            name,
+            Shape::new(&[total], dt),
+            ParamSource::Rows {
+                parts: bparts,
+                transpose: false,
+            },
+        )?;
+        Ok(if dt == DType::F32 {
+            id
+        } else {
+            self.g.cast(id, DType::F32)?
+        })
     }
 
     fn linear(&mut self, x: NodeId, w: Weight, bias: Option<NodeId>) -> Result<NodeId, ModelError> {

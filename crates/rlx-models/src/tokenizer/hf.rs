@@ -98,7 +98,12 @@ impl Tokenizer {
         let cfg = read(&dir.join("config.json"))?.unwrap_or(Value::Null);
         let gen = read(&dir.join("generation_config.json"))?.unwrap_or(Value::Null);
 
-        let n = hf.get_vocab_size(true);
+        // A model's embedding may have more rows than the tokenizer has tokens (padded to a
+        // multiple of 8 or 64): those ids decode to nothing rather than fail.
+        let model_vocab = (cfg.get("vocab_size").and_then(|v| v.as_u64()))
+            .and_then(|v| usize::try_from(v).ok())
+            .unwrap_or(0);
+        let n = hf.get_vocab_size(true).max(model_vocab);
         if n == 0 || n > u32::MAX as usize {
             return Err(file_err(&path, format!("{n} tokens")));
         }
@@ -111,7 +116,12 @@ impl Tokenizer {
             token_to_id.entry(t.clone()).or_insert(i as u32);
             tokens.push(t);
         }
-        let mut attrs = vec![TokenAttr::NORMAL; n];
+        let mut attrs: Vec<TokenAttr> = (0..n)
+            .map(|i| match hf.id_to_token(i as u32) {
+                Some(_) => TokenAttr::NORMAL,
+                None => TokenAttr::UNUSED,
+            })
+            .collect();
         if kind == TokenizerKind::Spm {
             for (i, t) in tokens.iter().enumerate() {
                 if t.len() == 6 && t.starts_with("<0x") && t.ends_with('>') {

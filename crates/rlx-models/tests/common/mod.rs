@@ -18,6 +18,20 @@ pub fn model(file: &str) -> Option<PathBuf> {
     }
 }
 
+/// `$RLX_CACHE/hf/<folder>` (a Hugging Face folder), or `None` (after saying so).
+pub fn hf_model(folder: &str) -> Option<PathBuf> {
+    let path = rlx_io::model_cache()?.join("hf").join(folder);
+    if path.join("config.json").is_file() {
+        Some(path)
+    } else {
+        println!(
+            "skipped: {} is absent (scripts/fetch_models.sh writes it)",
+            path.display()
+        );
+        None
+    }
+}
+
 /// `tests/data/<name>` parsed: from the build's own path, or (a test binary run from its
 /// crate folder elsewhere, as on the device) the relative one.
 pub fn reference(name: &str) -> Value {
