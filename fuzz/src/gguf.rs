@@ -13,7 +13,9 @@ use rlx_io::gguf::{Gguf, GgufError};
 pub enum GgufOutcome {
     Refused,
     /// It parsed; the number of tensors whose data could be read.
-    Parsed { tensors_read: usize },
+    Parsed {
+        tensors_read: usize,
+    },
 }
 
 pub fn gguf_from_bytes(data: &[u8]) -> GgufOutcome {

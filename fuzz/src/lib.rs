@@ -9,6 +9,7 @@
 //!
 //! `gguf` holds the `gguf_from_bytes` target's body.
 pub mod gguf;
+pub mod safetensors;
 
 use rlx_cpu::{native_fused_ops, CpuConstEvaluator, CpuExecutable};
 use rlx_ir::{

@@ -32,7 +32,10 @@ fn seeds() -> Vec<Vec<u8>> {
 fn seeds_parse() {
     let dir = std::env::var_os("RLX_FUZZ_SEED_DIR");
     for (i, s) in seeds().iter().enumerate() {
-        assert!(matches!(gguf_from_bytes(s), GgufOutcome::Parsed { .. }), "seed {i}");
+        assert!(
+            matches!(gguf_from_bytes(s), GgufOutcome::Parsed { .. }),
+            "seed {i}"
+        );
         if let Some(d) = &dir {
             std::fs::create_dir_all(d).unwrap();
             std::fs::write(std::path::Path::new(d).join(format!("seed{i}.gguf")), s).unwrap();

@@ -2,7 +2,9 @@
 //! written by scripts/hf_ref.py from the folders scripts/gen_hf_tiny.py writes): token ids,
 //! logits at several positions (rel-L2 ≤ 1e-4 in f32), greedy continuations token for token
 //! through the KV-cache decoder, a sharded copy reading the same, the half-precision compute
-//! path close to f32, and typed errors for a broken folder.
+//! path close to f32, and typed errors for a broken folder. The transformers comparisons run
+//! on the CPU and on CUDA (one body; without a GPU the CUDA ones skip with a message unless
+//! `RLX_REQUIRE_CUDA=1`).
 use rlx_ir::{DType, HostTensor};
 use rlx_models::generate::{GenerateOptions, Llm, LoadOptions};
 use rlx_models::hf;
@@ -27,8 +29,26 @@ fn rel_l2(a: &[f32], b: &[f64]) -> f64 {
     (num / den.max(1e-30)).sqrt()
 }
 
-/// The all-logits graph of a folder, weights converted to `dtype`.
+fn cuda() -> bool {
+    match rlx_cuda::check_available(0) {
+        Ok(()) => true,
+        Err(e) => {
+            assert!(
+                std::env::var("RLX_REQUIRE_CUDA").as_deref() != Ok("1"),
+                "RLX_REQUIRE_CUDA=1 but no GPU: {e}"
+            );
+            println!("skipped: no CUDA device ({e})");
+            false
+        }
+    }
+}
+
+/// The all-logits graph of a folder on the CPU, weights converted to `dtype`.
 fn all_logits_model(dir: &Path, dtype: Option<DType>) -> (CompiledGraph, usize) {
+    all_logits_on(dir, dtype, Device::Cpu)
+}
+
+fn all_logits_on(dir: &Path, dtype: Option<DType>, device: Device) -> (CompiledGraph, usize) {
     let (cfg, store) = hf::hf_decoder(dir, dtype).unwrap();
     let opts = BuildOptions {
         all_logits: true,
@@ -36,7 +56,7 @@ fn all_logits_model(dir: &Path, dtype: Option<DType>) -> (CompiledGraph, usize) 
         ..BuildOptions::default()
     };
     let (graph, decls) = llm::build(&cfg, &opts).unwrap();
-    let exe = Session::new(Device::Cpu).compile(graph).unwrap();
+    let exe = Session::new(device).compile(graph).unwrap();
     for (name, value) in llm::load(&store, &decls).unwrap() {
         exe.set_param_typed(&name, value).unwrap();
     }
@@ -57,16 +77,16 @@ fn logits(exe: &CompiledGraph, ids: &[u32]) -> Vec<f32> {
 }
 
 /// Every case's ids, the logits at the recorded positions and the greedy continuation.
-fn check_against_transformers(folder: &str, refname: &str) {
+fn check_against_transformers(device: Device, folder: &str, refname: &str) {
     let Some(dir) = hf_model(folder) else { return };
     let r = reference(refname);
     let tok = Tokenizer::from_hf_dir(&dir).unwrap();
-    let (exe, vocab) = all_logits_model(&dir, Some(DType::F32));
+    let (exe, vocab) = all_logits_on(&dir, Some(DType::F32), device);
     assert_eq!(vocab as u64, r["vocab_size"].as_u64().unwrap());
     let mut llm = Llm::load(
         &dir,
         &LoadOptions {
-            device: Device::Cpu,
+            device,
             ctx: Some(256),
             dtype: Some(DType::F32),
         },
@@ -89,7 +109,10 @@ fn check_against_transformers(folder: &str, refname: &str) {
                 .map(|x| x.as_f64().unwrap())
                 .collect();
             let e = rel_l2(&all[p * vocab..(p + 1) * vocab], &want);
-            assert!(e <= 1e-4, "{folder} {text:?} position {p}: rel-L2 {e:.2e}");
+            assert!(
+                e <= 1e-4,
+                "{device} {folder} {text:?} position {p}: rel-L2 {e:.2e}"
+            );
             worst = worst.max(e);
             positions += 1;
         }
@@ -100,19 +123,33 @@ fn check_against_transformers(folder: &str, refname: &str) {
         };
         let stats = llm.generate(&ids, &opts, |_| {}).unwrap();
         let want = u32s(&case["generated"]);
-        assert_eq!(stats.tokens, want, "{folder} {text:?}: greedy continuation");
+        assert_eq!(
+            stats.tokens, want,
+            "{device} {folder} {text:?}: greedy continuation"
+        );
     }
-    println!("{folder}: {positions} positions, worst logits rel-L2 {worst:.2e}; greedy exact");
+    println!(
+        "{device} {folder}: {positions} positions, worst logits rel-L2 {worst:.2e}; greedy exact"
+    );
 }
 
 #[test]
 fn tiny_llama_folder_matches_transformers() {
-    check_against_transformers("tiny-llama", "hf_ref_tiny_llama.json");
+    check_against_transformers(Device::Cpu, "tiny-llama", "hf_ref_tiny_llama.json");
 }
 
 #[test]
 fn tiny_qwen2_folder_matches_transformers() {
-    check_against_transformers("tiny-qwen2", "hf_ref_tiny_qwen2.json");
+    check_against_transformers(Device::Cpu, "tiny-qwen2", "hf_ref_tiny_qwen2.json");
+}
+
+#[test]
+fn tiny_hf_folders_match_transformers_on_cuda() {
+    if !cuda() {
+        return;
+    }
+    check_against_transformers(Device::Cuda(0), "tiny-llama", "hf_ref_tiny_llama.json");
+    check_against_transformers(Device::Cuda(0), "tiny-qwen2", "hf_ref_tiny_qwen2.json");
 }
 
 #[test]

@@ -13,10 +13,26 @@ use rlx_ir::{DType, HostTensor};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// A shard's bytes: a file's mapping, or a buffer handed in (`from_bytes`).
+enum Bytes {
+    Map(Mmap),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Map(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
 /// One mapped file and where its data section starts.
 struct Shard {
     path: PathBuf,
-    map: Mmap,
+    map: Bytes,
     data_start: usize,
 }
 
@@ -171,11 +187,26 @@ impl SafeTensors {
         Ok(st)
     }
 
+    /// A safetensors file held in memory (`name` stands for its path in errors).
+    pub fn from_bytes(name: &str, bytes: Vec<u8>) -> Result<SafeTensors, SafetensorsError> {
+        let mut st = SafeTensors {
+            shards: Vec::new(),
+            tensors: BTreeMap::new(),
+            desc: name.to_string(),
+        };
+        st.add_bytes(Path::new(name), Bytes::Owned(bytes))?;
+        Ok(st)
+    }
+
     fn add_shard(&mut self, path: &Path) -> Result<(), SafetensorsError> {
         let file = std::fs::File::open(path).map_err(io(path))?;
         // SAFETY: the mapping is read-only; a file changed underneath us while mapped is
         // outside what any reader of mapped weights can guard against (as with GGUF).
         let map = unsafe { Mmap::map(&file) }.map_err(io(path))?;
+        self.add_bytes(path, Bytes::Map(map))
+    }
+
+    fn add_bytes(&mut self, path: &Path, map: Bytes) -> Result<(), SafetensorsError> {
         let (n, meta) = safetensors::SafeTensors::read_metadata(&map).map_err(|e| {
             SafetensorsError::Header {
                 path: path.to_path_buf(),
