@@ -3,6 +3,10 @@
 //! - [`cnn::CnnConfig`]: the MNIST-style CNN (conv-relu-pool ×2, linear) for 8×8 or 28×28
 //!   single-channel images.
 //! - [`encoder::EncoderConfig`]: a BERT-style encoder (all-MiniLM-L6-v2's architecture).
+//! - [`hf`]: Hugging Face folders (`config.json`, safetensors): the `BertModel` family and
+//!   sentence-transformers' pooling head.
+//! - [`embed::Embedder`]: sentence embeddings from a sentence-transformers folder, equal to
+//!   `SentenceTransformer.encode`.
 //! - [`llm`]: llama / qwen2 / gemma3 decoders from GGUF (config, graph, weights).
 //! - [`train::Trainer`]: one compiled graph per training step (forward, backward and the
 //!   optimizer update, with weights and optimizer state updated in place by the runtime),
@@ -17,8 +21,10 @@
 //!   so each param's name is written once.
 pub mod cnn;
 pub mod encoder;
+pub mod embed;
 mod error;
 pub mod generate;
+pub mod hf;
 pub mod llm;
 pub mod sample;
 pub mod tokenizer;
@@ -26,6 +32,7 @@ pub mod train;
 pub mod var_builder;
 
 pub use cnn::CnnConfig;
+pub use embed::{EmbedOptions, Embedder};
 pub use encoder::EncoderConfig;
 pub use error::ModelError;
 pub use generate::{GenerateOptions, GenerateStats, Generation, Llm, LoadOptions, StopReason};
