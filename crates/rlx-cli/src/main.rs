@@ -1,7 +1,7 @@
 //! `rlx`: run the demo, inspect graphs, train, generate, embed.
 mod bench;
-mod bench_llm;
 mod bench_embed;
+mod bench_llm;
 mod demo;
 mod embed;
 mod generate;

@@ -180,7 +180,10 @@ impl CpuExecutable {
 
     /// How many plans are cached (one per recent binding of dynamic dims).
     pub fn cached_plans(&self) -> usize {
-        self.plans.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.plans
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// Arena bytes of the current plan (0 before the first run).

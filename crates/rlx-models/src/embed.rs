@@ -99,7 +99,7 @@ impl Pipeline {
                 ))
             }
         };
-        if found.len() > 3 || (found.len() == 3 && !normalize) {
+        if found.len() > 3 {
             return Err(j.error(
                 &format!("[{}].type", found.len() - 1),
                 "no module may follow Normalize",

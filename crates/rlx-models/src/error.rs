@@ -69,7 +69,7 @@ pub enum ModelError {
     },
     /// A Hugging Face folder's file that is missing or malformed, or a value in it that no
     /// model here can use (`key` names the field; empty when the whole file is at fault).
-    #[error("{path}: {key}: {reason}")]
+    #[error("{}{}: {reason}", .path.display(), if .key.is_empty() { String::new() } else { format!(": {}", .key) })]
     HfConfig {
         path: std::path::PathBuf,
         key: String,

@@ -20,8 +20,8 @@
 //! - [`var_builder::VarBuilder`]: path-prefixed param declaration (`vb.pp("fc").param("weight", …)`),
 //!   so each param's name is written once.
 pub mod cnn;
-pub mod encoder;
 pub mod embed;
+pub mod encoder;
 mod error;
 pub mod generate;
 pub mod hf;

@@ -15,9 +15,17 @@ fn token_ids_match_sentence_transformers() {
     let emb = load(&dir, Device::Cpu, DType::F32, 8);
     assert_eq!(emb.max_seq_length(), 256);
     let cases = cases(&reference);
-    assert!(cases.iter().any(|c| c.ids.len() == 256), "no case reaches the truncation");
+    assert!(
+        cases.iter().any(|c| c.ids.len() == 256),
+        "no case reaches the truncation"
+    );
     for (i, c) in cases.iter().enumerate() {
-        assert_eq!(emb.tokenize(&c.text).unwrap(), c.ids, "case {i}: {:?}", c.text);
+        assert_eq!(
+            emb.tokenize(&c.text).unwrap(),
+            c.ids,
+            "case {i}: {:?}",
+            c.text
+        );
     }
 }
 
@@ -38,5 +46,31 @@ fn half_embeddings_match_sentence_transformers() {
     for dt in [DType::F16, DType::BF16] {
         let emb = load(&dir, Device::Cpu, dt, 8);
         check_embeddings(&emb, &cases, 0.999, &format!("cpu {dt}"));
+    }
+}
+
+/// What a batch shape never seen costs (the CPU executor plans it on first use) against
+/// the same shape run again; printed, and the plan must not cost more than the run.
+#[test]
+fn a_new_batch_shape_costs_little_more_than_a_known_one() {
+    let Some(dir) = minilm() else { return };
+    let emb = load(&dir, Device::Cpu, DType::F32, 8);
+    let text = "a sentence of a dozen or so tokens to embed, give or take";
+    for n in [3usize, 5, 8] {
+        let texts = vec![text; n];
+        let t = std::time::Instant::now();
+        emb.embed(&texts).unwrap();
+        let first = t.elapsed().as_secs_f64() * 1e3;
+        let mut again = f64::INFINITY;
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            emb.embed(&texts).unwrap();
+            again = again.min(t.elapsed().as_secs_f64() * 1e3);
+        }
+        println!("batch {n}: first run {first:.2} ms, again {again:.2} ms");
+        assert!(
+            first < 2.0 * again + 20.0,
+            "batch {n}: first {first} ms, again {again} ms"
+        );
     }
 }

@@ -13,7 +13,15 @@ use rlx_testutil::Rng;
 use std::path::PathBuf;
 
 /// sentence-transformers' pooling and `F.normalize`, in f64.
-fn pool_ref(p: Pooling, norm: bool, x: &[f64], mask: &[f64], b: usize, s: usize, h: usize) -> Vec<f64> {
+fn pool_ref(
+    p: Pooling,
+    norm: bool,
+    x: &[f64],
+    mask: &[f64],
+    b: usize,
+    s: usize,
+    h: usize,
+) -> Vec<f64> {
     let mut out = Vec::new();
     for bi in 0..b {
         let at = |t: usize, j: usize| x[(bi * s + t) * h + j];
@@ -77,7 +85,13 @@ fn pooling_matches_an_f64_loop() {
                 let xs = rng.normals(b * s * h);
                 // Each row keeps its first token (the CLS position) and a random rest.
                 let mask: Vec<f64> = (0..b * s)
-                    .map(|i| if i % s == 0 || rng.chance(0.6) { 1.0 } else { 0.0 })
+                    .map(|i| {
+                        if i % s == 0 || rng.chance(0.6) {
+                            1.0
+                        } else {
+                            0.0
+                        }
+                    })
                     .collect();
                 let want = pool_ref(p, norm, &xs, &mask, b, s, h);
                 let got = exe
@@ -89,7 +103,10 @@ fn pooling_matches_an_f64_loop() {
                     .to_f64_vec();
                 assert_eq!(got.len(), b * p.dim(h), "{p:?}");
                 let err = rlx_testutil::rel_l2(&got, &want);
-                assert!(err <= 1e-6, "{p:?} normalize {norm} b {b} s {s}: rel-L2 {err}");
+                assert!(
+                    err <= 1e-6,
+                    "{p:?} normalize {norm} b {b} s {s}: rel-L2 {err}"
+                );
             }
         }
     }
@@ -112,11 +129,27 @@ fn config_fields_no_graph_can_honour_are_typed_errors() {
     assert_eq!(tanh.hidden_act, rlx_ir::Activation::GeluApprox);
     for (from, to, key) in [
         ("\"gelu\"", "\"relu\"", "hidden_act"),
-        ("\"absolute\"", "\"relative_key\"", "position_embedding_type"),
-        ("\"num_attention_heads\": 2", "\"num_attention_heads\": 3", "num_attention_heads"),
-        ("\"hidden_size\": 8", "\"hidden_size\": \"8\"", "hidden_size"),
+        (
+            "\"absolute\"",
+            "\"relative_key\"",
+            "position_embedding_type",
+        ),
+        (
+            "\"num_attention_heads\": 2",
+            "\"num_attention_heads\": 3",
+            "num_attention_heads",
+        ),
+        (
+            "\"hidden_size\": 8",
+            "\"hidden_size\": \"8\"",
+            "hidden_size",
+        ),
         ("\"vocab_size\": 11,", "", "vocab_size"),
-        ("\"model_type\": \"bert\"", "\"model_type\": \"roberta\"", "model_type"),
+        (
+            "\"model_type\": \"bert\"",
+            "\"model_type\": \"roberta\"",
+            "model_type",
+        ),
     ] {
         let text = GOOD.replace(from, to);
         assert_ne!(text, GOOD, "{from} not in the config");
@@ -130,13 +163,19 @@ fn config_fields_no_graph_can_honour_are_typed_errors() {
     }
     assert!(matches!(config("{"), Err(ModelError::HfConfig { .. })));
     let pool = |t: &str| Pooling::from_json(&JsonFile::parse("1_Pooling/config.json", t)?, 8);
-    assert_eq!(pool(r#"{"pooling_mode_mean_tokens": true}"#).unwrap(), Pooling::mean());
+    assert_eq!(
+        pool(r#"{"pooling_mode_mean_tokens": true}"#).unwrap(),
+        Pooling::mean()
+    );
     for bad in [
         r#"{"pooling_mode_lasttoken": true, "pooling_mode_mean_tokens": true}"#,
         r#"{"pooling_mode_mean_tokens": false}"#,
         r#"{"word_embedding_dimension": 9, "pooling_mode_mean_tokens": true}"#,
     ] {
-        assert!(matches!(pool(bad), Err(ModelError::HfConfig { .. })), "{bad}");
+        assert!(
+            matches!(pool(bad), Err(ModelError::HfConfig { .. })),
+            "{bad}"
+        );
     }
 }
 
@@ -185,7 +224,11 @@ fn weights_are_checked_tensor_by_tensor() {
     // With the `bert.` prefix and tensors the graph does not use: loads, and runs.
     let mut ts = tensors(&c, "bert.", &mut rng);
     ts.push(("bert.pooler.dense.weight".into(), vec![8, 8], vec![0.5; 64]));
-    ts.push(("bert.embeddings.position_ids".into(), vec![1, 16], vec![0.0; 16]));
+    ts.push((
+        "bert.embeddings.position_ids".into(),
+        vec![1, 16],
+        vec![0.0; 16],
+    ));
     let path = scratch("prefixed");
     write_safetensors(&path, &ts);
     let st = rlx_io::SafeTensors::open(&path).unwrap();
@@ -201,9 +244,18 @@ fn weights_are_checked_tensor_by_tensor() {
     let out = exe
         .run_typed(&[
             (bert::INPUT_IDS, HostTensor::from_i64(&[b, s], &ids)),
-            (bert::TOKEN_TYPE_IDS, HostTensor::from_i64(&[b, s], &[0; 10])),
-            (bert::ATTENTION_MASK, HostTensor::from_f32(&[b, s], &[1.0; 10])),
-            (bert::POSITION_IDS, HostTensor::from_i64(&[s], &[0, 1, 2, 3, 4])),
+            (
+                bert::TOKEN_TYPE_IDS,
+                HostTensor::from_i64(&[b, s], &[0; 10]),
+            ),
+            (
+                bert::ATTENTION_MASK,
+                HostTensor::from_f32(&[b, s], &[1.0; 10]),
+            ),
+            (
+                bert::POSITION_IDS,
+                HostTensor::from_i64(&[s], &[0, 1, 2, 3, 4]),
+            ),
         ])
         .unwrap();
     assert_eq!(out[0].shape, vec![b, s, 8]);

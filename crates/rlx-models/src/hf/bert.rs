@@ -246,9 +246,8 @@ impl BertConfig {
             Ok(g.add(y, w(&format!("{pre}.bias"))?)?)
         };
         let mut x = ln(&mut g, e, "embeddings.LayerNorm")?;
-        let spec =
-            AttentionSpec::new(self.num_attention_heads, h / self.num_attention_heads)
-                .mask(MaskKind::Custom);
+        let spec = AttentionSpec::new(self.num_attention_heads, h / self.num_attention_heads)
+            .mask(MaskKind::Custom);
         for l in 0..self.num_hidden_layers {
             let pre = format!("encoder.layer.{l}");
             let q = linear(&mut g, x, &format!("{pre}.attention.self.query"))?;

@@ -21,10 +21,7 @@ pub struct Pooling {
 
 /// sentence-transformers' modes this pooling does not implement; a config that turns one
 /// on is refused rather than silently pooled another way.
-const UNSUPPORTED: [&str; 2] = [
-    "pooling_mode_weightedmean_tokens",
-    "pooling_mode_lasttoken",
-];
+const UNSUPPORTED: [&str; 2] = ["pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"];
 
 impl Pooling {
     /// Mean pooling alone (all-MiniLM-L6-v2's).

@@ -77,12 +77,24 @@ pub fn check_embeddings(emb: &Embedder, cases: &[Case], min_cos: f64, what: &str
         assert_eq!(got.len(), emb.dim());
         let cos = cosine(got, &c.embedding);
         worst.0 = worst.0.min(cos);
-        assert!(cos >= min_cos, "{what} batched: case {i} cosine {cos} < {min_cos}");
+        assert!(
+            cos >= min_cos,
+            "{what} batched: case {i} cosine {cos} < {min_cos}"
+        );
         let single = emb.embed(&[c.text.as_str()]).expect("embed one");
         let cos = cosine(&single[0], &c.embedding);
         worst.1 = worst.1.min(cos);
-        assert!(cos >= min_cos, "{what} one by one: case {i} cosine {cos} < {min_cos}");
+        assert!(
+            cos >= min_cos,
+            "{what} one by one: case {i} cosine {cos} < {min_cos}"
+        );
     }
-    println!("{what}: min cosine batched {:.7}, one by one {:.7}", worst.0, worst.1);
+    println!(
+        "{what}: min cosine batched {:.8} (1 - cos {:.1e}), one by one {:.8} ({:.1e})",
+        worst.0,
+        1.0 - worst.0,
+        worst.1,
+        1.0 - worst.1
+    );
     worst
 }
