@@ -20,6 +20,8 @@ pub struct BenchOpts<'a> {
     pub profile: bool,
     /// GGUF decoders of the `llm` suite.
     pub gguf: &'a [std::path::PathBuf],
+    /// The sentence-transformers folder of the `embed` suite.
+    pub model: Option<&'a Path>,
 }
 
 pub(crate) struct Row {
@@ -304,9 +306,10 @@ pub fn run(o: &BenchOpts) -> Result<(), CliError> {
             "encoder" => encoder(o, &mut rows)?,
             "cnn" => cnn(o, &mut rows)?,
             "llm" => crate::bench_llm::llm(o, &mut rows)?,
+            "embed" => crate::bench_embed::embed(o, &mut rows)?,
             other => {
                 return Err(CliError::Usage(format!(
-                    "unknown suite \"{other}\": use matmul, encoder, cnn, llm"
+                    "unknown suite \"{other}\": use matmul, encoder, cnn, llm, embed"
                 )))
             }
         }

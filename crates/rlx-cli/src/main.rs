@@ -1,7 +1,9 @@
-//! `rlx`: run the demo, inspect graphs, train.
+//! `rlx`: run the demo, inspect graphs, train, generate, embed.
 mod bench;
+mod bench_embed;
 mod bench_llm;
 mod demo;
+mod embed;
 mod generate;
 mod inspect;
 mod inspect_gguf;
@@ -53,7 +55,7 @@ enum Cmd {
         #[arg(long)]
         device: Option<String>,
         /// Comma-separated suites: matmul, encoder, cnn, llm (decode tg128 / prefill pp512 of
-        /// each --gguf file).
+        /// each --gguf file), embed (256 mixed-length texts through --model, batch 32).
         #[arg(long, default_value = "matmul,encoder,cnn")]
         suites: String,
         #[arg(long, default_value_t = 3)]
@@ -72,7 +74,13 @@ enum Cmd {
         /// GGUF decoders for the llm suite (repeatable).
         #[arg(long)]
         gguf: Vec<PathBuf>,
+        /// A sentence-transformers folder for the embed suite.
+        #[arg(long)]
+        model: Option<PathBuf>,
     },
+    /// Sentence embeddings with a sentence-transformers folder: one JSON line per text on
+    /// stdout (`{"index":i,"embedding":[…]}`), or an .npy file with --output.
+    Embed(embed::EmbedArgs),
     /// Generate text with a GGUF LLM (llama, qwen2, gemma3), streamed to stdout.
     Generate {
         #[command(flatten)]
@@ -152,6 +160,7 @@ fn main() -> ExitCode {
             chat,
         } => generate::generate(&model, &prompt, chat),
         Cmd::Chat { model, system } => generate::chat(&model, system.as_deref()),
+        Cmd::Embed(args) => embed::run(&args),
         Cmd::Bench {
             device,
             suites,
@@ -161,6 +170,7 @@ fn main() -> ExitCode {
             json,
             profile,
             gguf,
+            model,
         } => parse_device(device.as_deref()).and_then(|device| {
             bench::run(&bench::BenchOpts {
                 device,
@@ -171,6 +181,7 @@ fn main() -> ExitCode {
                 json: json.as_deref(),
                 profile,
                 gguf: &gguf,
+                model: model.as_deref(),
             })
         }),
     };

@@ -19,6 +19,9 @@ mod writeback;
 
 use pool::{Arena, ArenaPool};
 
+/// How many plans (distinct bindings of dynamic dims) an executable keeps.
+pub const PLAN_CACHE: usize = 8;
+
 /// A plan and the dynamic-dim sizes it was made for.
 struct BoundPlan {
     dims: DimBindings,
@@ -32,8 +35,9 @@ pub struct CpuExecutable {
     /// Constant and param values by node id (inputs live in each run's arena).
     leaves: RwLock<Vec<Option<Storage>>>,
     mode: PlanMode,
-    /// The plan of the last binding of dynamic dims seen.
-    plan: Mutex<Option<Arc<BoundPlan>>>,
+    /// Plans of the most recent bindings of dynamic dims, least recently used first (at
+    /// most `PLAN_CACHE`), so batches that alternate between a few shapes plan each once.
+    plans: Mutex<Vec<Arc<BoundPlan>>>,
     pool: ArenaPool,
     /// Params that in-place ops (a KV-cache write) write: during a run each is moved into
     /// the run's own leaf slots, where the write may borrow it mutably.
@@ -152,7 +156,7 @@ impl CpuExecutable {
             io,
             leaves: RwLock::new(leaves),
             mode: PlanMode::Reuse,
-            plan: Mutex::new(None),
+            plans: Mutex::new(Vec::new()),
             pool: ArenaPool::default(),
             in_place_params,
         })
@@ -167,11 +171,19 @@ impl CpuExecutable {
         &self.io
     }
 
+    /// The plan of the last run.
     fn current_plan(&self) -> Option<Arc<BoundPlan>> {
-        self.plan
+        (self.plans.lock().unwrap_or_else(PoisonError::into_inner))
+            .last()
+            .cloned()
+    }
+
+    /// How many plans are cached (one per recent binding of dynamic dims).
+    pub fn cached_plans(&self) -> usize {
+        self.plans
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .len()
     }
 
     /// Arena bytes of the current plan (0 before the first run).
@@ -200,7 +212,7 @@ impl CpuExecutable {
     pub fn set_plan_mode(&mut self, mode: PlanMode) {
         if mode != self.mode {
             self.mode = mode;
-            *self.plan.get_mut().unwrap_or_else(PoisonError::into_inner) = None;
+            (self.plans.get_mut().unwrap_or_else(PoisonError::into_inner)).clear();
         }
     }
 
@@ -274,17 +286,23 @@ impl CpuExecutable {
         self.run_checked(inputs, &targets, Want::Outputs { skip: &skip })
     }
 
-    /// The plan for these dynamic-dim sizes: the cached one, or a new one.
+    /// The plan for these dynamic-dim sizes: a cached one (moved to the most recent end),
+    /// or a new one, which evicts the least recently used when the cache is full.
     fn plan_for(&self, dims: &DimBindings) -> Result<Arc<BoundPlan>, CpuError> {
-        let mut cur = self.plan.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(p) = cur.as_ref().filter(|p| p.dims == *dims) {
-            return Ok(p.clone());
+        let mut plans = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = plans.iter().position(|p| p.dims == *dims) {
+            let p = plans.remove(i);
+            plans.push(p.clone());
+            return Ok(p);
         }
         let p = Arc::new(BoundPlan {
             dims: dims.clone(),
             plan: make_plan(&self.graph, dims, self.mode)?,
         });
-        *cur = Some(p.clone());
+        if plans.len() >= PLAN_CACHE {
+            plans.remove(0);
+        }
+        plans.push(p.clone());
         Ok(p)
     }
 

@@ -67,14 +67,22 @@ pub enum ModelError {
         pos: usize,
         ctx: usize,
     },
-    /// A Hugging Face folder's JSON config that is missing, unreadable or lacks a field.
-    #[error("{path}: {reason}")]
+    /// A Hugging Face folder's file that is missing or malformed, or a value in it that no
+    /// model here can use (`key` names the field; empty when the whole file is at fault).
+    #[error("{}{}: {reason}", .path.display(), if .key.is_empty() { String::new() } else { format!(": {}", .key) })]
     HfConfig {
+        path: std::path::PathBuf,
+        key: String,
+        reason: String,
+    },
+    /// A `tokenizer.json` the `tokenizers` crate cannot load or that fails on a text.
+    #[error("tokenizer {path}: {reason}")]
+    HfTokenizer {
         path: std::path::PathBuf,
         reason: String,
     },
     #[error(transparent)]
-    Safetensors(#[from] rlx_io::safetensors::SafetensorsError),
+    Safetensors(#[from] rlx_io::SafetensorsError),
     #[error(transparent)]
     Tokenizer(#[from] crate::tokenizer::TokenizerError),
     #[error(transparent)]

@@ -3,6 +3,10 @@
 //! - [`cnn::CnnConfig`]: the MNIST-style CNN (conv-relu-pool ×2, linear) for 8×8 or 28×28
 //!   single-channel images.
 //! - [`encoder::EncoderConfig`]: a BERT-style encoder (all-MiniLM-L6-v2's architecture).
+//! - [`hf`]: Hugging Face folders (`config.json`, safetensors): the `BertModel` family and
+//!   sentence-transformers' pooling head.
+//! - [`embed::Embedder`]: sentence embeddings from a sentence-transformers folder, equal to
+//!   `SentenceTransformer.encode`.
 //! - [`llm`]: llama / qwen2 / gemma3 decoders from GGUF (config, graph, weights).
 //! - [`hf`]: Hugging Face folders (config.json + safetensors): Llama / Qwen2 decoders.
 //! - [`train::Trainer`]: one compiled graph per training step (forward, backward and the
@@ -17,6 +21,7 @@
 //! - [`var_builder::VarBuilder`]: path-prefixed param declaration (`vb.pp("fc").param("weight", …)`),
 //!   so each param's name is written once.
 pub mod cnn;
+pub mod embed;
 pub mod encoder;
 mod error;
 pub mod generate;
@@ -28,6 +33,7 @@ pub mod train;
 pub mod var_builder;
 
 pub use cnn::CnnConfig;
+pub use embed::{EmbedOptions, Embedder};
 pub use encoder::EncoderConfig;
 pub use error::ModelError;
 pub use generate::{GenerateOptions, GenerateStats, Generation, Llm, LoadOptions, StopReason};

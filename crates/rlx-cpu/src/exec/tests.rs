@@ -169,3 +169,27 @@ fn direct_runs_check_inputs_through_the_binding_table() {
         "{e}"
     );
 }
+
+/// Batches alternating between a few sizes keep one plan each (up to `PLAN_CACHE`, least
+/// recently used evicted) and give the same values as a fresh executable of each size.
+#[test]
+fn alternating_shapes_keep_their_plans() {
+    let mut rng = Rng::new("alternating_shapes_keep_their_plans");
+    let mut exe = CpuExecutable::new(mlp()).unwrap();
+    let w = HostTensor::from_f64_as(&[64, 64], &rng.uniforms(64 * 64, -0.2, 0.2), DType::F32);
+    exe.set_param("w", &w).unwrap();
+    let sizes = [3usize, 17, 3, 5, 17, 5, 3];
+    for &b in &sizes {
+        let x = HostTensor::from_f64_as(&[b, 64], &rng.uniforms(b * 64, -1.0, 1.0), DType::F32);
+        let got = checked_run(&exe, &x);
+        let mut fresh = CpuExecutable::new(mlp()).unwrap();
+        fresh.set_param("w", &w).unwrap();
+        assert_eq!(got, checked_run(&fresh, &x), "batch {b}");
+    }
+    assert_eq!(exe.cached_plans(), 3);
+    for b in 1..=super::PLAN_CACHE + 2 {
+        let x = HostTensor::from_f64_as(&[b, 64], &rng.uniforms(b * 64, -1.0, 1.0), DType::F32);
+        checked_run(&exe, &x);
+    }
+    assert_eq!(exe.cached_plans(), super::PLAN_CACHE);
+}

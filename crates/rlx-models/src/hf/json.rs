@@ -1,53 +1,123 @@
-//! Reading a folder's JSON configs with errors that name the file and the key, so a folder
-//! of the wrong kind of model says what it lacks instead of failing somewhere later.
+//! Reading the small JSON files of a Hugging Face folder (`config.json`, `modules.json`,
+//! sentence-transformers' module configs): typed getters whose errors name the file and the
+//! key, so a bad field reads as "config.json: hidden_size: …" rather than a serde message.
 use crate::ModelError;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// A parsed JSON file and where it came from.
+/// One parsed JSON file and where it came from.
 #[derive(Clone, Debug)]
-pub struct HfJson {
-    pub path: PathBuf,
-    pub value: Value,
+pub struct JsonFile {
+    path: PathBuf,
+    value: Value,
 }
 
-/// Parse `path` as JSON.
-pub fn read_json(path: &Path) -> Result<HfJson, ModelError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ModelError::HfConfig {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
-    let value = serde_json::from_str(&text).map_err(|e| ModelError::HfConfig {
-        path: path.to_path_buf(),
-        reason: format!("not valid JSON: {e}"),
-    })?;
-    Ok(HfJson {
-        path: path.to_path_buf(),
-        value,
-    })
-}
+impl JsonFile {
+    /// Read and parse `path`; a missing or malformed file is an error naming it.
+    pub fn read(path: impl AsRef<Path>) -> Result<JsonFile, ModelError> {
+        let path = path.as_ref().to_path_buf();
+        let text = std::fs::read_to_string(&path).map_err(|e| ModelError::HfConfig {
+            path: path.clone(),
+            key: String::new(),
+            reason: format!("cannot read: {e}"),
+        })?;
+        JsonFile::parse(path, &text)
+    }
 
-impl HfJson {
+    /// Parse `text` as if read from `path` (tests build configs in memory).
+    pub fn parse(path: impl Into<PathBuf>, text: &str) -> Result<JsonFile, ModelError> {
+        let path = path.into();
+        let value = serde_json::from_str(text).map_err(|e| ModelError::HfConfig {
+            path: path.clone(),
+            key: String::new(),
+            reason: format!("not valid JSON: {e}"),
+        })?;
+        Ok(JsonFile { path, value })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    /// An error about `key` of this file.
+    pub fn error(&self, key: &str, reason: impl Into<String>) -> ModelError {
+        ModelError::HfConfig {
+            path: self.path.clone(),
+            key: key.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The field, or `None` when absent or JSON null (HF writes null for "unset").
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.value.get(key).filter(|v| !v.is_null())
     }
 
-    /// The error for `key` not being `what`.
+    /// A non-negative integer field that must be present.
+    pub fn usize(&self, key: &str) -> Result<usize, ModelError> {
+        let v = self.get(key).ok_or_else(|| self.error(key, "missing"))?;
+        v.as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| self.error(key, format!("{v} is not a non-negative integer")))
+    }
+
+    /// A non-negative integer field, `default` when absent.
+    pub fn usize_or(&self, key: &str, default: usize) -> Result<usize, ModelError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(_) => self.usize(key),
+        }
+    }
+
+    /// A number field, `default` when absent.
+    pub fn f64_or(&self, key: &str, default: f64) -> Result<f64, ModelError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .as_f64()
+                .ok_or_else(|| self.error(key, format!("{v} is not a number"))),
+        }
+    }
+
+    /// A string field, `default` when absent.
+    pub fn str_or<'a>(&'a self, key: &str, default: &'a str) -> Result<&'a str, ModelError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .as_str()
+                .ok_or_else(|| self.error(key, format!("{v} is not a string"))),
+        }
+    }
+
+    /// A boolean field, `default` when absent.
+    pub fn bool_or(&self, key: &str, default: bool) -> Result<bool, ModelError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| self.error(key, format!("{v} is not true or false"))),
+        }
+    }
+}
+
+/// Read and parse `path` (the same as [`JsonFile::read`]).
+pub fn read_json(path: &Path) -> Result<JsonFile, ModelError> {
+    JsonFile::read(path)
+}
+
+/// The getters the decoder configs use: optional fields typed or refused.
+impl JsonFile {
+    /// The error for `key` not being `what`, with what was found.
     pub fn bad(&self, key: &str, what: &str) -> ModelError {
         let got = match self.value.get(key) {
             None => "absent".to_string(),
             Some(v) => format!("{v}"),
         };
-        ModelError::HfConfig {
-            path: self.path.clone(),
-            reason: format!("\"{key}\" must be {what} (found {got})"),
-        }
-    }
-
-    /// A required non-negative integer.
-    pub fn usize(&self, key: &str) -> Result<usize, ModelError> {
-        self.opt_usize(key)?
-            .ok_or_else(|| self.bad(key, "a non-negative integer"))
+        self.error(key, format!("must be {what} (found {got})"))
     }
 
     /// A required positive integer.
@@ -61,10 +131,7 @@ impl HfJson {
     pub fn opt_usize(&self, key: &str) -> Result<Option<usize>, ModelError> {
         match self.get(key) {
             None => Ok(None),
-            Some(v) => match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
-                Some(n) => Ok(Some(n)),
-                None => Err(self.bad(key, "a non-negative integer")),
-            },
+            Some(_) => self.usize(key).map(Some),
         }
     }
 
@@ -81,35 +148,14 @@ impl HfJson {
     pub fn opt_bool(&self, key: &str) -> Result<Option<bool>, ModelError> {
         match self.get(key) {
             None => Ok(None),
-            Some(v) => v
-                .as_bool()
-                .map(Some)
-                .ok_or_else(|| self.bad(key, "true or false")),
+            Some(_) => self.bool_or(key, false).map(Some),
         }
     }
 
     pub fn opt_str(&self, key: &str) -> Result<Option<&str>, ModelError> {
         match self.get(key) {
             None => Ok(None),
-            Some(v) => v
-                .as_str()
-                .map(Some)
-                .ok_or_else(|| self.bad(key, "a string")),
-        }
-    }
-
-    /// Token ids given as one integer or a list (`eos_token_id`).
-    pub fn ids(&self, key: &str) -> Result<Vec<u32>, ModelError> {
-        let one = |v: &Value| v.as_u64().and_then(|n| u32::try_from(n).ok());
-        match self.get(key) {
-            None => Ok(Vec::new()),
-            Some(Value::Array(a)) => a
-                .iter()
-                .map(|v| one(v).ok_or_else(|| self.bad(key, "token ids")))
-                .collect(),
-            Some(v) => one(v)
-                .map(|i| vec![i])
-                .ok_or_else(|| self.bad(key, "a token id or a list of them")),
+            Some(_) => self.str_or(key, "").map(Some),
         }
     }
 }

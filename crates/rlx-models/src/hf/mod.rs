@@ -1,14 +1,21 @@
 //! Hugging Face model folders: `config.json`, `model.safetensors` (or shards with
-//! `model.safetensors.index.json`), `tokenizer.json` and `tokenizer_config.json`.
+//! `model.safetensors.index.json`), `tokenizer.json` and the other JSON configs.
 //!
-//! - [`decoder`]: `LlamaForCausalLM` / `Qwen2ForCausalLM` as [`crate::llm::LlmConfig`] plus a
-//!   tensor store that serves the safetensors under their GGUF names, so one decoder graph,
-//!   KV cache, decode step and sampler serve GGUF files and HF folders alike.
+//! - [`json`]: typed getters over a folder's JSON files, errors naming the file and key.
+//! - [`bert`]: the `BertModel` family (BERT, MiniLM) over dynamic batch and sequence.
+//! - [`pooling`]: sentence-transformers' pooling head (CLS / mean / max / mean-sqrt-len).
+//! - [`decoder`]: `LlamaForCausalLM` / `Qwen2ForCausalLM` as [`crate::llm::LlmConfig`] plus
+//!   a tensor store that serves the safetensors under their GGUF names, so one decoder
+//!   graph, KV cache, decode step and sampler serve GGUF files and HF folders alike.
+pub mod bert;
 pub mod decoder;
-mod json;
+pub mod json;
+pub mod pooling;
 
+pub use bert::{BertConfig, BertHead};
 pub use decoder::{hf_decoder, HfStore, HF_DECODER_ARCHS};
-pub use json::{read_json, HfJson};
+pub use json::{read_json, JsonFile};
+pub use pooling::Pooling;
 
 use crate::ModelError;
 use std::path::Path;
