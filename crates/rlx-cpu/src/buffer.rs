@@ -125,8 +125,18 @@ pub trait Float:
     + std::ops::SubAssign
     + std::ops::DivAssign
 {
+    /// Exact GELU over a slice in place: f32 through the vectorised rational erf, f64
+    /// through the scalar f64 path of `scalar::activation`.
+    fn gelu_in_place(v: &mut [Self]) {
+        v.iter_mut()
+            .for_each(|x| *x = crate::ops::scalar::activation(rlx_ir::Activation::Gelu, *x));
+    }
 }
-impl Float for f32 {}
+impl Float for f32 {
+    fn gelu_in_place(v: &mut [f32]) {
+        crate::ops::scalar::gelu_f32_in_place(v)
+    }
+}
 impl Float for f64 {}
 
 /// An input of a thunk.
