@@ -56,8 +56,16 @@ fn f32_gelu_matches_the_f64_oracle() {
         max_abs.0, max_abs.1
     );
     assert!(e <= 1e-6, "rel-L2 {e:.3e} > 1e-6");
-    assert!(max_abs.0 <= 8e-7, "max abs error {:.3e} at x = {}", max_abs.0, max_abs.1);
-    assert!(max_tail_rel <= f32::EPSILON as f64 / 2.0, "tail rel {max_tail_rel:.3e}");
+    assert!(
+        max_abs.0 <= 8e-7,
+        "max abs error {:.3e} at x = {}",
+        max_abs.0,
+        max_abs.1
+    );
+    assert!(
+        max_tail_rel <= f32::EPSILON as f64 / 2.0,
+        "tail rel {max_tail_rel:.3e}"
+    );
 }
 
 #[test]

@@ -136,6 +136,109 @@ fn gelu_avx2(v: &mut [f32]) {
     gelu_loop(v)
 }
 
+/// e^x of an f32 without branches or calls (so loops vectorise): x = n·ln2 + r with
+/// |r| ≤ ln2/2, e^r by its Taylor polynomial to degree 7 (truncation < 1e-8 relative),
+/// times 2^n built in the exponent bits. Relative error a few ulp; x is clamped to
+/// [-87, 88] (where 2^n stays normal), so large negative x gives ~1e-38, not 0.
+#[inline(always)]
+pub fn exp_f32(x: f32) -> f32 {
+    // ln 2 split so that n·LN2_HI is exact for |n| < 2^7.
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    // Adding and removing 1.5·2^23 rounds to an integer without a rounding instruction.
+    const ROUND: f32 = 12_582_912.0;
+    let x = x.clamp(-87.0, 88.0);
+    let n = (x * std::f32::consts::LOG2_E + ROUND) - ROUND;
+    let r = (x - n * LN2_HI) - n * LN2_LO;
+    let mut p = 1.0 / 5040.0;
+    for c in [
+        1.0 / 720.0,
+        1.0 / 120.0,
+        1.0 / 24.0,
+        1.0 / 6.0,
+        0.5,
+        1.0,
+        1.0,
+    ] {
+        p = p * r + c;
+    }
+    p * f32::from_bits(((n as i32 + 127) << 23) as u32)
+}
+
+/// Softmax of one row in place, -inf entries meaning "masked": they get weight 0, and a
+/// row of only -inf becomes zeros. Vectorised (run-time AVX-512/AVX2 dispatch like GELU).
+pub fn softmax_f32_in_place(row: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F, checked just above.
+            return unsafe { softmax_avx512(row) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked just above.
+            return unsafe { softmax_avx2(row) };
+        }
+    }
+    softmax_loop(row)
+}
+
+/// Lanes of the max and sum reductions: float adds do not reassociate, so the vector
+/// width has to be written out.
+const LANES: usize = 16;
+
+#[inline(always)]
+fn softmax_loop(row: &mut [f32]) {
+    let mut m = [f32::NEG_INFINITY; LANES];
+    let mut chunks = row.chunks_exact(LANES);
+    for c in &mut chunks {
+        for l in 0..LANES {
+            m[l] = m[l].max(c[l]);
+        }
+    }
+    let max = chunks.remainder().iter().fold(
+        m.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)),
+        |a, &b| a.max(b),
+    );
+    if max == f32::NEG_INFINITY {
+        row.fill(0.0);
+        return;
+    }
+    let e = |v: f32| {
+        if v == f32::NEG_INFINITY {
+            0.0
+        } else {
+            exp_f32(v - max)
+        }
+    };
+    let mut s = [0.0f32; LANES];
+    let mut chunks = row.chunks_exact_mut(LANES);
+    for c in &mut chunks {
+        for l in 0..LANES {
+            c[l] = e(c[l]);
+            s[l] += c[l];
+        }
+    }
+    let mut sum: f32 = s.iter().sum();
+    for v in chunks.into_remainder() {
+        *v = e(*v);
+        sum += *v;
+    }
+    let inv = 1.0 / sum;
+    row.iter_mut().for_each(|v| *v *= inv);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn softmax_avx512(row: &mut [f32]) {
+    softmax_loop(row)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn softmax_avx2(row: &mut [f32]) {
+    softmax_loop(row)
+}
+
 /// One binary op on floats.
 pub fn binary_f<T: Float>(op: BinaryOp, a: T, b: T) -> T {
     match op {
