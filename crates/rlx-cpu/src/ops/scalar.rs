@@ -13,11 +13,8 @@ pub fn activation<T: Float>(act: Activation, x: T) -> T {
         // f32 (and the f16/bf16 held as f32) through the vectorisable f32 erf; f64 keeps
         // libm's erfc.
         Activation::Gelu if T::CLASS == ComputeClass::F32 => f(gelu_f32(x.to_f64() as f32) as f64),
-        Activation::Gelu => {
-            let xf = x.to_f64();
-            // erfc keeps the far negative tail accurate (1 + erf(x) cancels there).
-            f(0.5 * xf * libm::erfc(-xf / std::f64::consts::SQRT_2))
-        }
+        // erfc keeps the far negative tail accurate (1 + erf(x) cancels there).
+        Activation::Gelu => f(gelu_erfc(x.to_f64())),
         // 0.5·x·(1 + tanh(u)) written as x·sigmoid(2u): the same function, without the
         // cancellation of 1 + tanh(u) for negative x.
         Activation::GeluApprox => {
@@ -89,16 +86,34 @@ pub fn erf_f32(x: f32) -> f32 {
     erf_rational(x as f64) as f32
 }
 
-/// Exact (erf) GELU of an f32: 0.5·x·(1 + erf(x/√2)) in f64, rounded once. Absolute error
-/// ≲ 3.3e-8·|x| plus the output's rounding; for x below about -5.7 it is -0 (1 + erf
-/// cancels; the true value is under 5e-8 there).
+/// Below this x, 1 + erf(x/√2) has cancelled enough that the rational's 6.5e-8 would be a
+/// relative error above 1.4e-6; such values take libm's erfc instead (2 % of a unit
+/// normal's values, so a vector loop stays mostly vector).
+const GELU_TAIL: f32 = -2.0;
+
+/// The f64 path's GELU: erfc keeps the far negative tail accurate.
+fn gelu_erfc(x: f64) -> f64 {
+    0.5 * x * libm::erfc(-x / std::f64::consts::SQRT_2)
+}
+
+/// GELU through the rational erf, in f64, rounded once; accurate for x ≥ GELU_TAIL.
 #[inline(always)]
-pub fn gelu_f32(x: f32) -> f32 {
+fn gelu_rational(x: f32) -> f32 {
     let x = x as f64;
     // The rational overshoots -1 by ~1e-8 near its clamp: 1 + erf must not go negative.
-    // (A NaN x still gives NaN through the factor x.)
     let phi2 = (1.0 + erf_rational(x * std::f64::consts::FRAC_1_SQRT_2)).max(0.0);
     (0.5 * x * phi2) as f32
+}
+
+/// Exact (erf) GELU of an f32: the rational erf from GELU_TAIL up (absolute error ≲
+/// 3.3e-8·|x| plus the output's rounding), erfc below it. NaN stays NaN.
+#[inline(always)]
+pub fn gelu_f32(x: f32) -> f32 {
+    if x < GELU_TAIL {
+        gelu_erfc(x as f64) as f32
+    } else {
+        gelu_rational(x)
+    }
 }
 
 /// [`gelu_f32`] over a slice in place, with the widest vector unit the CPU has (checked at
@@ -119,9 +134,29 @@ pub fn gelu_f32_in_place(v: &mut [f32]) {
     gelu_loop(v)
 }
 
+/// Values per vector step of the GELU loop.
+const GELU_CHUNK: usize = 16;
+
 #[inline(always)]
 fn gelu_loop(v: &mut [f32]) {
-    v.iter_mut().for_each(|x| *x = gelu_f32(*x));
+    let mut chunks = v.chunks_exact_mut(GELU_CHUNK);
+    for c in &mut chunks {
+        let mut x = [0.0f32; GELU_CHUNK];
+        x.copy_from_slice(c);
+        // All lanes through the rational (vectorised), then the few tail values redone.
+        for l in 0..GELU_CHUNK {
+            c[l] = gelu_rational(x[l]);
+        }
+        for l in 0..GELU_CHUNK {
+            if x[l] < GELU_TAIL {
+                c[l] = gelu_erfc(x[l] as f64) as f32;
+            }
+        }
+    }
+    chunks
+        .into_remainder()
+        .iter_mut()
+        .for_each(|x| *x = gelu_f32(*x));
 }
 
 #[cfg(target_arch = "x86_64")]
