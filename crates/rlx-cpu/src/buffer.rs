@@ -125,8 +125,41 @@ pub trait Float:
     + std::ops::SubAssign
     + std::ops::DivAssign
 {
+    /// Exact GELU over a slice in place: f32 through the vectorised rational erf, f64
+    /// through the scalar f64 path of `scalar::activation`.
+    fn gelu_in_place(v: &mut [Self]) {
+        v.iter_mut()
+            .for_each(|x| *x = crate::ops::scalar::activation(rlx_ir::Activation::Gelu, *x));
+    }
+    /// Softmax of one row in place; -inf entries are masked (weight 0) and a row of only
+    /// -inf becomes zeros. f64 uses `exp` itself (its tolerance is 1e-12).
+    fn softmax_in_place(row: &mut [Self]) {
+        let max = row.iter().fold(Self::neg_infinity(), |m, &v| m.max(v));
+        if max == Self::neg_infinity() {
+            row.fill(Self::zero());
+            return;
+        }
+        let mut sum = Self::zero();
+        for v in row.iter_mut() {
+            *v = if *v == Self::neg_infinity() {
+                Self::zero()
+            } else {
+                (*v - max).exp()
+            };
+            sum += *v;
+        }
+        let inv = Self::one() / sum;
+        row.iter_mut().for_each(|v| *v *= inv);
+    }
 }
-impl Float for f32 {}
+impl Float for f32 {
+    fn gelu_in_place(v: &mut [f32]) {
+        crate::ops::scalar::gelu_f32_in_place(v)
+    }
+    fn softmax_in_place(row: &mut [f32]) {
+        crate::ops::scalar::softmax_f32_in_place(row)
+    }
+}
 impl Float for f64 {}
 
 /// An input of a thunk.

@@ -1,8 +1,10 @@
 //! CPU thunks of the Transformer group: Attention, Rope, FusedSwiGLU.
 //!
-//! Attention runs in parallel over blocks of queries of one head. A block keeps one row of
-//! scores per query (no `Sq × Sk` buffer), reads each k/v row once for all its queries,
-//! and applies the max-shifted softmax while summing v.
+//! Attention runs in parallel over (batch, head, block of up to 128 queries). A block is
+//! two products through the gemm crate, q·kᵀ into a QBLOCK × keys score block and
+//! softmax(scores)·v straight into the output rows, around a vectorised row softmax
+//! (masked keys as -inf). Scores cover only the keys the block may see (causal, window,
+//! the valid part of a cache).
 use super::arity;
 use super::norm::for_rows;
 use crate::error::op_err;
@@ -100,29 +102,9 @@ impl Geometry {
     }
 }
 
-/// Dot product with several accumulators so the loop vectorises.
-fn dot<T: Float>(a: &[T], b: &[T]) -> T {
-    let mut acc = [T::zero(); 8];
-    let mut ca = a.chunks_exact(8);
-    let mut cb = b.chunks_exact(8);
-    for (x, y) in (&mut ca).zip(&mut cb) {
-        for l in 0..8 {
-            acc[l] += x[l] * y[l];
-        }
-    }
-    let mut s = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .fold(T::zero(), |s, (&x, &y)| s + x * y);
-    for a in acc {
-        s += a;
-    }
-    s
-}
-
-/// Query rows handled together: each k and v row is loaded once per block, not per query.
-const QBLOCK: usize = 16;
+/// Query rows of one task: the whole sequence of an encoder head in one block, while the
+/// score block (QBLOCK × valid keys) stays small for long caches.
+const QBLOCK: usize = 128;
 
 struct Params<'a, T> {
     g: &'a Geometry,
@@ -136,96 +118,161 @@ struct Params<'a, T> {
     keep: Option<&'a [bool]>,
 }
 
-/// Queries `i0..i1` (at most QBLOCK) of head `h` in batch `b`: softmax(scale·q·kᵀ, capped,
-/// masked) · v. Query `i0 + r` is written to `out[r * stride..][..dv]`. A query that sees
-/// no key gets zeros. `scores` holds QBLOCK rows of Sk.
+/// A strided matrix inside a slice: element (r, c) at `off + r·rs + c·cs`.
+#[derive(Clone, Copy)]
+struct Mat<'a, T> {
+    data: &'a [T],
+    off: usize,
+    rs: usize,
+    cs: usize,
+}
+
+impl<T> Mat<'_, T> {
+    /// Whether every element of a `rows × cols` view lies inside the slice.
+    fn fits(&self, rows: usize, cols: usize) -> bool {
+        rows == 0
+            || cols == 0
+            || self.off + (rows - 1) * self.rs + (cols - 1) * self.cs < self.data.len()
+    }
+}
+
+/// `dst = alpha · lhs[m × k] · rhs[k × n]` through the gemm crate, `dst` row-major with row
+/// stride `dst_rs`. Callers check the views fit (`Mat::fits`, the dst bound).
+///
+/// # Safety
+/// `dst` must be valid for writes of `(m - 1)·dst_rs + n` elements that no other thread
+/// touches during the call.
 #[allow(clippy::too_many_arguments)]
+unsafe fn gemm_into<T: Float>(
+    (m, n, k): (usize, usize, usize),
+    lhs: Mat<T>,
+    rhs: Mat<T>,
+    dst: *mut T,
+    dst_rs: usize,
+    alpha: T,
+) {
+    debug_assert!(lhs.fits(m, k) && rhs.fits(k, n));
+    gemm::gemm(
+        m,
+        n,
+        k,
+        dst,
+        1,
+        dst_rs as isize,
+        false,
+        lhs.data.as_ptr().add(lhs.off),
+        lhs.cs as isize,
+        lhs.rs as isize,
+        rhs.data.as_ptr().add(rhs.off),
+        rhs.cs as isize,
+        rhs.rs as isize,
+        T::zero(),
+        alpha,
+        false,
+        false,
+        false,
+        gemm::Parallelism::None,
+    );
+}
+
+/// The output buffer shared by the tasks of one call; each task writes only its own
+/// (batch, head, query block) rows, which no other task touches.
+struct OutPtr<T> {
+    ptr: *mut T,
+    len: usize,
+}
+// SAFETY: tasks write disjoint elements (see `attend_block`), and the buffer outlives them.
+unsafe impl<T: Send> Send for OutPtr<T> {}
+unsafe impl<T: Send> Sync for OutPtr<T> {}
+
+/// Queries `i0..i1` (at most QBLOCK) of head `h` in batch `b`: softmax(scale·q·kᵀ, capped,
+/// masked) · v, as two products through gemm around a row softmax. Scores cover the keys
+/// `lo..hi` some query of the block may see; the rest of a row's mask is -inf there. A
+/// query that sees no key gets zeros. `scores` holds QBLOCK rows of the valid keys.
 fn attend_block<T: Float>(
     p: &Params<T>,
-    b: usize,
-    h: usize,
-    i0: usize,
-    i1: usize,
+    (b, h, i0, i1): (usize, usize, usize, usize),
     scores: &mut [T],
-    out: &mut [T],
-    stride: usize,
-) {
+    out: &OutPtr<T>,
+    o: Strides,
+) -> Result<(), CpuError> {
     let g = p.g;
     let (sk, d, dv, n) = (g.sk, g.d, g.dv, i1 - i0);
-    // Score rows hold the valid keys only (every key range ends at or before them).
-    let ss = g.valid();
     let kvh = h / g.group;
-    let keep = p.keep.map(|m| &m[b * sk..(b + 1) * sk]);
-    let sees = |j: usize| keep.is_none_or(|m| m[j]);
     let mut ranges = [(0usize, 0usize); QBLOCK];
     for (r, range) in ranges.iter_mut().enumerate().take(n) {
         *range = g.key_range(p.kind, i0 + r);
     }
     let ranges = &ranges[..n];
     let lo = ranges.iter().map(|r| r.0).min().unwrap_or(0);
-    let hi = ranges.iter().map(|r| r.1).max().unwrap_or(0);
-    let qrow = |r: usize| {
-        let q0 = g.q.at(b, h, i0 + r);
-        &p.q[q0..q0 + d]
+    let hi = ranges.iter().map(|r| r.1).max().unwrap_or(0).max(lo);
+    let w = hi - lo;
+    let dst = o.at(b, h, i0);
+    if n > 0 && dst + (n - 1) * o.seq + dv > out.len {
+        return Err(op_err("attention output is smaller than its shape says"));
+    }
+    if w == 0 {
+        for r in 0..n {
+            // SAFETY: inside `out` (checked above) and this task's own rows.
+            unsafe { std::slice::from_raw_parts_mut(out.ptr.add(dst + r * o.seq), dv) }
+                .fill(T::zero());
+        }
+        return Ok(());
+    }
+    let qm = Mat {
+        data: p.q,
+        off: g.q.at(b, h, i0),
+        rs: g.q.seq,
+        cs: 1,
     };
-
-    for j in (lo..hi).filter(|&j| sees(j)) {
-        let k0 = g.k.at(b, kvh, j);
-        let kj = &p.k[k0..k0 + d];
-        for (r, &(l, u)) in ranges.iter().enumerate() {
-            if (l..u).contains(&j) {
-                let mut s = dot(qrow(r), kj) * p.scale;
-                if let Some(c) = p.cap {
-                    s = c * (s / c).tanh();
-                }
-                scores[r * ss + j] = s;
-            }
-        }
+    // kᵀ: element (c, j) is k[j][c].
+    let kt = Mat {
+        data: p.k,
+        off: g.k.at(b, kvh, lo),
+        rs: 1,
+        cs: g.k.seq,
+    };
+    let vm = Mat {
+        data: p.v,
+        off: g.v.at(b, kvh, lo),
+        rs: g.v.seq,
+        cs: 1,
+    };
+    let sc = &mut scores[..n * w];
+    if !(qm.fits(n, d) && kt.fits(d, w) && vm.fits(w, dv)) {
+        return Err(op_err("attention q/k/v is smaller than its shape says"));
     }
+    // SAFETY: the views fit (checked above); `sc` is this task's scratch of n × w.
+    unsafe { gemm_into((n, w, d), qm, kt, sc.as_mut_ptr(), w, p.scale) };
 
-    // Scores become unnormalised weights exp(s − max); `inv` keeps 1/Σ per row.
-    let mut inv = [T::zero(); QBLOCK];
+    let keep = p.keep.map(|m| &m[b * sk + lo..b * sk + hi]);
     for (r, &(l, u)) in ranges.iter().enumerate() {
-        let row = &mut scores[r * ss..(r + 1) * ss];
-        let mut max = T::neg_infinity();
-        let mut any = false;
-        for j in (l..u).filter(|&j| sees(j)) {
-            any = true;
-            if row[j] > max {
-                max = row[j];
+        let row = &mut sc[r * w..(r + 1) * w];
+        if let Some(c) = p.cap {
+            row.iter_mut().for_each(|s| *s = c * (*s / c).tanh());
+        }
+        // Keys outside this query's range, or masked out, weigh nothing.
+        row[..l.max(lo) - lo].fill(T::neg_infinity());
+        row[u.clamp(lo, hi) - lo..].fill(T::neg_infinity());
+        if let Some(keep) = keep {
+            for (s, &k) in row.iter_mut().zip(keep) {
+                if !k {
+                    *s = T::neg_infinity();
+                }
             }
         }
-        if !any {
-            continue;
-        }
-        let mut sum = T::zero();
-        for j in (l..u).filter(|&j| sees(j)) {
-            let e = (row[j] - max).exp();
-            row[j] = e;
-            sum += e;
-        }
-        inv[r] = T::one() / sum;
+        T::softmax_in_place(row);
     }
-
-    for r in 0..n {
-        out[r * stride..r * stride + dv].fill(T::zero());
-    }
-    for j in (lo..hi).filter(|&j| sees(j)) {
-        let v0 = g.v.at(b, kvh, j);
-        let vj = &p.v[v0..v0 + dv];
-        for (r, &(l, u)) in ranges.iter().enumerate() {
-            if (l..u).contains(&j) {
-                let w = scores[r * ss + j];
-                let o = &mut out[r * stride..r * stride + dv];
-                o.iter_mut().zip(vj).for_each(|(o, &x)| *o += w * x);
-            }
-        }
-    }
-    for (r, &f) in inv.iter().enumerate().take(n) {
-        out[r * stride..r * stride + dv]
-            .iter_mut()
-            .for_each(|o| *o *= f);
-    }
+    let pm = Mat {
+        data: &*sc,
+        off: 0,
+        rs: w,
+        cs: 1,
+    };
+    // SAFETY: the views fit; the dst rows are inside `out` (checked above) and belong to
+    // this task alone (its batch, head and query block).
+    unsafe { gemm_into((n, dv, w), pm, vm, out.ptr.add(dst), o.seq, T::one()) };
+    Ok(())
 }
 
 fn run<T: Float>(
@@ -250,39 +297,26 @@ fn run<T: Float>(
         keep,
     };
     let (sq, h, dv) = (g.sq, g.heads, g.dv);
-    if out.is_empty() {
+    if out.is_empty() || sq == 0 {
         return Ok(());
     }
-    let scratch = || vec![T::zero(); QBLOCK * g.valid()];
-    // Parallel over query blocks; a chunk of `out` is exactly what its block writes.
-    match spec.layout {
-        AttentionLayout::Bhsd => out.par_chunks_mut(sq * dv).enumerate().for_each(|(bh, o)| {
-            o.par_chunks_mut(QBLOCK * dv)
-                .enumerate()
-                .for_each_init(scratch, |sc, (blk, ob)| {
-                    let i0 = blk * QBLOCK;
-                    let i1 = i0 + ob.len() / dv;
-                    attend_block(&p, bh / h, bh % h, i0, i1, sc, ob, dv);
-                })
-        }),
-        // Rows of one query for all heads are contiguous: a block holds every head.
-        AttentionLayout::Packed | AttentionLayout::Bshd => out
-            .par_chunks_mut(sq * h * dv)
-            .enumerate()
-            .for_each(|(b, o)| {
-                o.par_chunks_mut(QBLOCK * h * dv).enumerate().for_each_init(
-                    scratch,
-                    |sc, (blk, ob)| {
-                        let i0 = blk * QBLOCK;
-                        let i1 = i0 + ob.len() / (h * dv);
-                        for hh in 0..h {
-                            attend_block(&p, b, hh, i0, i1, sc, &mut ob[hh * dv..], h * dv);
-                        }
-                    },
-                )
-            }),
-    }
-    Ok(())
+    let batch = out.len() / (sq * h * dv);
+    let blocks = sq.div_ceil(QBLOCK);
+    let o = Strides::new(spec.layout, h, sq, dv);
+    let optr = OutPtr {
+        ptr: out.as_mut_ptr(),
+        len: out.len(),
+    };
+    let scratch = || vec![T::zero(); QBLOCK.min(sq) * g.valid()];
+    // One task per (batch, head, query block): each writes only its own output rows.
+    (0..batch * h * blocks)
+        .into_par_iter()
+        .try_for_each_init(scratch, |sc, t| {
+            let (bh, blk) = (t / blocks, t % blocks);
+            let i0 = blk * QBLOCK;
+            let i1 = (i0 + QBLOCK).min(sq);
+            attend_block(&p, (bh / h, bh % h, i0, i1), sc, &optr, o)
+        })
 }
 
 /// The IR rule on the concrete shapes is the one place sizes are validated: the thunks of

@@ -8,14 +8,15 @@
 //! made to obey the step's dtype (f16/bf16 rounding, i32/u8 wrap, bool 0/1: `scalar::wrap_int`), as the
 //! executor does after each unfused op; so a region equals the graph it was fused from.
 use super::scalar::{
-    activation, binary_f, binary_i, compare, float_to_int, round_to_f32_storage, wrap_int,
+    activation, binary_f, binary_i, compare, float_to_int, gelu_f32_in_place, round_to_f32_storage,
+    wrap_int,
 };
 use crate::error::op_err;
 use crate::{Buf, BufMut, CpuError, Elem, Storage, TensorView};
 use half::{bf16, f16};
 use rayon::prelude::*;
 use rlx_ir::ops::region::chain_dtypes;
-use rlx_ir::{ChainOperand, ChainStep, ComputeClass, DType, RegionPrologue};
+use rlx_ir::{Activation, ChainOperand, ChainStep, ComputeClass, DType, RegionPrologue};
 
 const BLOCK: usize = 512;
 /// Work split across threads in chunks of this many elements (a multiple of BLOCK)…
@@ -289,6 +290,11 @@ fn run_step(p: &Plan, k: usize, slots: &mut [Storage], n: usize) -> Result<(), C
     };
     match &p.chain[k] {
         ChainStep::Activation(act, x) => match (get(x), &mut *dst) {
+            // A constant Gelu lets the loop vectorise (the erf has no branches).
+            (Storage::F32(a), Storage::F32(o)) if *act == Activation::Gelu => {
+                o[..n].copy_from_slice(&a[..n]);
+                gelu_f32_in_place(&mut o[..n])
+            }
             (Storage::F32(a), Storage::F32(o)) => {
                 map1(&a[..n], &mut o[..n], |v| activation(*act, v))
             }

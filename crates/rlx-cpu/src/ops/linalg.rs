@@ -184,21 +184,34 @@ fn bias_act<T: Float>(out: &mut [T], bias: &[T], act: Option<Activation>) -> Res
             out.len()
         )));
     }
-    let row = |o: &mut [T]| {
-        for (v, &b) in o.iter_mut().zip(bias) {
-            let s = *v + b;
-            *v = match act {
-                Some(a) => activation(a, s),
-                None => s,
-            };
-        }
-    };
-    if out.len() >= PAR_WORK {
-        out.par_chunks_mut(n).for_each(row);
-    } else {
-        out.chunks_mut(n).for_each(row);
+    // One loop per activation, the activation a constant in it, so the row vectorises.
+    match act {
+        None => bias_rows(out, bias, |s| s, |_| {}),
+        Some(Activation::Gelu) => bias_rows(out, bias, |s| s, T::gelu_in_place),
+        Some(a) => bias_rows(out, bias, |s| activation(a, s), |_| {}),
     }
     Ok(())
+}
+
+/// Each row: `f(v + bias)` per value, then `rows` over the row.
+#[inline(always)]
+fn bias_rows<T: Float>(
+    out: &mut [T],
+    bias: &[T],
+    f: impl Fn(T) -> T + Sync,
+    rows: impl Fn(&mut [T]) + Sync,
+) {
+    let row = |o: &mut [T]| {
+        for (v, &b) in o.iter_mut().zip(bias) {
+            *v = f(*v + b);
+        }
+        rows(o);
+    };
+    if out.len() >= PAR_WORK {
+        out.par_chunks_mut(bias.len()).for_each(row);
+    } else {
+        out.chunks_mut(bias.len()).for_each(row);
+    }
 }
 
 /// Up to this many rows of x a dequant matmul walks the packed rows directly

@@ -3,18 +3,18 @@
 //! integer arithmetic and casts are defined (see `Op::Binary` and `Op::Cast` in rlx-ir).
 use crate::Float;
 use half::{bf16, f16};
-use rlx_ir::{Activation, BinaryOp, CompareOp, DType};
+use rlx_ir::{Activation, BinaryOp, CompareOp, ComputeClass, DType};
 
 /// One activation on one value.
 pub fn activation<T: Float>(act: Activation, x: T) -> T {
     let f = |v: f64| T::from_f64(v);
     let one = T::one();
     match act {
-        Activation::Gelu => {
-            let xf = x.to_f64();
-            // erfc keeps the far negative tail accurate (1 + erf(x) cancels there).
-            f(0.5 * xf * libm::erfc(-xf / std::f64::consts::SQRT_2))
-        }
+        // f32 (and the f16/bf16 held as f32) through the vectorisable f32 erf; f64 keeps
+        // libm's erfc.
+        Activation::Gelu if T::CLASS == ComputeClass::F32 => f(gelu_f32(x.to_f64() as f32) as f64),
+        // erfc keeps the far negative tail accurate (1 + erf(x) cancels there).
+        Activation::Gelu => f(gelu_erfc(x.to_f64())),
         // 0.5·x·(1 + tanh(u)) written as x·sigmoid(2u): the same function, without the
         // cancellation of 1 + tanh(u) for negative x.
         Activation::GeluApprox => {
@@ -47,6 +47,231 @@ pub fn activation<T: Float>(act: Activation, x: T) -> T {
         Activation::Recip => one / x,
         Activation::Square => x * x,
     }
+}
+
+/// erf without branches or calls, so loops over it vectorise: erf(x) = x·P(x²)/Q(x²) on
+/// [-4, 4] (beyond it erf rounds to ±1 in f32). The rational's coefficients are the
+/// published ones of Eigen's `generic_fast_erf_float`; evaluated in f64 (max abs error
+/// 6.5e-8) so that, rounded once to f32, erf is within 1e-7. NaN passes through the clamp.
+#[inline(always)]
+fn erf_rational(x: f64) -> f64 {
+    const P: [f64; 7] = [
+        -1.609_603_332_624_15e-2,
+        -2.954_599_808_540_25e-3,
+        -7.349_906_303_268_55e-4,
+        -5.692_506_394_623_46e-5,
+        -2.101_024_020_825_08e-6,
+        2.770_681_424_959_02e-8,
+        -2.726_142_258_013_06e-10,
+    ];
+    const Q: [f64; 5] = [
+        -1.426_473_905_141_89e-2,
+        -7.373_329_167_204_68e-3,
+        -1.682_826_974_382_03e-3,
+        -2.133_740_552_789_05e-4,
+        -1.456_607_184_649_96e-5,
+    ];
+    let x = x.clamp(-4.0, 4.0);
+    let x2 = x * x;
+    // Plain multiply-add: `mul_add` without a target FMA feature is a libm call per value.
+    let p = P.iter().rev().fold(0.0, |acc, &c| acc * x2 + c);
+    // Q has no real root (all its coefficients are negative), so the division is safe.
+    let q = Q.iter().rev().fold(0.0, |acc, &c| acc * x2 + c);
+    x * p / q
+}
+
+/// erf of an f32, within 1e-7 of the exact value.
+#[inline(always)]
+pub fn erf_f32(x: f32) -> f32 {
+    erf_rational(x as f64) as f32
+}
+
+/// Below this x, 1 + erf(x/√2) has cancelled enough that the rational's 6.5e-8 would be a
+/// relative error above 1.4e-6; such values take libm's erfc instead (2 % of a unit
+/// normal's values, so a vector loop stays mostly vector).
+const GELU_TAIL: f32 = -2.0;
+
+/// The f64 path's GELU: erfc keeps the far negative tail accurate.
+fn gelu_erfc(x: f64) -> f64 {
+    0.5 * x * libm::erfc(-x / std::f64::consts::SQRT_2)
+}
+
+/// GELU through the rational erf, in f64, rounded once; accurate for x ≥ GELU_TAIL.
+#[inline(always)]
+fn gelu_rational(x: f32) -> f32 {
+    let x = x as f64;
+    // The rational overshoots -1 by ~1e-8 near its clamp: 1 + erf must not go negative.
+    let phi2 = (1.0 + erf_rational(x * std::f64::consts::FRAC_1_SQRT_2)).max(0.0);
+    (0.5 * x * phi2) as f32
+}
+
+/// Exact (erf) GELU of an f32: the rational erf from GELU_TAIL up (absolute error ≲
+/// 3.3e-8·|x| plus the output's rounding), erfc below it. NaN stays NaN.
+#[inline(always)]
+pub fn gelu_f32(x: f32) -> f32 {
+    if x < GELU_TAIL {
+        gelu_erfc(x as f64) as f32
+    } else {
+        gelu_rational(x)
+    }
+}
+
+/// [`gelu_f32`] over a slice in place, with the widest vector unit the CPU has (checked at
+/// run time: the build targets baseline x86-64). Every path gives the same bits (IEEE ops,
+/// no FMA contraction).
+pub fn gelu_f32_in_place(v: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F, checked just above.
+            return unsafe { gelu_avx512(v) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked just above.
+            return unsafe { gelu_avx2(v) };
+        }
+    }
+    gelu_loop(v)
+}
+
+/// Values per vector step of the GELU loop.
+const GELU_CHUNK: usize = 16;
+
+#[inline(always)]
+fn gelu_loop(v: &mut [f32]) {
+    let mut chunks = v.chunks_exact_mut(GELU_CHUNK);
+    for c in &mut chunks {
+        let mut x = [0.0f32; GELU_CHUNK];
+        x.copy_from_slice(c);
+        // All lanes through the rational (vectorised), then the few tail values redone.
+        for l in 0..GELU_CHUNK {
+            c[l] = gelu_rational(x[l]);
+        }
+        for l in 0..GELU_CHUNK {
+            if x[l] < GELU_TAIL {
+                c[l] = gelu_erfc(x[l] as f64) as f32;
+            }
+        }
+    }
+    chunks
+        .into_remainder()
+        .iter_mut()
+        .for_each(|x| *x = gelu_f32(*x));
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn gelu_avx512(v: &mut [f32]) {
+    gelu_loop(v)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn gelu_avx2(v: &mut [f32]) {
+    gelu_loop(v)
+}
+
+/// e^x of an f32 without branches or calls (so loops vectorise): x = n·ln2 + r with
+/// |r| ≤ ln2/2, e^r by its Taylor polynomial to degree 7 (truncation < 1e-8 relative),
+/// times 2^n built in the exponent bits. Relative error a few ulp; x is clamped to
+/// [-87, 88] (where 2^n stays normal), so large negative x gives ~1e-38, not 0.
+#[inline(always)]
+pub fn exp_f32(x: f32) -> f32 {
+    // ln 2 split so that n·LN2_HI is exact for |n| < 2^7.
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    // Adding and removing 1.5·2^23 rounds to an integer without a rounding instruction.
+    const ROUND: f32 = 12_582_912.0;
+    let x = x.clamp(-87.0, 88.0);
+    let n = (x * std::f32::consts::LOG2_E + ROUND) - ROUND;
+    let r = (x - n * LN2_HI) - n * LN2_LO;
+    let mut p = 1.0 / 5040.0;
+    for c in [
+        1.0 / 720.0,
+        1.0 / 120.0,
+        1.0 / 24.0,
+        1.0 / 6.0,
+        0.5,
+        1.0,
+        1.0,
+    ] {
+        p = p * r + c;
+    }
+    p * f32::from_bits(((n as i32 + 127) << 23) as u32)
+}
+
+/// Softmax of one row in place, -inf entries meaning "masked": they get weight 0, and a
+/// row of only -inf becomes zeros. Vectorised (run-time AVX-512/AVX2 dispatch like GELU).
+pub fn softmax_f32_in_place(row: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F, checked just above.
+            return unsafe { softmax_avx512(row) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked just above.
+            return unsafe { softmax_avx2(row) };
+        }
+    }
+    softmax_loop(row)
+}
+
+/// Lanes of the max and sum reductions: float adds do not reassociate, so the vector
+/// width has to be written out.
+const LANES: usize = 16;
+
+#[inline(always)]
+fn softmax_loop(row: &mut [f32]) {
+    let mut m = [f32::NEG_INFINITY; LANES];
+    let mut chunks = row.chunks_exact(LANES);
+    for c in &mut chunks {
+        for l in 0..LANES {
+            m[l] = m[l].max(c[l]);
+        }
+    }
+    let max = chunks.remainder().iter().fold(
+        m.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)),
+        |a, &b| a.max(b),
+    );
+    if max == f32::NEG_INFINITY {
+        row.fill(0.0);
+        return;
+    }
+    let e = |v: f32| {
+        if v == f32::NEG_INFINITY {
+            0.0
+        } else {
+            exp_f32(v - max)
+        }
+    };
+    let mut s = [0.0f32; LANES];
+    let mut chunks = row.chunks_exact_mut(LANES);
+    for c in &mut chunks {
+        for l in 0..LANES {
+            c[l] = e(c[l]);
+            s[l] += c[l];
+        }
+    }
+    let mut sum: f32 = s.iter().sum();
+    for v in chunks.into_remainder() {
+        *v = e(*v);
+        sum += *v;
+    }
+    let inv = 1.0 / sum;
+    row.iter_mut().for_each(|v| *v *= inv);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn softmax_avx512(row: &mut [f32]) {
+    softmax_loop(row)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn softmax_avx2(row: &mut [f32]) {
+    softmax_loop(row)
 }
 
 /// One binary op on floats.
