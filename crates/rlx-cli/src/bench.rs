@@ -22,6 +22,8 @@ pub struct BenchOpts<'a> {
     pub gguf: &'a [std::path::PathBuf],
     /// The sentence-transformers folder of the `embed` suite.
     pub model: Option<&'a Path>,
+    /// The `embed` suite's texts (see `bench_embed::load_texts`).
+    pub texts: Option<&'a Path>,
 }
 
 pub(crate) struct Row {

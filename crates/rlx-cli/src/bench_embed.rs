@@ -45,6 +45,31 @@ pub fn texts() -> Vec<String> {
         .collect()
 }
 
+/// Texts from `path` cycled to 256: a JSON list of strings, or an object whose `cases`
+/// hold `text` fields (the reference file the peer scripts time).
+pub fn load_texts(path: &std::path::Path) -> Result<Vec<String>, CliError> {
+    let bad = |why: String| CliError::Usage(format!("--texts {}: {why}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let list = match (&v, v.get("cases")) {
+        (serde_json::Value::Array(a), _) => a.clone(),
+        (_, Some(serde_json::Value::Array(c))) => c.iter().map(|c| c["text"].clone()).collect(),
+        _ => {
+            return Err(bad(
+                "expected a list of strings or {\"cases\": [{\"text\": …}]}".into(),
+            ))
+        }
+    };
+    let list: Vec<String> = (list.iter())
+        .map(|t| t.as_str().map(str::to_string))
+        .collect::<Option<_>>()
+        .ok_or_else(|| bad("every text must be a string".into()))?;
+    if list.is_empty() {
+        return Err(bad("no texts".into()));
+    }
+    Ok((0..TEXTS).map(|i| list[i % list.len()].clone()).collect())
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -58,7 +83,10 @@ pub fn embed(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
                 .into(),
         )
     })?;
-    let owned = texts();
+    let owned = match o.texts {
+        Some(p) => load_texts(p)?,
+        None => texts(),
+    };
     let texts: Vec<&str> = owned.iter().map(String::as_str).collect();
     let precisions: &[DType] = match o.device {
         Device::Cpu => &[DType::F32],

@@ -77,6 +77,11 @@ enum Cmd {
         /// A sentence-transformers folder for the embed suite.
         #[arg(long)]
         model: Option<PathBuf>,
+        /// The embed suite's texts, cycled to 256: a JSON list of strings, or a reference
+        /// file with `cases[].text` (the peers' workload:
+        /// crates/rlx-models/tests/data/st_ref_minilm.json). Default: a built-in list.
+        #[arg(long)]
+        texts: Option<PathBuf>,
     },
     /// Sentence embeddings with a sentence-transformers folder: one JSON line per text on
     /// stdout (`{"index":i,"embedding":[…]}`), or an .npy file with --output.
@@ -171,6 +176,7 @@ fn main() -> ExitCode {
             profile,
             gguf,
             model,
+            texts,
         } => parse_device(device.as_deref()).and_then(|device| {
             bench::run(&bench::BenchOpts {
                 device,
@@ -182,6 +188,7 @@ fn main() -> ExitCode {
                 profile,
                 gguf: &gguf,
                 model: model.as_deref(),
+                texts: texts.as_deref(),
             })
         }),
     };

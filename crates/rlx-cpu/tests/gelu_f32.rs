@@ -34,38 +34,25 @@ fn f32_gelu_matches_the_f64_oracle() {
     let got: Vec<f64> = x.iter().map(|&v| gelu_f32(v) as f64).collect();
     let want: Vec<f64> = x.iter().map(|&v| gelu_ref(v)).collect();
     let e = rel_l2(&got, &want);
-    // Inside [-10, 10] in absolute terms (the output's own rounding is up to 4.8e-7 there);
-    // outside it relative to the value (positive tail) or absolute (negative tail, ~0).
-    let mut max_abs = (0.0f64, 0.0f32);
-    let mut max_tail_rel = 0.0f64;
+    // Per value, in units of the f32 spacing at the exact value (ulp), with an absolute
+    // floor of 1e-30 for the far negative tail, where the value is below f32's normals.
+    let mut worst = (0.0f64, 0.0f32);
     for ((&g, &w), &v) in got.iter().zip(&want).zip(&x) {
-        let err = (g - w).abs();
-        if v.abs() <= 10.0 {
-            if err > max_abs.0 {
-                max_abs = (err, v);
-            }
-        } else if v > 0.0 {
-            max_tail_rel = max_tail_rel.max(err / w);
-        } else {
-            assert!(err <= 1e-7, "x = {v}: got {g}, want {w}");
+        let ulp = (w.abs() as f32).max(f32::MIN_POSITIVE) as f64 * f32::EPSILON as f64;
+        let err = ((g - w).abs() - 1e-30).max(0.0) / ulp;
+        if err > worst.0 {
+            worst = (err, v);
         }
     }
     println!(
-        "f32 GELU: rel-L2 {e:.3e}, max abs error {:.3e} at x = {} on [-10, 10], \
-         max rel error {max_tail_rel:.3e} in the positive tail",
-        max_abs.0, max_abs.1
+        "f32 GELU: rel-L2 {e:.3e}, worst error {:.2} ulp at x = {}",
+        worst.0, worst.1
     );
     assert!(e <= 1e-6, "rel-L2 {e:.3e} > 1e-6");
-    assert!(
-        max_abs.0 <= 8e-7,
-        "max abs error {:.3e} at x = {}",
-        max_abs.0,
-        max_abs.1
-    );
-    assert!(
-        max_tail_rel <= f32::EPSILON as f64 / 2.0,
-        "tail rel {max_tail_rel:.3e}"
-    );
+    // f32 arithmetic inside: a few ulp (the erf rational's and erfc fit's own errors are
+    // ~1e-7 relative; the rational's dozen f32 operations near x ≈ -1, where 1 + erf is
+    // 0.32, reach 4.4 ulp over 20 seeds).
+    assert!(worst.0 <= 6.0, "{:.2} ulp at x = {}", worst.0, worst.1);
 }
 
 #[test]

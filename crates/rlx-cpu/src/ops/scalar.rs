@@ -86,33 +86,97 @@ pub fn erf_f32(x: f32) -> f32 {
     erf_rational(x as f64) as f32
 }
 
-/// Below this x, 1 + erf(x/√2) has cancelled enough that the rational's 6.5e-8 would be a
-/// relative error above 1.4e-6; such values take libm's erfc instead (2 % of a unit
-/// normal's values, so a vector loop stays mostly vector).
-const GELU_TAIL: f32 = -2.0;
-
 /// The f64 path's GELU: erfc keeps the far negative tail accurate.
 fn gelu_erfc(x: f64) -> f64 {
     0.5 * x * libm::erfc(-x / std::f64::consts::SQRT_2)
 }
 
-/// GELU through the rational erf, in f64, rounded once; accurate for x ≥ GELU_TAIL.
+/// The rational erf evaluated in f32 (what the vector GELU uses: 16 lanes a step with
+/// AVX-512); within a few ulp of erf.
 #[inline(always)]
-fn gelu_rational(x: f32) -> f32 {
-    let x = x as f64;
-    // The rational overshoots -1 by ~1e-8 near its clamp: 1 + erf must not go negative.
-    let phi2 = (1.0 + erf_rational(x * std::f64::consts::FRAC_1_SQRT_2)).max(0.0);
-    (0.5 * x * phi2) as f32
+fn erf_rational_f32(x: f32) -> f32 {
+    const P: [f32; 7] = [
+        -1.609_603_3e-2,
+        -2.954_599_8e-3,
+        -7.349_906_3e-4,
+        -5.692_506_4e-5,
+        -2.101_024e-6,
+        2.770_681_4e-8,
+        -2.726_142_3e-10,
+    ];
+    const Q: [f32; 5] = [
+        -1.426_473_9e-2,
+        -7.373_329e-3,
+        -1.682_827e-3,
+        -2.133_740_6e-4,
+        -1.456_607_2e-5,
+    ];
+    let x = x.clamp(-4.0, 4.0);
+    let x2 = x * x;
+    let p = P.iter().rev().fold(0.0, |acc, &c| acc * x2 + c);
+    let q = Q.iter().rev().fold(0.0, |acc, &c| acc * x2 + c);
+    x * p / q
 }
 
-/// Exact (erf) GELU of an f32: the rational erf from GELU_TAIL up (absolute error ≲
-/// 3.3e-8·|x| plus the output's rounding), erfc below it. NaN stays NaN.
+/// erfc(−x/√2) for x ≤ 0 without branches: t·e^(−z² + P(t)) with z = −x/√2,
+/// t = 1/(1 + z/2) and the Chebyshev-fitted P of Numerical Recipes' `erfcc` (relative
+/// error < 1.2e-7 for all z ≥ 0), so nothing cancels where erfc is tiny. The exponent is
+/// carried to about twice f32's precision: z² = x²/2 exactly (Dekker's square of x itself,
+/// since z rounded to f32 would already be off by ~z²·1e-7), the sum with P exactly
+/// (Knuth), and the low part corrects e^(hi) to first order — rounded plainly, the tail
+/// would be off by tens of ulp.
+#[inline(always)]
+fn erfc_neg_half_sqrt2_f32(x: f32) -> f32 {
+    const C: [f32; 10] = [
+        -1.265_512_2,
+        1.000_023_7,
+        0.374_091_96,
+        0.096_784_18,
+        -0.186_288_06,
+        0.278_868_07,
+        -1.135_204,
+        1.488_515_9,
+        -0.822_152_2,
+        0.170_872_77,
+    ];
+    let z = -x * std::f32::consts::FRAC_1_SQRT_2;
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let p = C.iter().rev().fold(0.0, |acc, &c| acc * t + c);
+    let xx = x * x;
+    let c = 4097.0 * x;
+    let xh = c - (c - x);
+    let xl = x - xh;
+    let xx_lo = ((xh * xh - xx) + 2.0 * xh * xl) + xl * xl;
+    let (zz, zz_lo) = (0.5 * xx, 0.5 * xx_lo);
+    let hi = p - zz;
+    let b = hi - p;
+    let lo = (p - (hi - b)) + (-zz - b) - zz_lo;
+    t * exp_f32(hi) * (1.0 + lo)
+}
+
+/// Exact (erf) GELU of an f32 in f32 arithmetic: from -1 up through the rational erf (1 + erf
+/// ≥ 0.3 there), below as ½·x·erfc(−x/√2) (no cancellation in the tail). Both are computed and one
+/// selected, so a loop over it vectorises. NaN stays NaN; -inf gives -0.
 #[inline(always)]
 pub fn gelu_f32(x: f32) -> f32 {
-    if x < GELU_TAIL {
-        gelu_erfc(x as f64) as f32
+    // The rational overshoots ±1 by an ulp near its clamp: 1 + erf stays within [0, 2]
+    // (else GELU(f32::MAX) would overflow).
+    let phi2 = (1.0 + erf_rational_f32(x * std::f32::consts::FRAC_1_SQRT_2)).clamp(0.0, 2.0);
+    let pos = 0.5 * x * phi2;
+    // The negative branch on min(x, 0) clamped at -13 (below it the value is under f32's
+    // normals and is returned as -0): intermediates stay normal — subnormals cost a microcode assist per
+    // operation — and -inf cannot make 0·inf.
+    let xn = x.clamp(-13.0, 0.0);
+    let neg = 0.5 * xn * erfc_neg_half_sqrt2_f32(xn);
+    // Above 5.7, Φ(x) rounds to 1 in f32: GELU is x (and f32::MAX stays finite).
+    if x > 5.7 {
+        x
+    } else if x < -13.0 {
+        -0.0
+    } else if x < -1.0 {
+        neg
     } else {
-        gelu_rational(x)
+        pos
     }
 }
 
@@ -134,29 +198,14 @@ pub fn gelu_f32_in_place(v: &mut [f32]) {
     gelu_loop(v)
 }
 
-/// Values per vector step of the GELU loop.
-const GELU_CHUNK: usize = 16;
-
+/// A plain index loop, so everything inlines into the `target_feature` callers: a generic
+/// iterator adapter here is one instantiation shared by all of them and compiled for the
+/// baseline target, which loses the vector width.
 #[inline(always)]
 fn gelu_loop(v: &mut [f32]) {
-    let mut chunks = v.chunks_exact_mut(GELU_CHUNK);
-    for c in &mut chunks {
-        let mut x = [0.0f32; GELU_CHUNK];
-        x.copy_from_slice(c);
-        // All lanes through the rational (vectorised), then the few tail values redone.
-        for l in 0..GELU_CHUNK {
-            c[l] = gelu_rational(x[l]);
-        }
-        for l in 0..GELU_CHUNK {
-            if x[l] < GELU_TAIL {
-                c[l] = gelu_erfc(x[l] as f64) as f32;
-            }
-        }
+    for i in 0..v.len() {
+        v[i] = gelu_f32(v[i]);
     }
-    chunks
-        .into_remainder()
-        .iter_mut()
-        .for_each(|x| *x = gelu_f32(*x));
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -180,10 +229,14 @@ pub fn exp_f32(x: f32) -> f32 {
     // ln 2 split so that n·LN2_HI is exact for |n| < 2^7.
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
-    // Adding and removing 1.5·2^23 rounds to an integer without a rounding instruction.
+    // Adding 1.5·2^23 rounds to an integer held in the low mantissa bits: n + ROUND has
+    // the bits ROUND_BITS + n, so 2^n is built with integer ops alone (a float→int
+    // conversion would keep the loop from vectorising).
     const ROUND: f32 = 12_582_912.0;
+    const ROUND_BITS: u32 = 0x4B40_0000;
     let x = x.clamp(-87.0, 88.0);
-    let n = (x * std::f32::consts::LOG2_E + ROUND) - ROUND;
+    let nr = x * std::f32::consts::LOG2_E + ROUND;
+    let n = nr - ROUND;
     let r = (x - n * LN2_HI) - n * LN2_LO;
     let mut p = 1.0 / 5040.0;
     for c in [
@@ -197,7 +250,8 @@ pub fn exp_f32(x: f32) -> f32 {
     ] {
         p = p * r + c;
     }
-    p * f32::from_bits(((n as i32 + 127) << 23) as u32)
+    let e = nr.to_bits().wrapping_sub(ROUND_BITS).wrapping_add(127) << 23;
+    p * f32::from_bits(e)
 }
 
 /// Softmax of one row in place, -inf entries meaning "masked": they get weight 0, and a
@@ -259,7 +313,9 @@ fn softmax_loop(row: &mut [f32]) {
         sum += *v;
     }
     let inv = 1.0 / sum;
-    row.iter_mut().for_each(|v| *v *= inv);
+    for i in 0..row.len() {
+        row[i] *= inv;
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
