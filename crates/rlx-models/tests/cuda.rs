@@ -10,23 +10,10 @@ use rlx_io::gguf::Gguf;
 use rlx_models::generate::{Decoder, LoadOptions};
 use rlx_runtime::Device;
 mod common;
+use common::cuda;
 use common::{model, reference};
 use serde_json::Value;
 use std::path::Path;
-
-fn cuda() -> bool {
-    match rlx_cuda::check_available(0) {
-        Ok(()) => true,
-        Err(e) => {
-            assert!(
-                std::env::var("RLX_REQUIRE_CUDA").as_deref() != Ok("1"),
-                "RLX_REQUIRE_CUDA=1 but no GPU: {e}"
-            );
-            println!("skipped: no CUDA device ({e})");
-            false
-        }
-    }
-}
 
 fn ids(v: &Value) -> Vec<u32> {
     (v.as_array().unwrap().iter())

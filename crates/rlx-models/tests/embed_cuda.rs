@@ -5,22 +5,9 @@
 use rlx_ir::DType;
 use rlx_runtime::Device;
 mod common;
+use common::cuda;
 mod embed_support;
 use embed_support::{cases, check_embeddings, load, minilm};
-
-fn cuda() -> bool {
-    match rlx_cuda::check_available(0) {
-        Ok(()) => true,
-        Err(e) => {
-            assert!(
-                std::env::var("RLX_REQUIRE_CUDA").as_deref() != Ok("1"),
-                "RLX_REQUIRE_CUDA=1 but no GPU: {e}"
-            );
-            println!("skipped: no CUDA device ({e})");
-            false
-        }
-    }
-}
 
 #[test]
 fn cuda_embeddings_match_sentence_transformers() {

@@ -49,28 +49,39 @@ fn half_embeddings_match_sentence_transformers() {
     }
 }
 
-/// What a batch shape never seen costs (the CPU executor plans it on first use) against
-/// the same shape run again; printed, and the plan must not cost more than the run.
+/// Batch shapes come and go (the CPU executor plans each on first use and keeps a few): a
+/// shape's first run, a run after other shapes and a run again give the same bits, and one
+/// text's vector does not depend on the batch it rode in. (What a new shape costs in time is
+/// measured by `rlx bench --suites embed`, not asserted here.)
 #[test]
-fn a_new_batch_shape_costs_little_more_than_a_known_one() {
+fn batch_shapes_that_come_and_go_give_the_same_vectors() {
     let Some(dir) = minilm() else { return };
     let emb = load(&dir, Device::Cpu, DType::F32, 8);
     let text = "a sentence of a dozen or so tokens to embed, give or take";
+    let mut first = Vec::new();
     for n in [3usize, 5, 8] {
-        let texts = vec![text; n];
         let t = std::time::Instant::now();
-        emb.embed(&texts).unwrap();
-        let first = t.elapsed().as_secs_f64() * 1e3;
-        let mut again = f64::INFINITY;
-        for _ in 0..3 {
-            let t = std::time::Instant::now();
-            emb.embed(&texts).unwrap();
-            again = again.min(t.elapsed().as_secs_f64() * 1e3);
-        }
-        println!("batch {n}: first run {first:.2} ms, again {again:.2} ms");
-        assert!(
-            first < 2.0 * again + 20.0,
-            "batch {n}: first {first} ms, again {again} ms"
+        first.push(emb.embed(&vec![text; n]).unwrap());
+        println!(
+            "batch {n}: first run {:.2} ms",
+            t.elapsed().as_secs_f64() * 1e3
         );
+    }
+    for (k, n) in [3usize, 5, 8].into_iter().enumerate().rev() {
+        let again = emb.embed(&vec![text; n]).unwrap();
+        assert_eq!(
+            again, first[k],
+            "batch {n}: a later run differs from the first"
+        );
+    }
+    let one = &first[0][0];
+    for (k, batch) in first.iter().enumerate() {
+        for v in batch {
+            let cos: f32 = v.iter().zip(one).map(|(a, b)| a * b).sum();
+            assert!(
+                cos >= 0.99999,
+                "batch #{k}: cosine {cos} to the same text in batch 3"
+            );
+        }
     }
 }

@@ -12,6 +12,7 @@ use rlx_models::llm::{self, BuildOptions};
 use rlx_models::{ModelError, Tokenizer};
 use rlx_runtime::{CompiledGraph, Device, Session};
 mod common;
+use common::cuda;
 use common::{hf_model, reference};
 use serde_json::Value;
 use std::path::Path;
@@ -27,20 +28,6 @@ fn rel_l2(a: &[f32], b: &[f64]) -> f64 {
     let num: f64 = a.iter().zip(b).map(|(x, y)| (*x as f64 - y).powi(2)).sum();
     let den: f64 = b.iter().map(|y| y * y).sum();
     (num / den.max(1e-30)).sqrt()
-}
-
-fn cuda() -> bool {
-    match rlx_cuda::check_available(0) {
-        Ok(()) => true,
-        Err(e) => {
-            assert!(
-                std::env::var("RLX_REQUIRE_CUDA").as_deref() != Ok("1"),
-                "RLX_REQUIRE_CUDA=1 but no GPU: {e}"
-            );
-            println!("skipped: no CUDA device ({e})");
-            false
-        }
-    }
 }
 
 /// The all-logits graph of a folder on the CPU, weights converted to `dtype`.

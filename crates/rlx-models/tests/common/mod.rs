@@ -46,3 +46,19 @@ pub fn reference(name: &str) -> Value {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// Whether a CUDA device is there; without one a GPU test skips with a message, unless
+/// `RLX_REQUIRE_CUDA=1` (the device runs), where its absence fails the test.
+pub fn cuda() -> bool {
+    match rlx_cuda::check_available(0) {
+        Ok(()) => true,
+        Err(e) => {
+            assert!(
+                std::env::var("RLX_REQUIRE_CUDA").as_deref() != Ok("1"),
+                "RLX_REQUIRE_CUDA=1 but no GPU: {e}"
+            );
+            println!("skipped: no CUDA device ({e})");
+            false
+        }
+    }
+}
