@@ -49,34 +49,34 @@ pub fn activation<T: Float>(act: Activation, x: T) -> T {
     }
 }
 
+/// The erf rational's coefficients: Eigen's published `generic_fast_erf_float` ones.
+const ERF_P: [f64; 7] = [
+    -1.609_603_332_624_15e-2,
+    -2.954_599_808_540_25e-3,
+    -7.349_906_303_268_55e-4,
+    -5.692_506_394_623_46e-5,
+    -2.101_024_020_825_08e-6,
+    2.770_681_424_959_02e-8,
+    -2.726_142_258_013_06e-10,
+];
+const ERF_Q: [f64; 5] = [
+    -1.426_473_905_141_89e-2,
+    -7.373_329_167_204_68e-3,
+    -1.682_826_974_382_03e-3,
+    -2.133_740_552_789_05e-4,
+    -1.456_607_184_649_96e-5,
+];
+
 /// erf without branches or calls, so loops over it vectorise: erf(x) = x·P(x²)/Q(x²) on
-/// [-4, 4] (beyond it erf rounds to ±1 in f32). The rational's coefficients are the
-/// published ones of Eigen's `generic_fast_erf_float`; evaluated in f64 (max abs error
-/// 6.5e-8) so that, rounded once to f32, erf is within 1e-7. NaN passes through the clamp.
+/// [-4, 4] (beyond it erf rounds to ±1 in f32); evaluated in f64 (max abs error 6.5e-8) so that, rounded once to f32, erf is within 1e-7. NaN passes through the clamp.
 #[inline(always)]
 fn erf_rational(x: f64) -> f64 {
-    const P: [f64; 7] = [
-        -1.609_603_332_624_15e-2,
-        -2.954_599_808_540_25e-3,
-        -7.349_906_303_268_55e-4,
-        -5.692_506_394_623_46e-5,
-        -2.101_024_020_825_08e-6,
-        2.770_681_424_959_02e-8,
-        -2.726_142_258_013_06e-10,
-    ];
-    const Q: [f64; 5] = [
-        -1.426_473_905_141_89e-2,
-        -7.373_329_167_204_68e-3,
-        -1.682_826_974_382_03e-3,
-        -2.133_740_552_789_05e-4,
-        -1.456_607_184_649_96e-5,
-    ];
     let x = x.clamp(-4.0, 4.0);
     let x2 = x * x;
     // Plain multiply-add: `mul_add` without a target FMA feature is a libm call per value.
-    let p = P.iter().rev().fold(0.0, |acc, &c| acc * x2 + c);
+    let p = ERF_P.iter().rev().fold(0.0, |acc, &c| acc * x2 + c);
     // Q has no real root (all its coefficients are negative), so the division is safe.
-    let q = Q.iter().rev().fold(0.0, |acc, &c| acc * x2 + c);
+    let q = ERF_Q.iter().rev().fold(0.0, |acc, &c| acc * x2 + c);
     x * p / q
 }
 
@@ -95,26 +95,10 @@ fn gelu_erfc(x: f64) -> f64 {
 /// AVX-512); within a few ulp of erf.
 #[inline(always)]
 fn erf_rational_f32(x: f32) -> f32 {
-    const P: [f32; 7] = [
-        -1.609_603_3e-2,
-        -2.954_6e-3,
-        -7.349_906_3e-4,
-        -5.692_506_4e-5,
-        -2.101_024e-6,
-        2.770_681_4e-8,
-        -2.726_142_3e-10,
-    ];
-    const Q: [f32; 5] = [
-        -1.426_473_9e-2,
-        -7.373_329e-3,
-        -1.682_827e-3,
-        -2.133_740_6e-4,
-        -1.456_607_2e-5,
-    ];
     let x = x.clamp(-4.0, 4.0);
     let x2 = x * x;
-    let p = P.iter().rev().fold(0.0, |acc, &c| acc * x2 + c);
-    let q = Q.iter().rev().fold(0.0, |acc, &c| acc * x2 + c);
+    let p = ERF_P.iter().rev().fold(0.0, |acc, &c| acc * x2 + c as f32);
+    let q = ERF_Q.iter().rev().fold(0.0, |acc, &c| acc * x2 + c as f32);
     x * p / q
 }
 
