@@ -9,6 +9,8 @@ mod gguf_writer;
 use gguf_writer::{sample, Writer};
 use rlx_fuzz::gguf::{gguf_from_bytes, GgufOutcome};
 use rlx_io::gguf::{Array, Value};
+mod mutate;
+use mutate::mutate;
 use rlx_testutil::Rng;
 
 fn seeds() -> Vec<Vec<u8>> {
@@ -50,20 +52,7 @@ fn mutations_are_errors_or_readable_files() {
     let (mut parsed, mut refused, mut read) = (0, 0, 0);
     for i in 0..5000 {
         let mut b = seeds[i % seeds.len()].clone();
-        for _ in 0..1 + rng.below(4) {
-            let at = rng.below(b.len() + 1);
-            match rng.below(6) {
-                0 if at < b.len() => b[at] ^= 1 << rng.below(8),
-                1 if at < b.len() => b[at] = rng.next_u64() as u8,
-                2 => b.truncate(at),
-                3 => b.insert(at, rng.next_u64() as u8),
-                4 if at + 8 <= b.len() => {
-                    let v = rng.next_u64() >> rng.below(64);
-                    b[at..at + 8].copy_from_slice(&v.to_le_bytes())
-                }
-                _ => {}
-            }
-        }
+        mutate(&mut rng, &mut b);
         match gguf_from_bytes(&b) {
             GgufOutcome::Refused => refused += 1,
             GgufOutcome::Parsed { tensors_read } => {

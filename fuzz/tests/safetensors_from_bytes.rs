@@ -4,6 +4,8 @@
 //! `RLX_FUZZ_SEED_DIR=corpus/safetensors_from_bytes` also writes the seeds for
 //! `cargo fuzz run safetensors_from_bytes`.
 use rlx_fuzz::safetensors::{safetensors_from_bytes, SafetensorsOutcome};
+mod mutate;
+use mutate::mutate;
 use rlx_testutil::Rng;
 
 /// A file of `(name, dtype, shape, element width)` with bytes `0, 1, 2, …`.
@@ -61,20 +63,7 @@ fn mutations_are_errors_or_readable_files() {
     let (mut parsed, mut refused, mut converted) = (0, 0, 0);
     for i in 0..5000 {
         let mut b = seeds[i % seeds.len()].clone();
-        for _ in 0..1 + rng.below(4) {
-            let at = rng.below(b.len() + 1);
-            match rng.below(6) {
-                0 if at < b.len() => b[at] ^= 1 << rng.below(8),
-                1 if at < b.len() => b[at] = rng.next_u64() as u8,
-                2 => b.truncate(at),
-                3 => b.insert(at, rng.next_u64() as u8),
-                4 if at + 8 <= b.len() => {
-                    let v = rng.next_u64() >> rng.below(64);
-                    b[at..at + 8].copy_from_slice(&v.to_le_bytes())
-                }
-                _ => {}
-            }
-        }
+        mutate(&mut rng, &mut b);
         match safetensors_from_bytes(&b) {
             SafetensorsOutcome::Refused => refused += 1,
             SafetensorsOutcome::Parsed { converted: c } => {
