@@ -8,8 +8,10 @@
 #           (embedder f32/f16/bf16 vs sentence-transformers, tiny decoders vs transformers),
 #           `rlx embed` and `rlx generate --model DIR` on CUDA, then the embed benchmark
 #           beside PyTorch (bench/embed_torch.py: fp32/fp16, eager and torch.compile)
+#   parity  the whole GPU parity suite from the unpacked bundle (bench/device_run.sh tests)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd); cd "$top"
+here_cache="${RLX_CACHE:-$HOME/.cache/rlx}"
 W=/tmp/rlx-hf; mkdir -p $W/cache/hf
 out=${OUT:-/tmp/rlx-out}; mkdir -p "$out"
 export RLX_CACHE=$W/cache RLX_CACHE_DIR=$W/kcache
@@ -17,13 +19,13 @@ M=$W/cache/hf/all-MiniLM-L6-v2
 texts=crates/rlx-models/tests/data/st_ref_minilm.json
 for step in "$@"; do case $step in
 stage)
-  c="${RLX_CACHE:-$HOME/.cache/rlx}"; src="$c/hf/all-MiniLM-L6-v2"
+  c="$here_cache"; src="$c/hf/all-MiniLM-L6-v2"
   rm -rf .devm3 .devm4 && mkdir -p .devm3/minilm .devm4
   for d in .devm3 .devm4; do grep -qx "/$d/" .git/info/exclude || echo "/$d/" >> .git/info/exclude; done
   (cd "$src" && tar -cf - --exclude=model.safetensors --exclude=model.onnx .) | tar -xf - -C .devm3/minilm
   cp -r "$c"/hf/tiny-llama "$c"/hf/tiny-qwen2 .devm3/
-  head -c 45000000 "$src/model.safetensors" > .devm3/minilm.part1
-  tail -c +45000001 "$src/model.safetensors" > .devm4/minilm.part2
+  head -c 38000000 "$src/model.safetensors" > .devm3/minilm.part1
+  tail -c +38000001 "$src/model.safetensors" > .devm4/minilm.part2
   sha256sum "$src/model.safetensors" | cut -d' ' -f1 > .devm3/minilm.sha256
   du -sh .devm3 .devm4 ;;
 part1)
@@ -45,4 +47,6 @@ part2)
   echo "== rlx bench embed (CUDA), then PyTorch on the same GPU"
   $W/.device/bin/rlx bench --device cuda --suites embed --model $M --texts $texts --iters 7 2>&1 | tee $out/rlx_embed.txt
   python3 bench/embed_torch.py $M 2>&1 | tee $out/torch_embed.txt ;;
+parity)
+  ln -sfn $W/.device .device && bash bench/device_run.sh tests ;;
 esac; done

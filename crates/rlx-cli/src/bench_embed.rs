@@ -4,7 +4,8 @@
 //! is called: tokenized, sorted by length, padded per batch. Sentences/s from the median of
 //! several rounds after a warm-up round (which also plans every batch shape). Also timed:
 //! the first run of a batch shape never seen against the same shape run again — the cost a
-//! user meets when a new padded length or batch size turns up.
+//! user meets when a new padded length or batch size turns up. A second row times the same
+//! texts pre-tokenized (`Embedder::embed_ids`), the workload of the PyTorch peer script.
 use crate::bench::{BenchOpts, Row};
 use crate::CliError;
 use rlx::prelude::{DType, Device};
@@ -112,6 +113,25 @@ pub fn embed(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
         rows.push(Row {
             key: format!("embed_{name}"),
             workload: format!("embed {TEXTS} mixed texts, batch {BATCH}"),
+            dtype: name.clone(),
+            ms,
+            rate: format!("{:.1} sent/s", TEXTS as f64 / ms * 1e3),
+        });
+        // The same texts pre-tokenized: the encoder and pooling alone, the workload the
+        // PyTorch peer (bench/embed_torch.py, committed token ids) times.
+        let ids: Vec<Vec<u32>> = (texts.iter())
+            .map(|t| emb.tokenize(t))
+            .collect::<Result<_, _>>()?;
+        let mut times = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            let t = Instant::now();
+            emb.embed_ids(&ids)?;
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let ms = median(times);
+        rows.push(Row {
+            key: format!("embed_{name}_ids"),
+            workload: format!("embed {TEXTS} pre-tokenized texts, batch {BATCH}"),
             dtype: name.clone(),
             ms,
             rate: format!("{:.1} sent/s", TEXTS as f64 / ms * 1e3),

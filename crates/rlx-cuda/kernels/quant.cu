@@ -8,8 +8,6 @@
 // 256-value super-blocks: Q4_K / Q5_K = f16 d, f16 dmin, 12 bytes of 6-bit sub-block scales
 // and mins, (Q5_K: 32 bytes of fifth bits), 128 nibble bytes (d·sc·q − dmin·m); Q6_K = 128
 // bytes low nibbles, 64 bytes 2-bit highs, 16 i8 scales, f16 d (d·sc·(q − 32)).
-// Element `e` of a 32-value run is lane `e` of a warp, so a warp reads the matching 32 x
-// values coalesced (and a 32-block's bytes; a K-quant's lanes share one super-block).
 
 #define Q8_0 0
 #define Q4_0 1
@@ -107,25 +105,38 @@ __device__ __forceinline__ float dq_row_elem(const u8* row, i64 kk) {
 }
 
 #define GEMV_MAX_M 8
+// Values one lane decodes per step: 8 consecutive elements of one block, so a warp covers 256
+// values a step (eight 32-value blocks or one super-block) with every load of the step
+// independent of the others — the warp is bound by memory-level parallelism, not by a chain
+// of one dependent block read per 32 values.
+#define GEMV_VPL 8
 
-// y[m, n] = Σ_k x[m, k] · W[n, k] for m < M ≤ 8: one warp per n, 8 warps a block.
+// y[m, n] = Σ_k x[m, k] · W[n, k] for m < M ≤ 8: one warp per n, 2–8 warps a block.
 template <int S, typename T>
 __device__ void dq_gemv(const T* x, const u8* w, T* y, int M, i64 N, i64 K) {
     const int lane = threadIdx.x & 31;
     const i64 n = (i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (n >= N) return;
-    const i64 nb = K >> 5;
     const u8* row = w + n * (K / block_len<S>()) * block_bytes<S>();
     float acc[GEMV_MAX_M];
 #pragma unroll
     for (int m = 0; m < GEMV_MAX_M; ++m) acc[m] = 0.f;
-#pragma unroll 4
-    for (i64 kb = 0; kb < nb; ++kb) {
-        i64 xk = kb * 32 + lane;
-        float wv = dq_row_elem<S>(row, xk);
+    // K is a whole number of blocks, hence of 8-value runs: a lane's run is all in or all out.
+#pragma unroll 2
+    for (i64 k0 = (i64)lane * GEMV_VPL; k0 < K; k0 += 32 * GEMV_VPL) {
+        const u8* blk = row + (k0 / block_len<S>()) * block_bytes<S>();
+        const int e0 = (int)(k0 % block_len<S>());
+        float wv[GEMV_VPL];
 #pragma unroll
-        for (int m = 0; m < GEMV_MAX_M; ++m)
-            if (m < M) acc[m] += wv * ldf(x, (i64)m * K + xk);
+        for (int j = 0; j < GEMV_VPL; ++j) wv[j] = dq_elem<S>(blk, e0 + j);
+#pragma unroll
+        for (int m = 0; m < GEMV_MAX_M; ++m) {
+            if (m < M) {
+                const T* xm = x + (i64)m * K + k0;
+#pragma unroll
+                for (int j = 0; j < GEMV_VPL; ++j) acc[m] = fmaf(wv[j], ldf(xm, j), acc[m]);
+            }
+        }
     }
 #pragma unroll
     for (int m = 0; m < GEMV_MAX_M; ++m) {

@@ -16,6 +16,7 @@ use crate::hf::pooling::Pooling;
 use crate::ModelError;
 use rlx_io::SafeTensors;
 use rlx_ir::{DType, HostTensor};
+use rayon::prelude::*;
 use rlx_runtime::{CompileOptions, CompiledGraph, Device, Precision, Session};
 use std::path::{Path, PathBuf};
 
@@ -261,26 +262,7 @@ impl Embedder {
     }
 
     fn encode(&self, text: &str) -> Result<Encoded, ModelError> {
-        // sentence-transformers strips each text, then lower-cases it if configured.
-        let text = text.trim();
-        let lowered;
-        let text = if self.lower_case {
-            lowered = text.to_lowercase();
-            lowered.as_str()
-        } else {
-            text
-        };
-        let e = self
-            .tokenizer
-            .encode(text, true)
-            .map_err(|e| ModelError::HfTokenizer {
-                path: self.tokenizer_path.clone(),
-                reason: format!("encoding a text of {} bytes: {e}", text.len()),
-            })?;
-        Ok(Encoded {
-            ids: e.get_ids().to_vec(),
-            types: e.get_type_ids().to_vec(),
-        })
+        encode_text(&self.tokenizer, self.lower_case, &self.tokenizer_path, text)
     }
 
     /// The sequence length a batch whose longest text has `len` tokens runs at.
@@ -299,16 +281,55 @@ impl Embedder {
     pub fn embed_with(
         &self,
         texts: &[&str],
+        progress: impl FnMut(usize, usize),
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
+        // Texts are independent: tokenize them on every core, as the fast tokenizers'
+        // batch call does; the first failing text (in order) is the one reported.
+        let (tok, lower, path) = (&self.tokenizer, self.lower_case, &self.tokenizer_path);
+        let encoded: Vec<Encoded> = (texts.par_iter())
+            .map(|t| encode_text(tok, lower, path, t))
+            .collect::<Result<_, _>>()?;
+        self.run_all(&encoded, progress)
+    }
+
+    /// One embedding per pre-tokenized text (ids as [`Embedder::tokenize`] gives them:
+    /// special tokens included, at most [`Embedder::max_seq_length`] ids, token type 0).
+    pub fn embed_ids(&self, ids: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, ModelError> {
+        let vocab = self.tokenizer.get_vocab_size(true) as u32;
+        let encoded: Vec<Encoded> = (ids.iter().enumerate())
+            .map(|(i, t)| {
+                if t.len() > self.max_seq {
+                    return Err(ModelError::Config(format!(
+                        "text {i} has {} token ids, past max_seq_length {}",
+                        t.len(),
+                        self.max_seq
+                    )));
+                }
+                if let Some(&bad) = t.iter().find(|&&id| id >= vocab) {
+                    return Err(ModelError::Config(format!(
+                        "text {i}: token id {bad} is outside the vocabulary of {vocab}"
+                    )));
+                }
+                Ok(Encoded {
+                    ids: t.clone(),
+                    types: vec![0; t.len()],
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        self.run_all(&encoded, |_, _| {})
+    }
+
+    /// Sorted, batched runs over `encoded`, results in the caller's order.
+    fn run_all(
+        &self,
+        encoded: &[Encoded],
         mut progress: impl FnMut(usize, usize),
     ) -> Result<Vec<Vec<f32>>, ModelError> {
-        let encoded: Vec<Encoded> = (texts.iter())
-            .map(|t| self.encode(t))
-            .collect::<Result<_, _>>()?;
         // Longest first (a stable sort, so equal lengths keep their order).
-        let mut order: Vec<usize> = (0..texts.len()).collect();
+        let mut order: Vec<usize> = (0..encoded.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(encoded[i].ids.len()));
-        let mut out = vec![Vec::new(); texts.len()];
-        let total = self.batches(texts.len());
+        let mut out = vec![Vec::new(); encoded.len()];
+        let total = self.batches(encoded.len());
         for (k, chunk) in order.chunks(self.batch).enumerate() {
             let rows: Vec<&Encoded> = chunk.iter().map(|&i| &encoded[i]).collect();
             let vecs = self.run_batch(&rows)?;
@@ -356,4 +377,32 @@ impl Embedder {
         }
         Ok(flat.chunks(self.dim).map(<[f32]>::to_vec).collect())
     }
+}
+
+/// `text` as sentence-transformers feeds it to the tokenizer: stripped, then lower-cased if
+/// the pipeline says so.
+fn encode_text(
+    tokenizer: &tokenizers::Tokenizer,
+    lower_case: bool,
+    path: &Path,
+    text: &str,
+) -> Result<Encoded, ModelError> {
+    let text = text.trim();
+    let lowered;
+    let text = if lower_case {
+        lowered = text.to_lowercase();
+        lowered.as_str()
+    } else {
+        text
+    };
+    let e = tokenizer
+        .encode(text, true)
+        .map_err(|e| ModelError::HfTokenizer {
+            path: path.to_path_buf(),
+            reason: format!("encoding a text of {} bytes: {e}", text.len()),
+        })?;
+    Ok(Encoded {
+        ids: e.get_ids().to_vec(),
+        types: e.get_type_ids().to_vec(),
+    })
 }

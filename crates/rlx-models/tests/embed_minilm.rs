@@ -85,3 +85,21 @@ fn batch_shapes_that_come_and_go_give_the_same_vectors() {
         }
     }
 }
+
+#[test]
+fn pre_tokenized_ids_give_the_vectors_of_their_texts() {
+    let Some(dir) = minilm() else { return };
+    let reference = common::reference("st_ref_minilm.json");
+    let emb = load(&dir, Device::Cpu, DType::F32, 8);
+    let cases = cases(&reference);
+    let texts: Vec<&str> = cases.iter().map(|c| c.text.as_str()).collect();
+    let ids: Vec<Vec<u32>> = cases.iter().map(|c| c.ids.clone()).collect();
+    // The committed ids are sentence-transformers' own: the same batches, the same bits.
+    assert_eq!(emb.embed_ids(&ids).unwrap(), emb.embed(&texts).unwrap());
+    let too_long = vec![vec![101u32; 257]];
+    let err = emb.embed_ids(&too_long).unwrap_err().to_string();
+    assert!(err.contains("text 0") && err.contains("257"), "{err}");
+    let outside = vec![vec![101u32, 40_000, 102]];
+    let err = emb.embed_ids(&outside).unwrap_err().to_string();
+    assert!(err.contains("40000"), "{err}");
+}
