@@ -216,6 +216,20 @@ pub struct OutView<'a> {
 }
 
 impl<'a> OutView<'a> {
+    /// A shorter-lived view of the same output, for a thunk that hands it to another
+    /// thunk and then keeps working on it.
+    pub fn reborrow(&mut self) -> OutView<'_> {
+        let data = match &mut self.data {
+            BufMut::F32(s) => BufMut::F32(s),
+            BufMut::F64(s) => BufMut::F64(s),
+            BufMut::I64(s) => BufMut::I64(s),
+        };
+        OutView {
+            shape: self.shape,
+            dtype: self.dtype,
+            data,
+        }
+    }
     pub fn numel(&self) -> usize {
         self.shape.iter().product()
     }

@@ -111,16 +111,31 @@ __device__ __forceinline__ float dq_row_elem(const u8* row, i64 kk) {
 // of one dependent block read per 32 values.
 #define GEMV_VPL 8
 
-// y[m, n] = Σ_k x[m, k] · W[n, k] for m < M ≤ 8: one warp per n, 2–8 warps a block.
+// y[m, n] = Σ_k h[m, k] · W[n, k] (+ res[m, n] when res is not null) for m < M ≤ 8: one
+// warp per n, 2–8 warps a block. h is x, or rms_norm(x)·gamma over the row when gamma is not
+// null: each warp takes the row's mean square itself (K values it reads anyway, from L1), so
+// the norm costs no launch and no round trip through memory.
 template <int S, typename T>
-__device__ void dq_gemv(const T* x, const u8* w, T* y, int M, i64 N, i64 K) {
+__device__ void dq_gemv(const T* x, const u8* w, T* y, const T* gamma, const T* res, int M,
+                        i64 N, i64 K, float eps) {
     const int lane = threadIdx.x & 31;
     const i64 n = (i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (n >= N) return;
     const u8* row = w + n * (K / block_len<S>()) * block_bytes<S>();
-    float acc[GEMV_MAX_M];
+    float acc[GEMV_MAX_M], scale[GEMV_MAX_M];
 #pragma unroll
-    for (int m = 0; m < GEMV_MAX_M; ++m) acc[m] = 0.f;
+    for (int m = 0; m < GEMV_MAX_M; ++m) {
+        acc[m] = 0.f;
+        scale[m] = 1.f;
+        if (gamma != nullptr && m < M) {
+            float ss = 0.f;
+            for (i64 k = lane; k < K; k += 32) {
+                float v = ldf(x, (i64)m * K + k);
+                ss = fmaf(v, v, ss);
+            }
+            scale[m] = rsqrtf(warp_sum(ss) / (float)K + eps);
+        }
+    }
     // K is a whole number of blocks, hence of 8-value runs: a lane's run is all in or all out.
 #pragma unroll 2
     for (i64 k0 = (i64)lane * GEMV_VPL; k0 < K; k0 += 32 * GEMV_VPL) {
@@ -129,12 +144,18 @@ __device__ void dq_gemv(const T* x, const u8* w, T* y, int M, i64 N, i64 K) {
         float wv[GEMV_VPL];
 #pragma unroll
         for (int j = 0; j < GEMV_VPL; ++j) wv[j] = dq_elem<S>(blk, e0 + j);
+        if (gamma != nullptr) {
+#pragma unroll
+            for (int j = 0; j < GEMV_VPL; ++j) wv[j] *= ldf(gamma, k0 + j);
+        }
 #pragma unroll
         for (int m = 0; m < GEMV_MAX_M; ++m) {
             if (m < M) {
                 const T* xm = x + (i64)m * K + k0;
+                float part = 0.f;
 #pragma unroll
-                for (int j = 0; j < GEMV_VPL; ++j) acc[m] = fmaf(wv[j], ldf(xm, j), acc[m]);
+                for (int j = 0; j < GEMV_VPL; ++j) part = fmaf(wv[j], ldf(xm, j), part);
+                acc[m] = fmaf(part, scale[m], acc[m]);
             }
         }
     }
@@ -142,7 +163,10 @@ __device__ void dq_gemv(const T* x, const u8* w, T* y, int M, i64 N, i64 K) {
     for (int m = 0; m < GEMV_MAX_M; ++m) {
         if (m < M) {
             float v = warp_sum(acc[m]);
-            if (lane == 0) stf(y, (i64)m * N + n, v);
+            if (lane == 0) {
+                if (res != nullptr) v += ldf(res, (i64)m * N + n);
+                stf(y, (i64)m * N + n, v);
+            }
         }
     }
 }
@@ -159,9 +183,10 @@ __device__ void dq_dequant(const u8* w, T* out, i64 rows, i64 K) {
 }
 
 #define RLX_DQ_ONE(name, S, sfx, T)                                                          \
-    extern "C" __global__ void dq_gemv_##name##_##sfx(const T* x, const u8* w, T* y, int M,   \
-                                                      i64 N, i64 K) {                        \
-        dq_gemv<S, T>(x, w, y, M, N, K);                                                     \
+    extern "C" __global__ void dq_gemv_##name##_##sfx(const T* x, const u8* w, T* y,          \
+                                                      const T* gamma, const T* res, int M,   \
+                                                      i64 N, i64 K, float eps) {             \
+        dq_gemv<S, T>(x, w, y, gamma, res, M, N, K, eps);                                    \
     }                                                                                        \
     extern "C" __global__ void dq_dequant_##name##_##sfx(const u8* w, T* out, i64 rows,       \
                                                          i64 K) {                            \

@@ -52,3 +52,70 @@ fn dequant_matmul_quantised_weights_big() {
         }
     }
 }
+
+/// FusedDequantMatMul (RMS norm of x before, residual after) against the CPU's composition of
+/// the three thunks: the decode GEMV's prologue and epilogue (M ≤ 8) and the prefill path (the
+/// norm into a scratch, GEMMs accumulating onto the residual).
+#[test]
+fn fused_dequant_matmul_norm_and_residual() {
+    if !common::gpu() {
+        return;
+    }
+    let mut rng = Rng::new("fused_dequant_matmul_norm_and_residual");
+    let (n, k) = (300, 512);
+    let vals: Vec<f32> = rng.normals(n * k).iter().map(|&v| v as f32).collect();
+    for scheme in [
+        QuantScheme::Q4_1,
+        QuantScheme::Q8_0,
+        QuantScheme::Q4_K,
+        QuantScheme::Q6_K,
+    ] {
+        let packed = rlx_cpu::quant::quantize(scheme, &vals, n, k).unwrap();
+        let rb = k / scheme.block_len() * scheme.block_bytes();
+        let w = feed(
+            "w",
+            &[n, rb],
+            packed.iter().map(|&b| f64::from(b)).collect(),
+        );
+        for m in [1usize, 3, 40] {
+            for (norm, residual) in [(true, false), (false, true), (true, true)] {
+                for dt in [DType::F32, DType::F16] {
+                    let gamma: Vec<f64> = rng.normals(k).iter().map(|v| 1.0 + 0.3 * v).collect();
+                    let feeds = vec![
+                        normal(&mut rng, "x", &[m, k]),
+                        w.clone(),
+                        feed("gamma", &[k], gamma),
+                        normal(&mut rng, "r", &[m, n]),
+                    ];
+                    let build = |d: DType| {
+                        let mut g = Graph::new("fused_dequant_matmul");
+                        let x = g.input("x", Shape::new(&[m, k], d)).unwrap();
+                        let wi = g.input("w", Shape::new(&[n, rb], DType::U8)).unwrap();
+                        let gi = g.input("gamma", Shape::new(&[k], d)).unwrap();
+                        let ri = g.input("r", Shape::new(&[m, n], d)).unwrap();
+                        let z = (g.fused_dequant_matmul(
+                            x,
+                            wi,
+                            scheme,
+                            norm.then_some((gi, 1e-5)),
+                            residual.then_some(ri),
+                        ))
+                        .unwrap();
+                        // Unused inputs still count as read, so every case has one signature.
+                        let mut outs = vec![z];
+                        if !norm {
+                            outs.push(gi);
+                        }
+                        if !residual {
+                            outs.push(ri);
+                        }
+                        g.set_outputs(outs);
+                        g
+                    };
+                    let what = format!("{scheme:?} m={m} norm={norm} residual={residual}");
+                    parity(&what, &build, &feeds, dt);
+                }
+            }
+        }
+    }
+}

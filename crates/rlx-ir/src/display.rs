@@ -128,6 +128,15 @@ fn op_text(node: &Node) -> String {
             None => "act=none".into(),
         },
         Op::DequantMatMul { scheme } | Op::Dequantize { scheme } => format!("{scheme:?}"),
+        Op::FusedDequantMatMul {
+            scheme,
+            norm_eps,
+            residual,
+        } => {
+            let norm = norm_eps.map_or(String::new(), |e| format!(", rms_norm eps={e}"));
+            let res = if *residual { ", +residual" } else { "" };
+            format!("{scheme:?}{norm}{res}")
+        }
         Op::CacheWrite { axis } => format!("axis={axis}"),
         Op::LayerNorm { axis, eps } | Op::RmsNorm { axis, eps } => {
             format!("axis={axis}, eps={}", num(*eps))

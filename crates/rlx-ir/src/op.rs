@@ -419,6 +419,14 @@ pub enum Op {
     DequantMatMul {
         scheme: QuantScheme,
     },
+    /// x, packed weight, [gamma `[K]`], [residual `[.., N]`]:
+    /// `rms_norm(x)·gamma @ Wᵀ + residual`, the norm over the last dim with `norm_eps` when
+    /// present (made by fusion: a decode step's norm, GEMV and residual add in one kernel).
+    FusedDequantMatMul {
+        scheme: QuantScheme,
+        norm_eps: Option<f32>,
+        residual: bool,
+    },
     /// Packed U8 rows `[.., K/block_len * block_bytes]` → f32 `[.., K]`: the blocks of
     /// `scheme` decoded (a quantized embedding table's gathered rows).
     Dequantize {

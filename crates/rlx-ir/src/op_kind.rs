@@ -62,7 +62,9 @@ impl OpKind {
         match self {
             Input | Param | Constant => OpGroup::Leaf,
             Activation | Binary | Compare | Where | Cast | StopGradient => OpGroup::Elementwise,
-            MatMul | FusedMatMulBiasAct | DequantMatMul | Dequantize => OpGroup::Linalg,
+            MatMul | FusedMatMulBiasAct | DequantMatMul | FusedDequantMatMul | Dequantize => {
+                OpGroup::Linalg
+            }
             LayerNorm | RmsNorm | FusedResidualLN | FusedResidualRmsNorm => OpGroup::Norm,
             Reduce
             | Softmax
@@ -90,6 +92,7 @@ impl OpKind {
         matches!(
             self,
             FusedMatMulBiasAct
+                | FusedDequantMatMul
                 | FusedResidualLN
                 | FusedResidualRmsNorm
                 | FusedSwiGLU
@@ -239,7 +242,7 @@ mod tests {
         assert_eq!(s.iter().count(), 2);
         assert_eq!(OpKindSet::all().iter().count(), OpKind::COUNT);
         let fused = OpKindSet::filter(OpKind::is_fused);
-        assert_eq!(fused.iter().count(), 7);
+        assert_eq!(fused.iter().count(), 8);
         assert!(fused.iter().all(|k| !k.is_chainable() && !k.is_leaf()));
     }
 }

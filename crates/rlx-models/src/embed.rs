@@ -14,9 +14,9 @@ use crate::hf::bert::{self, BertConfig, BertHead};
 use crate::hf::json::JsonFile;
 use crate::hf::pooling::Pooling;
 use crate::ModelError;
+use rayon::prelude::*;
 use rlx_io::SafeTensors;
 use rlx_ir::{DType, HostTensor};
-use rayon::prelude::*;
 use rlx_runtime::{CompileOptions, CompiledGraph, Device, Precision, Session};
 use std::path::{Path, PathBuf};
 

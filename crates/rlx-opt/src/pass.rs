@@ -103,6 +103,7 @@ impl Pipeline {
         Pipeline::standard(fold)
             .with(crate::FuseMatMulBiasAct)
             .with(crate::FuseResidualNorm::new())
+            .with(crate::FuseDequantMatMul)
             .with(crate::FuseSwiGLU)
             .with(crate::FuseElementwise)
             .with(crate::Dce)

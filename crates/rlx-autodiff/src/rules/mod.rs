@@ -169,7 +169,9 @@ pub fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
         | Op::MaxPool2dBackward(_)
         | Op::LogMelBackward => no_rule(node),
         // packed quantised weights are frozen (inference only).
-        Op::DequantMatMul { .. } | Op::Dequantize { .. } => no_rule(node),
+        Op::DequantMatMul { .. } | Op::FusedDequantMatMul { .. } | Op::Dequantize { .. } => {
+            no_rule(node)
+        }
         Op::CacheWrite { .. } => no_rule(node),
     }
 }

@@ -54,6 +54,7 @@ pub mod cache_write;
 mod chain;
 mod conv;
 pub mod elementwise;
+pub mod fused_dequant_matmul;
 pub mod linalg;
 pub mod norm;
 mod pool;
@@ -105,6 +106,11 @@ pub fn eval(node: &Node, ins: &[TensorView], out: OutView) -> Result<(), CpuErro
             linalg::fused_matmul_bias_act(*activation, ins, out)
         }
         Op::DequantMatMul { scheme } => linalg::dequant_matmul(*scheme, ins, out),
+        Op::FusedDequantMatMul {
+            scheme,
+            norm_eps,
+            residual,
+        } => fused_dequant_matmul::fused_dequant_matmul(*scheme, *norm_eps, *residual, ins, out),
         Op::Dequantize { scheme } => linalg::dequantize(*scheme, ins, out),
 
         // ---- norm

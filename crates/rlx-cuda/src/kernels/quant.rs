@@ -16,16 +16,32 @@ fn scheme_name(s: QuantScheme) -> &'static str {
     }
 }
 
-/// `dq_gemv_<scheme>_<sfx>(x, w, y, M, N, K)`.
+/// The optional parts of a GEMV: an RMS norm of x (gamma pointer, eps) before the product
+/// and a residual added after it (0 = absent).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GemvExtras {
+    pub gamma: u64,
+    pub eps: f32,
+    pub residual: u64,
+}
+
+/// `dq_gemv_<scheme>_<sfx>(x, w, y, gamma, res, M, N, K, eps)`.
 pub fn dq_gemv(
     scheme: QuantScheme,
     sfx: Sfx,
     (x, w, y): (u64, u64, u64),
+    extras: GemvExtras,
     m: i32,
     n: i64,
     k: i64,
 ) -> Kernel {
-    let args = KArgs::new().ptr(x).ptr(w).ptr(y).i32(m).i64(n).i64(k);
+    let args = (KArgs::new().ptr(x).ptr(w).ptr(y))
+        .ptr(extras.gamma)
+        .ptr(extras.residual)
+        .i32(m)
+        .i64(n)
+        .i64(k)
+        .f32(extras.eps);
     let name = format!("dq_gemv_{}_{}", scheme_name(scheme), sfx.name());
     Kernel::new(Lib::Quant, name, args)
 }

@@ -385,7 +385,7 @@ fn every_kernel() -> Vec<Kernel> {
     for s in FLOATS {
         v.push(linalg::mm_bias_act(true, s, 1, 2, 3, 4, 5));
         for q in rlx_ir::QuantScheme::ALL {
-            v.push(quant::dq_gemv(q, s, (1, 2, 3), 4, 5, 6));
+            v.push(quant::dq_gemv(q, s, (1, 2, 3), Default::default(), 4, 5, 6));
             v.push(quant::dq_dequant(q, s, 1, 2, 3, 4));
         }
     }

@@ -121,6 +121,15 @@ pub(crate) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered 
     quant::dequant_matmul(ctx, scheme)
 }
 
+pub(crate) fn fused_dequant_matmul(
+    ctx: &mut NodeCtx,
+    scheme: QuantScheme,
+    norm_eps: Option<f32>,
+    residual: bool,
+) -> Lowered {
+    quant::fused_dequant_matmul(ctx, scheme, norm_eps, residual)
+}
+
 /// NumPy broadcast of two batch-dim lists.
 fn broadcast(a: &[usize], b: &[usize]) -> Result<Vec<usize>, LowerError> {
     rlx_ir::broadcast_static(a, b).map_err(|e| LowerError::Unsupported(format!("batch {e}")))

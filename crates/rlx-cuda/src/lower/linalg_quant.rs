@@ -1,9 +1,14 @@
-//! CUDA lowering of DequantMatMul and Dequantize, linalg ops (kernels in `kernels/quant.cu`). Decode-size
-//! products (M ≤ 8 rows) read the packed blocks directly in a warp-per-column GEMV; larger M
-//! dequantise the weight chunk by chunk into a bounded scratch and hand each chunk to cuBLASLt.
-use super::super::{KernelLaunch, Lowered, NodeCtx};
+//! CUDA lowering of DequantMatMul, FusedDequantMatMul and Dequantize, linalg ops (kernels in
+//! `kernels/quant.cu`). Decode-size products (M ≤ 8 rows) read the packed blocks directly in
+//! a warp-per-column GEMV, which also takes the fused op's RMS norm of x and residual add;
+//! larger M dequantise the weight chunk by chunk into a bounded scratch and hand each chunk
+//! to cuBLASLt (the fused op's norm then runs first into a scratch, and its residual is
+//! copied into the output for the GEMMs to accumulate onto).
+use super::super::{DevTensor, KernelLaunch, Lowered, NodeCtx};
 use super::{gemm_input, gemm_output, gemm_output_done};
 use crate::gemm::GemmDesc;
+use crate::kernels::norm::NormPtrs;
+use crate::kernels::quant::GemvExtras;
 use crate::kernels::{quant, Sfx};
 use rlx_ir::{DType, QuantScheme};
 
@@ -37,6 +42,25 @@ pub(super) fn dequantize(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
 }
 
 pub(super) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
+    dequant_matmul_with(ctx, scheme, None, false)
+}
+
+/// FusedDequantMatMul: x, w, [gamma], [residual].
+pub(super) fn fused_dequant_matmul(
+    ctx: &mut NodeCtx,
+    scheme: QuantScheme,
+    norm_eps: Option<f32>,
+    residual: bool,
+) -> Lowered {
+    dequant_matmul_with(ctx, scheme, norm_eps, residual)
+}
+
+fn dequant_matmul_with(
+    ctx: &mut NodeCtx,
+    scheme: QuantScheme,
+    norm_eps: Option<f32>,
+    residual: bool,
+) -> Lowered {
     let (x, w, out) = (
         ctx.input(0)?.clone(),
         ctx.input(1)?.clone(),
@@ -68,11 +92,36 @@ pub(super) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered 
     if out.numel() != m * n {
         crate::unsupported!("output {:?} does not hold {m}×{n}", out.dims);
     }
+    let want = 2 + usize::from(norm_eps.is_some()) + usize::from(residual);
+    if ctx.ins.len() != want {
+        crate::unsupported!("{} inputs, expected {want}", ctx.ins.len());
+    }
+    let mut extras = GemvExtras::default();
+    if let Some(eps) = norm_eps {
+        let g = ctx.input(2)?;
+        if g.dtype != dt || g.numel() != k {
+            crate::unsupported!("gamma must be {dt} [{k}], got {} {:?}", g.dtype, g.dims);
+        }
+        extras.gamma = g.ptr;
+        extras.eps = eps;
+    }
+    if residual {
+        let r = ctx.input(want - 1)?;
+        if r.dtype != dt || r.numel() != out.numel() {
+            crate::unsupported!("residual must be {dt} {:?}, got {:?}", out.dims, r.dims);
+        }
+        extras.residual = r.ptr;
+    }
     if out.numel() == 0 {
         return Ok(());
     }
     if k == 0 {
-        return ctx.zero(out.ptr, out.bytes());
+        // An empty product: the residual, or zeros.
+        return match extras.residual {
+            0 => ctx.zero(out.ptr, out.bytes()),
+            r if r == out.ptr => Ok(()),
+            r => ctx.copy(out.ptr, r, out.bytes()),
+        };
     }
     if m <= GEMV_MAX_M {
         // One warp per output column; how many share a block decides how many SMs a small
@@ -85,7 +134,7 @@ pub(super) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered 
             if blocks > i32::MAX as usize {
                 crate::unsupported!("N = {n} is too large for one launch");
             }
-            let kernel = quant::dq_gemv(scheme, sfx, ptrs, m as i32, n as i64, k as i64);
+            let kernel = quant::dq_gemv(scheme, sfx, ptrs, extras, m as i32, n as i64, k as i64);
             cands.push(KernelLaunch::new(
                 kernel,
                 [blocks as u32, 1, 1],
@@ -93,7 +142,13 @@ pub(super) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered 
                 0,
             ));
         }
-        let key = format!("dq_gemv {scheme:?} {} m={m} n={n} k={k}", sfx.name());
+        let fused = match (norm_eps.is_some(), residual) {
+            (false, false) => "",
+            (true, false) => " +norm",
+            (false, true) => " +residual",
+            (true, true) => " +norm +residual",
+        };
+        let key = format!("dq_gemv {scheme:?} {} m={m} n={n} k={k}{fused}", sfx.name());
         return ctx.launch_fastest(&key, cands);
     }
     // Chunks of whole 128-column groups keep every chunk's output offset aligned.
@@ -105,8 +160,27 @@ pub(super) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered 
     }
     let chunk = chunk.min(n);
     let wbuf = ctx.scratch(chunk * per_row)?;
+    let x = if extras.gamma == 0 {
+        x
+    } else {
+        let h = ctx.scratch(x.bytes())?;
+        let p = NormPtrs {
+            x: x.ptr,
+            r: 0,
+            b: 0,
+            g: extras.gamma,
+            be: 0,
+            y: h,
+        };
+        super::super::norm::launch_norm(ctx, sfx, es, p, (m, k), extras.eps, true)?;
+        DevTensor { ptr: h, ..x }
+    };
     let px = gemm_input(ctx, &x)?;
     let pc = gemm_output(ctx, out.ptr, out.bytes())?;
+    // The GEMMs accumulate onto the residual.
+    if extras.residual != 0 && extras.residual != pc {
+        ctx.copy(pc, extras.residual, out.bytes())?;
+    }
     let label = format!("{}#{}", ctx.node.op.kind(), ctx.node.id.0);
     let mut n0 = 0;
     while n0 < n {
@@ -119,6 +193,7 @@ pub(super) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered 
         g.trans_b = true;
         g.ldb = k;
         g.ldc = n;
+        g.accumulate = extras.residual != 0;
         g.label = label.clone();
         ctx.gemm(g)?;
         n0 += rows;

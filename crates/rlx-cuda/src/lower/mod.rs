@@ -330,6 +330,11 @@ pub(crate) fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         Op::MatMul => linalg::matmul(ctx),
         Op::FusedMatMulBiasAct { activation } => linalg::fused_matmul_bias_act(ctx, *activation),
         Op::DequantMatMul { scheme } => linalg::dequant_matmul(ctx, *scheme),
+        Op::FusedDequantMatMul {
+            scheme,
+            norm_eps,
+            residual,
+        } => linalg::fused_dequant_matmul(ctx, *scheme, *norm_eps, *residual),
         Op::Dequantize { scheme } => linalg::dequantize(ctx, *scheme),
         Op::LayerNorm { axis, eps } => norm::layer_norm(ctx, *axis, *eps),
         Op::RmsNorm { axis, eps } => norm::rms_norm(ctx, *axis, *eps),
@@ -397,7 +402,7 @@ fn lowers(kind: OpKind) -> bool {
     match kind {
         Input | Param | Constant => false,
         Activation | Binary | Compare | Where | Cast | StopGradient => true,
-        MatMul | FusedMatMulBiasAct | DequantMatMul | Dequantize => true,
+        MatMul | FusedMatMulBiasAct | DequantMatMul | FusedDequantMatMul | Dequantize => true,
         LayerNorm | RmsNorm | FusedResidualLN | FusedResidualRmsNorm => true,
         Reduce
         | Softmax

@@ -93,18 +93,6 @@ fn norm_rows(
         ptr(be, len)?,
     );
 
-    let (variant, grid, block) = match vec_rows(
-        x.dtype.size_bytes(),
-        rows,
-        len,
-        &[x.ptr, rp, bp, gp, bep, ctx.out.ptr],
-    ) {
-        Some(v) => v,
-        None => {
-            let (tile, grid, block) = cached_tile(rows, len);
-            (NormRows::Cached(tile), grid, block)
-        }
-    };
     let p = NormPtrs {
         x: x.ptr,
         r: rp,
@@ -112,6 +100,27 @@ fn norm_rows(
         g: gp,
         be: bep,
         y: ctx.out.ptr,
+    };
+    launch_norm(ctx, sfx, x.dtype.size_bytes(), p, (rows, len), eps, rms)
+}
+
+/// One norm row-kernel launch over `rows` rows of `len` values at the pointers `p`.
+pub(crate) fn launch_norm(
+    ctx: &mut NodeCtx,
+    sfx: Sfx,
+    elem: usize,
+    p: NormPtrs,
+    (rows, len): (usize, usize),
+    eps: f32,
+    rms: bool,
+) -> Lowered {
+    let ptrs = [p.x, p.r, p.b, p.g, p.be, p.y];
+    let (variant, grid, block) = match vec_rows(elem, rows, len, &ptrs) {
+        Some(v) => v,
+        None => {
+            let (tile, grid, block) = cached_tile(rows, len);
+            (NormRows::Cached(tile), grid, block)
+        }
     };
     let kernel = k::norm(variant, sfx, p, rows as i64, len as i64, eps, rms as i32);
     ctx.run(kernel, grid, block, 0)

@@ -1,4 +1,4 @@
-//! Shape rules and builders: MatMul, FusedMatMulBiasAct, DequantMatMul.
+//! Shape rules and builders: MatMul, FusedMatMulBiasAct, DequantMatMul, FusedDequantMatMul.
 use super::{arity, mul, require_float};
 use crate::{
     broadcast_dims, Activation, DType, Dim, DimsFmt, Graph, IrError, NodeId, Op, OpKind,
@@ -120,6 +120,53 @@ pub(crate) fn dequant_matmul(scheme: QuantScheme, inputs: &[&Shape]) -> Result<S
     Ok(Shape::with_dims(dims, x.dtype))
 }
 
+/// x, w, [gamma], [residual]: DequantMatMul's rule on (x, w); gamma `[K]` and the residual
+/// (the output's shape) in x's dtype.
+pub(crate) fn fused_dequant_matmul(
+    scheme: QuantScheme,
+    norm_eps: Option<f32>,
+    residual: bool,
+    inputs: &[&Shape],
+) -> Result<Shape, String> {
+    let kind = OpKind::FusedDequantMatMul;
+    let want = 2 + usize::from(norm_eps.is_some()) + usize::from(residual);
+    arity(kind, inputs, want, want)?;
+    let out = dequant_matmul(scheme, &inputs[..2])?;
+    let x = inputs[0];
+    let mut next = 2;
+    if let Some(eps) = norm_eps {
+        if !(eps.is_finite() && eps >= 0.0) {
+            return Err(format!("norm eps must be finite and >= 0, got {eps}"));
+        }
+        let g = inputs[next];
+        let k = &x.dims[x.rank() - 1];
+        if g.dtype != x.dtype || g.rank() != 1 || !dims_agree(&g.dims[0], k) {
+            return Err(format!(
+                "gamma must be {} [{k}], got {} {}",
+                x.dtype,
+                g.dtype,
+                DimsFmt(&g.dims)
+            ));
+        }
+        next += 1;
+    }
+    if residual {
+        let r = inputs[next];
+        let same =
+            r.rank() == out.rank() && r.dims.iter().zip(&out.dims).all(|(a, b)| dims_agree(a, b));
+        if r.dtype != out.dtype || !same {
+            return Err(format!(
+                "residual must be {} {}, got {} {}",
+                out.dtype,
+                DimsFmt(&out.dims),
+                r.dtype,
+                DimsFmt(&r.dims)
+            ));
+        }
+    }
+    Ok(out)
+}
+
 pub(crate) fn dequantize(scheme: QuantScheme, inputs: &[&Shape]) -> Result<Shape, String> {
     arity(OpKind::Dequantize, inputs, 1, 1)?;
     let x = inputs[0];
@@ -172,5 +219,25 @@ impl Graph {
         scheme: QuantScheme,
     ) -> Result<NodeId, IrError> {
         self.add_node(Op::DequantMatMul { scheme }, &[x, packed_w])
+    }
+
+    /// `rms_norm(x)·gamma @ Wᵀ + residual` in one node; `norm` is (gamma `[K]`, eps).
+    pub fn fused_dequant_matmul(
+        &mut self,
+        x: NodeId,
+        packed_w: NodeId,
+        scheme: QuantScheme,
+        norm: Option<(NodeId, f32)>,
+        residual: Option<NodeId>,
+    ) -> Result<NodeId, IrError> {
+        let mut ins = vec![x, packed_w];
+        ins.extend(norm.map(|(g, _)| g));
+        ins.extend(residual);
+        let op = Op::FusedDequantMatMul {
+            scheme,
+            norm_eps: norm.map(|(_, e)| e),
+            residual: residual.is_some(),
+        };
+        self.add_node(op, &ins)
     }
 }

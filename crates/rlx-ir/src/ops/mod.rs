@@ -43,6 +43,11 @@ fn route(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
         MatMul => linalg::matmul(inputs),
         FusedMatMulBiasAct { activation: _ } => linalg::fused_matmul_bias_act(inputs),
         DequantMatMul { scheme } => linalg::dequant_matmul(*scheme, inputs),
+        FusedDequantMatMul {
+            scheme,
+            norm_eps,
+            residual,
+        } => linalg::fused_dequant_matmul(*scheme, *norm_eps, *residual, inputs),
         Dequantize { scheme } => linalg::dequantize(*scheme, inputs),
         // Norm
         LayerNorm { axis, eps } => norm::layer_norm(*axis, *eps, inputs),

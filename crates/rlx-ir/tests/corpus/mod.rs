@@ -75,6 +75,12 @@ pub fn every_op() -> Graph {
         push(&mut g, Op::DequantMatMul { scheme }, &[x, w], &bs512);
         push(&mut g, Op::Dequantize { scheme }, &[w], &bs512);
     }
+    let fused = Op::FusedDequantMatMul {
+        scheme: QuantScheme::Q4_K,
+        norm_eps: Some(1e-6),
+        residual: true,
+    };
+    push(&mut g, fused, &[x, w, c, x], &bs512);
     push(&mut g, Op::CacheWrite { axis: 1 }, &[x, x, ids], &bs512);
     push(
         &mut g,

@@ -2,6 +2,7 @@
 //!
 //! A backend says which fused ops it executes ([`Expand::new`] with a predicate, or
 //! [`Expand::keeping`] with op kind names); every other `FusedMatMulBiasAct`,
+//! `FusedDequantMatMul`,
 //! `FusedResidualLN`, `FusedResidualRmsNorm`, `FusedSwiGLU`, `ElementwiseRegion`,
 //! `BatchElementwiseRegion` and `TransformRegion` is rewritten into the primitive ops it
 //! stands for, in the order the fused kernels compute (so f32/f64 results are the same up
@@ -108,6 +109,29 @@ fn expand(rb: &mut Rebuilder, n: &Node) -> Result<NodeId, OptError> {
             match activation {
                 Some(a) => rb.add(Op::Activation(*a), &[s]),
                 None => Ok(s),
+            }
+        }
+        Op::FusedDequantMatMul {
+            scheme,
+            norm_eps,
+            residual,
+        } => {
+            let want = 2 + usize::from(norm_eps.is_some()) + usize::from(*residual);
+            need(want)?;
+            let x = match norm_eps {
+                Some(eps) => rb.add(
+                    Op::RmsNorm {
+                        axis: -1,
+                        eps: *eps,
+                    },
+                    &[ins[0], ins[2]],
+                )?,
+                None => ins[0],
+            };
+            let y = rb.add(Op::DequantMatMul { scheme: *scheme }, &[x, ins[1]])?;
+            match residual {
+                true => rb.add(Op::Binary(BinaryOp::Add), &[ins[want - 1], y]),
+                false => Ok(y),
             }
         }
         Op::FusedResidualLN { has_bias, eps } | Op::FusedResidualRmsNorm { has_bias, eps } => {
