@@ -88,9 +88,9 @@ fn nd_depth(kind: OpKind, idx: &Shape, room: usize) -> Result<usize, String> {
             "{kind} indices {idx} need a static last dim (the index depth)"
         ));
     };
-    if k > room {
+    if k == 0 || k > room {
         return Err(format!(
-            "{kind} index depth {k} exceeds the {room} data dims it can index"
+            "{kind} index depth {k} must be in 1..={room} (the data dims it can index)"
         ));
     }
     Ok(k)
