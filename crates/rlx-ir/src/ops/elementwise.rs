@@ -94,7 +94,11 @@ impl Graph {
     pub fn bit_not(&mut self, x: NodeId) -> Result<NodeId, IrError> {
         // A float operand fails in BitXor's shape rule, naming the node.
         let dt = self.shape(x)?.dtype;
-        let ones = if dt == DType::Bool { 1.0 } else { -1.0 };
+        let ones = match dt {
+            DType::Bool => 1.0,
+            DType::U8 => 255.0,
+            _ => -1.0,
+        };
         let c = self.constant(crate::HostTensor::from_f64_as(&[], &[ones], dt))?;
         self.binary(BinaryOp::BitXor, x, c)
     }

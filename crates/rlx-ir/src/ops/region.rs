@@ -44,6 +44,9 @@ pub fn chain_dtypes(chain: &[ChainStep], inputs: &[DType]) -> Result<Vec<DType>,
                         "step {k}: {op:?} operand dtypes differ: {da} vs {db}"
                     ));
                 }
+                if op.is_integer_only() && da.is_float() {
+                    return Err(format!("step {k}: {op:?} needs integer or bool operands, got {da}"));
+                }
                 da
             }
             ChainStep::Compare(op, a, b) => {

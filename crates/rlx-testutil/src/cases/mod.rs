@@ -18,6 +18,8 @@ pub mod audio;
 pub mod audio_oracle;
 pub mod elementwise;
 pub mod elementwise_oracle;
+pub mod index;
+pub mod index_oracle;
 pub mod linalg;
 pub mod linalg_oracle;
 pub mod norm;
@@ -149,6 +151,20 @@ macro_rules! case_tests {
             gather [],
             pad [],
             slice [],
+        );
+    };
+    (index, $dev:ident) => {
+        $crate::case_tests!(@group $dev, index,
+            tile [],
+            gather_elements [],
+            gather_nd [],
+            scatter_elements [],
+            scatter_nd [],
+            top_k [],
+            cumsum [],
+            range [],
+            one_hot [],
+            int_binary [],
         );
     };
     (@group $dev:ident, $g:ident, $($set:ident [$($flag:ident)*]),* $(,)?) => {
