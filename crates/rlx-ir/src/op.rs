@@ -63,7 +63,9 @@ pub enum BinaryOp {
     /// ONNX Mod. `fmod = false`: the remainder takes the divisor's sign (Python's `%`,
     /// `a − floor(a/b)·b`); `fmod = true`: the dividend's (C's `fmod`, truncated division).
     /// Integers: `x mod 0 = 0`. Floats: `x mod 0 = NaN`.
-    Mod { fmod: bool },
+    Mod {
+        fmod: bool,
+    },
     /// Bitwise and / or / xor of integers; on Bool they are the logical ops (ONNX And, Or,
     /// Xor; Not is Xor with true, a bitwise Not is Xor with −1, see `Graph::bit_not`).
     BitAnd,

@@ -59,9 +59,9 @@ fn slice_offsets(dims: &[usize], idx: &[i64], k: usize) -> Result<Vec<usize>, Cp
     let st = strides(dims);
     idx.chunks(k)
         .map(|row| {
-            row.iter()
-                .enumerate()
-                .try_fold(0, |off, (t, &v)| Ok(off + norm_index(v, dims[t], t)? * st[t]))
+            row.iter().enumerate().try_fold(0, |off, (t, &v)| {
+                Ok(off + norm_index(v, dims[t], t)? * st[t])
+            })
         })
         .collect()
 }
@@ -83,7 +83,10 @@ pub fn gather_nd(batch_dims: usize, ins: &[TensorView], mut out: OutView) -> Res
     let ins = arity(ins, 2, 2)?;
     let (data, idx) = (&ins[0], &ins[1]);
     let b = batch_dims;
-    let k = *idx.shape.last().ok_or_else(|| op_err("indices have rank 0"))?;
+    let k = *idx
+        .shape
+        .last()
+        .ok_or_else(|| op_err("indices have rank 0"))?;
     let batches: usize = data.shape[..b].iter().product();
     let per_batch: usize = data.shape[b..].iter().product();
     let slice: usize = data.shape[b + k..].iter().product();
@@ -198,7 +201,10 @@ pub fn scatter_nd(
 ) -> Result<(), CpuError> {
     let ins = arity(ins, 3, 3)?;
     let (data, idx, upd) = (&ins[0], &ins[1], &ins[2]);
-    let k = *idx.shape.last().ok_or_else(|| op_err("indices have rank 0"))?;
+    let k = *idx
+        .shape
+        .last()
+        .ok_or_else(|| op_err("indices have rank 0"))?;
     let rows: usize = idx.shape[..idx.rank() - 1].iter().product();
     let slice: usize = data.shape[k..].iter().product();
     let offs = slice_offsets(data.shape, &idx.to_i64_vec(), k)?;

@@ -361,9 +361,7 @@ pub fn cumsum(
             cumsum_t::<f32, f64>(x, a, flags, |s, v| s + v as f64, |s| s as f32, &mut out)
         }
         ComputeClass::F64 => cumsum_t::<f64, f64>(x, a, flags, |s, v| s + v, |s| s, &mut out),
-        ComputeClass::I64 => {
-            cumsum_t::<i64, i64>(x, a, flags, i64::wrapping_add, |s| s, &mut out)
-        }
+        ComputeClass::I64 => cumsum_t::<i64, i64>(x, a, flags, i64::wrapping_add, |s| s, &mut out),
     }
 }
 

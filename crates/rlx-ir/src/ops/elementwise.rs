@@ -35,7 +35,10 @@ fn broadcast_pair(kind: OpKind, inputs: &[&Shape], out: Option<DType>) -> Result
 pub(crate) fn binary(op: BinaryOp, inputs: &[&Shape]) -> Result<Shape, String> {
     let out = broadcast_pair(OpKind::Binary, inputs, None)?;
     if op.is_integer_only() && out.dtype.is_float() {
-        return Err(format!("{op:?} needs integer or bool operands, got {}", out.dtype));
+        return Err(format!(
+            "{op:?} needs integer or bool operands, got {}",
+            out.dtype
+        ));
     }
     Ok(out)
 }

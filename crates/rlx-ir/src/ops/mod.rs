@@ -5,6 +5,7 @@
 use crate::{Op, OpKind, Shape};
 
 pub mod audio;
+pub mod composite;
 pub mod elementwise;
 pub mod index;
 pub mod linalg;

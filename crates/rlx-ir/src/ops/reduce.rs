@@ -110,10 +110,7 @@ pub(crate) fn top_k(k: usize, axis: i64, inputs: &[&Shape]) -> Result<Shape, Str
     }
     if let Dim::Static(n) = x.dims[a] {
         if k > n {
-            return Err(format!(
-                "{} k = {k} exceeds axis {a} of {x}",
-                OpKind::TopK
-            ));
+            return Err(format!("{} k = {k} exceeds axis {a} of {x}", OpKind::TopK));
         }
     }
     let mut dims = x.dims.clone();

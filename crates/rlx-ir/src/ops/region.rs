@@ -45,7 +45,9 @@ pub fn chain_dtypes(chain: &[ChainStep], inputs: &[DType]) -> Result<Vec<DType>,
                     ));
                 }
                 if op.is_integer_only() && da.is_float() {
-                    return Err(format!("step {k}: {op:?} needs integer or bool operands, got {da}"));
+                    return Err(format!(
+                        "step {k}: {op:?} needs integer or bool operands, got {da}"
+                    ));
                 }
                 da
             }

@@ -97,7 +97,13 @@ pub fn gathered_nd(shape: &[usize], ishape: &[usize], b: usize) -> Vec<usize> {
 }
 
 /// out[b.., q.., s..] = x[b.., idx[b.., q..], s..].
-pub fn gather_nd_ref(x: &[f64], shape: &[usize], idx: &[f64], ishape: &[usize], b: usize) -> Vec<f64> {
+pub fn gather_nd_ref(
+    x: &[f64],
+    shape: &[usize],
+    idx: &[f64],
+    ishape: &[usize],
+    b: usize,
+) -> Vec<f64> {
     let os = gathered_nd(shape, ishape, b);
     let q = ishape.len();
     let k = ishape[q - 1];
@@ -203,7 +209,13 @@ pub fn top_k_ref(x: &[f64], shape: &[usize], k: usize, axis: usize, largest: boo
 }
 
 /// out[i] = Σ x[j] over j ≤ i (j < i exclusive; j ≥ i / j > i reversed), as a direct sum.
-pub fn cumsum_ref(x: &[f64], shape: &[usize], axis: usize, exclusive: bool, reverse: bool) -> Vec<f64> {
+pub fn cumsum_ref(
+    x: &[f64],
+    shape: &[usize],
+    axis: usize,
+    exclusive: bool,
+    reverse: bool,
+) -> Vec<f64> {
     (0..x.len())
         .map(|n| {
             let o = unravel(n, shape);
@@ -226,7 +238,14 @@ pub fn cumsum_ref(x: &[f64], shape: &[usize], axis: usize, exclusive: bool, reve
 }
 
 /// OneHot: the output dims and values.
-pub fn one_hot_ref(idx: &[f64], ishape: &[usize], depth: usize, axis: usize, off: f64, on: f64) -> Vec<f64> {
+pub fn one_hot_ref(
+    idx: &[f64],
+    ishape: &[usize],
+    depth: usize,
+    axis: usize,
+    off: f64,
+    on: f64,
+) -> Vec<f64> {
     let mut os = ishape.to_vec();
     os.insert(axis, depth);
     (0..numel(&os))

@@ -19,6 +19,7 @@ pub mod audio_oracle;
 pub mod elementwise;
 pub mod elementwise_oracle;
 pub mod index;
+pub mod index_composite;
 pub mod index_oracle;
 pub mod linalg;
 pub mod linalg_oracle;
@@ -165,6 +166,9 @@ macro_rules! case_tests {
             range [],
             one_hot [],
             int_binary [],
+            depth_to_space [],
+            group_norms [],
+            einsum [],
         );
     };
     (@group $dev:ident, $g:ident, $($set:ident [$($flag:ident)*]),* $(,)?) => {
