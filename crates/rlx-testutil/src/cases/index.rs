@@ -546,7 +546,8 @@ pub fn cumsum() -> Vec<Case> {
                     .oracle(move |v, dt| {
                         let s = cumsum_ref(&v[0], dims, a, exclusive, reverse);
                         if dt.is_float() {
-                            s.iter().map(|v| v.sin()).collect()
+                            // The sums are stored in the dtype before the sine reads them.
+                            crate::case::through(dt, &s).iter().map(|v| v.sin()).collect()
                         } else {
                             s
                         }
@@ -590,8 +591,8 @@ pub fn range() -> Vec<Case> {
             float,
         ),
         (
-            Draw::Ints(0, 4),
-            Draw::Ints(20, 21),
+            Draw::Ints(0, 2),
+            Draw::Ints(18, 20),
             Draw::Ints(5, 5),
             4,
             ints,
