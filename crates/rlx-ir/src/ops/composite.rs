@@ -72,7 +72,7 @@ impl Graph {
     ) -> Result<NodeId, IrError> {
         let c = self.dims_for("per-channel affine", scale)?;
         let mut view = vec![c.iter().product::<usize>()];
-        view.extend(std::iter::repeat(1).take(rank.saturating_sub(2)));
+        view.extend(std::iter::repeat_n(1, rank.saturating_sub(2)));
         let s = self.reshape(scale, &view)?;
         let b = self.reshape(bias, &view)?;
         let y = self.mul(y, s)?;
