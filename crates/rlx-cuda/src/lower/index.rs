@@ -23,3 +23,22 @@ pub const FALLBACK: [OpKind; 9] = [
 pub(crate) fn no_kernel(kind: OpKind) -> Lowered {
     crate::unsupported!("no CUDA kernel for {kind} yet (runs on the CPU)")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lower::{native_kinds, LowerError};
+
+    /// Host-side dispatch decision: each kind answers `Unsupported` (a fallback the report
+    /// names, never an internal error) and is not listed as native.
+    #[test]
+    fn every_onnx_op_without_a_kernel_falls_back_by_name() {
+        for k in FALLBACK {
+            match no_kernel(k) {
+                Err(LowerError::Unsupported(m)) => assert!(m.contains(k.name()), "{m}"),
+                other => panic!("{k}: expected Unsupported, got {other:?}"),
+            }
+            assert!(!native_kinds().contains(k), "{k}");
+        }
+    }
+}

@@ -547,7 +547,10 @@ pub fn cumsum() -> Vec<Case> {
                         let s = cumsum_ref(&v[0], dims, a, exclusive, reverse);
                         if dt.is_float() {
                             // The sums are stored in the dtype before the sine reads them.
-                            crate::case::through(dt, &s).iter().map(|v| v.sin()).collect()
+                            crate::case::through(dt, &s)
+                                .iter()
+                                .map(|v| v.sin())
+                                .collect()
                         } else {
                             s
                         }
