@@ -29,6 +29,12 @@ pub enum Activation {
 }
 
 impl Activation {
+    /// The activations defined on integers too (two's-complement, wrapping: `−MIN = MIN`);
+    /// every other one needs a float operand.
+    pub fn takes_integers(self) -> bool {
+        matches!(self, Activation::Neg | Activation::Abs)
+    }
+
     pub const ALL: [Activation; 18] = [
         Activation::Gelu,
         Activation::GeluApprox,

@@ -379,6 +379,10 @@ pub(crate) fn chain_kernel(spec: &Spec) -> Result<Kernel, LowerError> {
     for (k, step) in spec.chain.iter().enumerate() {
         let dt = step_dtypes[k];
         let e = match step {
+            // The device functions are float-only; integer Neg / Abs run on the CPU for now.
+            ChainStep::Activation(a, _) if !dt.is_float() => {
+                unsupported!("no CUDA kernel for integer {a:?} yet")
+            }
             ChainStep::Activation(a, x) => settle(dt, format!("{}({})", act_fn(*a), operand(x))),
             ChainStep::Binary(op, a, b) => settle(
                 dt,

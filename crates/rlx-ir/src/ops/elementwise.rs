@@ -5,9 +5,11 @@ use crate::{
     Shape,
 };
 
-pub(crate) fn activation(inputs: &[&Shape]) -> Result<Shape, String> {
+pub(crate) fn activation(act: Activation, inputs: &[&Shape]) -> Result<Shape, String> {
     arity(OpKind::Activation, inputs, 1, 1)?;
-    require_float(OpKind::Activation, inputs, &[0])?;
+    if !(act.takes_integers() && inputs[0].dtype.is_int()) {
+        require_float(OpKind::Activation, inputs, &[0])?;
+    }
     Ok(inputs[0].clone())
 }
 

@@ -35,7 +35,7 @@ fn route(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
             Err("leaf nodes carry their own shape".into())
         }
         // Elementwise
-        Activation(_) => elementwise::activation(inputs),
+        Activation(act) => elementwise::activation(*act, inputs),
         Binary(op) => elementwise::binary(*op, inputs),
         Compare(_) => elementwise::compare(inputs),
         Where => elementwise::where_(inputs),

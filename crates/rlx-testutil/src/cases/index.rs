@@ -47,6 +47,7 @@ fn fallbacks() -> OpKindSet {
         OpKind::OneHot,
         OpKind::Range,
         OpKind::Binary,
+        OpKind::Activation,
         OpKind::ElementwiseRegion,
     ])
 }
@@ -798,6 +799,37 @@ pub fn int_binary() -> Vec<Case> {
                 .fallback(fallbacks())
                 .oracle(oracle),
         );
+    }
+    // Neg and Abs of integers (U8 negation wraps modulo 256).
+    for act in [Activation::Neg, Activation::Abs] {
+        for dt in [DType::I32, DType::I64, DType::U8] {
+            let (lo, hi) = if dt == DType::U8 {
+                (0, 255)
+            } else {
+                (-1000, 1000)
+            };
+            let c = Case::new(
+                format!("{act:?} {dt}"),
+                vec![Input::new("a", dims, Draw::Ints(lo, hi))],
+                move |d| graph(&[("a", dims, d)], |g, x| g.activation(act, x[0]).unwrap()),
+            );
+            let oracle = move |v: &[Vec<f64>], d: DType| {
+                v[0].iter()
+                    .map(|&a| match (act, d) {
+                        (Activation::Neg, DType::U8) => (256.0 - a) % 256.0,
+                        (Activation::Neg, _) => -a,
+                        _ => a.abs(),
+                    })
+                    .collect()
+            };
+            cases.push(
+                c.dtypes(&[dt])
+                    .exact()
+                    .out(dims)
+                    .fallback(fallbacks())
+                    .oracle(oracle),
+            );
+        }
     }
     // Mod's gradient in f64, off the jumps (a/b kept away from whole numbers).
     for fmod in [false, true] {
