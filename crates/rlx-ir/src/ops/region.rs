@@ -32,7 +32,8 @@ pub fn chain_dtypes(chain: &[ChainStep], inputs: &[DType]) -> Result<Vec<DType>,
         let out = match step {
             ChainStep::Activation(act, x) => {
                 let d = dt(x)?;
-                if !d.is_float() && !(act.takes_integers() && d.is_int()) {
+                let allowed = d.is_float() || (act.takes_integers() && d.is_int());
+                if !allowed {
                     return Err(format!("step {k}: {act:?} needs a float operand, got {d}"));
                 }
                 d

@@ -1,19 +1,19 @@
 //! Case table of the ops added for ONNX import: Tile, GatherElements, GatherND,
 //! ScatterElements, ScatterND (every reduction, duplicate indices), TopK (ties), CumSum
-//! (every flag), Range, OneHot and the integer / bitwise Binary ops, against the oracles of
-//! `index_oracle`. Movement and integer results compare exactly; sums and products within
-//! the dtype's tolerance. The builders that expand ONNX ops into core ops (DepthToSpace,
-//! the norms, Einsum) have their sets in `index_composite`. Gradchecks feed the op's result through a sine. On a GPU these
-//! ops run on the CPU for now: each case lists its kinds as allowed fallbacks.
+//! (every flag), Range and OneHot, against the oracles of `index_oracle`. Movement and
+//! integer results compare exactly; sums and products within the dtype's tolerance.
+//! Gradchecks feed the op's result through a sine. The integer / bitwise ops have their set
+//! in `index_int`, the builders that expand ONNX ops into core ops (DepthToSpace, the norms,
+//! Einsum) theirs in `index_composite`. On a GPU the new ops run on the CPU for now: each
+//! case lists their kinds as allowed fallbacks.
 use super::elementwise::graph;
-use super::elementwise_oracle::{binary_ref_f, binary_ref_i};
 pub use super::index_composite::{depth_to_space, einsum, group_norms};
+pub use super::index_int::int_binary;
 pub use super::index_oracle::*;
-use super::numel;
 use super::shape_oracle::axis_of;
 use crate::case::{Case, Draw, Input};
 use crate::Rng;
-use rlx_ir::{Activation, BinaryOp, DType, Graph, NodeId, OpKind, OpKindSet, ScatterReduction};
+use rlx_ir::{Activation, DType, Graph, NodeId, OpKind, OpKindSet, ScatterReduction};
 
 /// Data dtypes of the movers (every compute class and the half widths).
 const DATA: [DType; 6] = [
@@ -35,7 +35,7 @@ const REDUCTIONS: [ScatterReduction; 5] = [
 
 /// The kinds a GPU leaves to the CPU in these cases (no kernels yet), plus what the
 /// integer Binary ops fuse into.
-fn fallbacks() -> OpKindSet {
+pub(crate) fn fallbacks() -> OpKindSet {
     OpKindSet::of(&[
         OpKind::Tile,
         OpKind::CumSum,
@@ -132,7 +132,7 @@ fn nd_rows(dims: &'static [usize], k: usize, distinct: bool) -> Draw {
 }
 
 /// `sin(y)`: the cotangent reaching the op is not just the seed.
-fn sin(g: &mut Graph, y: NodeId) -> NodeId {
+pub(crate) fn sin(g: &mut Graph, y: NodeId) -> NodeId {
     g.activation(Activation::Sin, y).unwrap()
 }
 
@@ -688,171 +688,6 @@ pub fn one_hot() -> Vec<Case> {
                     }
                 }),
         );
-    }
-    cases
-}
-
-// ---- integer and bitwise binary ops ----
-
-pub fn int_binary() -> Vec<Case> {
-    let mut cases = vec![];
-    let dims: &'static [usize] = &[3, 4];
-    let bdims: &'static [usize] = &[4];
-    let mods = [BinaryOp::Mod { fmod: false }, BinaryOp::Mod { fmod: true }];
-    let bits = [BinaryOp::BitAnd, BinaryOp::BitOr, BinaryOp::BitXor];
-    let shifts = [BinaryOp::ShiftLeft, BinaryOp::ShiftRight];
-    type B = (BinaryOp, DType, Draw, Draw);
-    let mut table: Vec<B> = vec![];
-    for op in mods {
-        table.push((op, DType::I64, Draw::Ints(-40, 40), Draw::Signed(1.0, 9.0)));
-        table.push((op, DType::I32, Draw::Ints(-40, 40), Draw::Ints(-7, 7)));
-        table.push((op, DType::U8, Draw::Ints(0, 255), Draw::Ints(0, 9)));
-        table.push((op, DType::F32, Draw::Normal(5.0), Draw::Signed(0.5, 3.0)));
-        table.push((op, DType::F64, Draw::Normal(5.0), Draw::Signed(0.5, 3.0)));
-    }
-    for op in bits {
-        table.push((
-            op,
-            DType::I64,
-            Draw::Ints(-1000, 1000),
-            Draw::Ints(-1000, 1000),
-        ));
-        table.push((
-            op,
-            DType::I32,
-            Draw::Ints(-1000, 1000),
-            Draw::Ints(-1000, 1000),
-        ));
-        table.push((op, DType::U8, Draw::Ints(0, 255), Draw::Ints(0, 255)));
-        table.push((op, DType::Bool, Draw::Ints(0, 1), Draw::Ints(0, 1)));
-    }
-    for op in shifts {
-        table.push((op, DType::U8, Draw::Ints(0, 255), Draw::Ints(0, 9)));
-        table.push((op, DType::I32, Draw::Ints(-500, 500), Draw::Ints(0, 33)));
-        table.push((op, DType::I64, Draw::Ints(-500, 500), Draw::Ints(0, 65)));
-    }
-    for (op, dt, da, db) in table {
-        // Integer draws of Signed are whole divisors of either sign.
-        let db = match (dt.is_int(), db) {
-            (true, Draw::Signed(lo, hi)) => Draw::custom(move |rng, n, _| {
-                (0..n)
-                    .map(|_| {
-                        let m = (lo + rng.below((hi - lo) as usize + 1) as f64).round();
-                        if rng.chance(0.5) {
-                            -m
-                        } else {
-                            m
-                        }
-                    })
-                    .collect()
-            }),
-            (_, d) => d,
-        };
-        let ins = vec![Input::new("a", dims, da), Input::new("b", bdims, db)];
-        let c = Case::new(format!("binary {op:?} {dt}"), ins, move |d| {
-            graph(&[("a", dims, d), ("b", bdims, d)], |g, x| {
-                g.binary(op, x[0], x[1]).unwrap()
-            })
-        });
-        let oracle = move |v: &[Vec<f64>], d: DType| {
-            (0..numel(dims))
-                .map(|k| {
-                    let (a, b) = (v[0][k], v[1][k % bdims[0]]);
-                    if d.is_float() {
-                        binary_ref_f(op, a, b)
-                    } else {
-                        binary_ref_i(op, a as i64, b as i64, d)
-                    }
-                })
-                .collect()
-        };
-        let c = c
-            .dtypes(&[dt])
-            .parity_dtypes(&[dt])
-            .out(dims)
-            .fallback(fallbacks())
-            .no_grad()
-            .oracle(oracle);
-        cases.push(if dt.is_float() { c } else { c.exact() });
-    }
-    // Not: BitXor with all ones (−1 for integers, true for Bool).
-    for dt in [DType::I32, DType::I64, DType::U8, DType::Bool] {
-        let hi = if dt == DType::Bool { 1 } else { 200 };
-        let c = Case::new(
-            format!("bit_not {dt}"),
-            vec![Input::new("a", dims, Draw::Ints(0, hi))],
-            move |d| graph(&[("a", dims, d)], |g, x| g.bit_not(x[0]).unwrap()),
-        );
-        let oracle = move |v: &[Vec<f64>], d: DType| {
-            v[0].iter()
-                .map(|&a| match d {
-                    DType::Bool => 1.0 - a,
-                    DType::U8 => 255.0 - a,
-                    _ => -a - 1.0,
-                })
-                .collect()
-        };
-        cases.push(
-            c.dtypes(&[dt])
-                .exact()
-                .out(dims)
-                .fallback(fallbacks())
-                .oracle(oracle),
-        );
-    }
-    // Neg and Abs of integers (U8 negation wraps modulo 256).
-    for act in [Activation::Neg, Activation::Abs] {
-        for dt in [DType::I32, DType::I64, DType::U8] {
-            let (lo, hi) = if dt == DType::U8 {
-                (0, 255)
-            } else {
-                (-1000, 1000)
-            };
-            let c = Case::new(
-                format!("{act:?} {dt}"),
-                vec![Input::new("a", dims, Draw::Ints(lo, hi))],
-                move |d| graph(&[("a", dims, d)], |g, x| g.activation(act, x[0]).unwrap()),
-            );
-            let oracle = move |v: &[Vec<f64>], d: DType| {
-                v[0].iter()
-                    .map(|&a| match (act, d) {
-                        (Activation::Neg, DType::U8) => (256.0 - a) % 256.0,
-                        (Activation::Neg, _) => -a,
-                        _ => a.abs(),
-                    })
-                    .collect()
-            };
-            cases.push(
-                c.dtypes(&[dt])
-                    .exact()
-                    .out(dims)
-                    .fallback(fallbacks())
-                    .oracle(oracle),
-            );
-        }
-    }
-    // Mod's gradient in f64, off the jumps (a/b kept away from whole numbers).
-    for fmod in [false, true] {
-        let away = Draw::custom(|rng, n, _| {
-            (0..n)
-                .map(|_| {
-                    let q = rng.below(9) as f64 - 4.0 + rng.range(0.15, 0.85);
-                    q * 2.0
-                })
-                .collect()
-        });
-        let ins = vec![
-            Input::new("a", dims, away),
-            Input::new("b", bdims, Draw::Uniform(1.99, 2.01)),
-        ];
-        let op = BinaryOp::Mod { fmod };
-        let c = Case::new(format!("grad mod fmod {fmod}"), ins, move |d| {
-            graph(&[("a", dims, d), ("b", bdims, d)], |g, x| {
-                let y = g.binary(op, x[0], x[1]).unwrap();
-                sin(g, y)
-            })
-        });
-        cases.push(c.wrt(&["a", "b"]).only_grad());
     }
     cases
 }

@@ -20,6 +20,7 @@ pub mod elementwise;
 pub mod elementwise_oracle;
 pub mod index;
 pub mod index_composite;
+pub mod index_int;
 pub mod index_oracle;
 pub mod linalg;
 pub mod linalg_oracle;
