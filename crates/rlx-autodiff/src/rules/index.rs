@@ -1,5 +1,5 @@
-//! VJP rules of the index group: GatherElements, GatherND, ScatterElements, ScatterND,
-//! OneHot, Range. A gather's VJP is the matching scatter-add of dy into zeros, and a
+//! VJP rules of the index group: GatherElements, GatherND (any batch_dims), ScatterElements,
+//! ScatterND, OneHot, Range. A gather's VJP is the matching scatter-add of dy into zeros, and a
 //! scatter's the matching gather; indices are piecewise constant, so their derivative is a
 //! true zero.
 use super::Grads;
@@ -35,19 +35,47 @@ pub(crate) fn gather_nd(
     let (data, idx) = (node.inputs[0], node.inputs[1]);
     let mut out = vec![None, None];
     if needs[0] {
-        if batch_dims != 0 {
-            return Err(unsupported(
-                node,
-                format!("GatherND's VJP handles batch_dims 0, not {batch_dims}"),
-            ));
-        }
+        let full = with_batch_coords(g, node, idx, batch_dims)?;
         let z = zeros_of(g, data, node)?;
-        out[0] = Some(g.scatter_nd(z, idx, dy, ScatterReduction::Add)?);
+        out[0] = Some(g.scatter_nd(z, full, dy, ScatterReduction::Add)?);
     }
     if needs[1] {
         out[1] = Some(zeros_of(g, idx, node)?);
     }
     Ok(out)
+}
+
+/// Index rows `[b.., q.., k]` with their batch coordinates put in front (`[b.., q.., b + k]`),
+/// so a batch-free ScatterND can send dy back: GatherND with `batch_dims` shares the first
+/// dims between data and indices, ScatterND has no such dims.
+fn with_batch_coords(
+    g: &mut Graph,
+    node: &Node,
+    idx: NodeId,
+    batch_dims: usize,
+) -> Result<NodeId, crate::AdError> {
+    if batch_dims == 0 {
+        return Ok(idx);
+    }
+    let dims = static_dims(g, idx, node)?;
+    let rows = &dims[..dims.len() - 1];
+    let n: usize = rows.iter().product();
+    let mut coords = Vec::with_capacity(n * batch_dims);
+    for r in 0..n {
+        // The row's multi-index; its first `batch_dims` entries are the batch coordinates.
+        let mut rem = r;
+        let mut at = vec![0usize; rows.len()];
+        for d in (0..rows.len()).rev() {
+            at[d] = rem % rows[d];
+            rem /= rows[d];
+        }
+        coords.extend(at[..batch_dims].iter().map(|&c| c as f64));
+    }
+    let mut cdims = rows.to_vec();
+    cdims.push(batch_dims);
+    let dt = g.shape(idx)?.dtype;
+    let c = g.constant(HostTensor::from_f64_as(&cdims, &coords, dt))?;
+    Ok(g.concat(&[c, idx], -1)?)
 }
 
 /// The reductions whose VJP is a gather: none (the data under an update is replaced, so

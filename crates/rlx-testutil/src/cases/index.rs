@@ -266,17 +266,19 @@ pub fn gather_nd() -> Vec<Case> {
                 .no_grad()
                 .oracle(move |v, _| gather_nd_ref(&v[0], dims, &v[1], ish, b)),
         );
-        if b == 0 {
-            let gb = move |dt| {
-                graph(&[("x", dims, dt), ("i", ish, DType::I64)], |g, x| {
-                    let y = g.gather_nd(x[0], x[1], 0).unwrap();
-                    sin(g, y)
-                })
-            };
-            let ins = vec![Input::new("x", dims, Draw::Normal(1.0)), idx(false)];
-            let g = Case::new(format!("grad gather_nd {dims:?} by {ish:?}"), ins, gb);
-            cases.push(g.wrt(&["x"]).only_grad());
-        }
+        let gb = move |dt| {
+            graph(&[("x", dims, dt), ("i", ish, DType::I64)], |g, x| {
+                let y = g.gather_nd(x[0], x[1], b).unwrap();
+                sin(g, y)
+            })
+        };
+        let ins = vec![Input::new("x", dims, Draw::Normal(1.0)), idx(false)];
+        let g = Case::new(
+            format!("grad gather_nd {dims:?} by {ish:?} batch_dims {b}"),
+            ins,
+            gb,
+        );
+        cases.push(g.wrt(&["x"]).only_grad());
     }
     cases
 }
