@@ -29,6 +29,12 @@ pub enum Activation {
 }
 
 impl Activation {
+    /// The activations defined on integers too (two's-complement, wrapping: `−MIN = MIN`);
+    /// every other one needs a float operand.
+    pub fn takes_integers(self) -> bool {
+        matches!(self, Activation::Neg | Activation::Abs)
+    }
+
     pub const ALL: [Activation; 18] = [
         Activation::Gelu,
         Activation::GeluApprox,
@@ -60,6 +66,36 @@ pub enum BinaryOp {
     Max,
     Min,
     Pow,
+    /// ONNX Mod. `fmod = false`: the remainder takes the divisor's sign (Python's `%`,
+    /// `a − floor(a/b)·b`); `fmod = true`: the dividend's (C's `fmod`, truncated division).
+    /// Integers: `x mod 0 = 0`. Floats: `x mod 0 = NaN`.
+    Mod {
+        fmod: bool,
+    },
+    /// Bitwise and / or / xor of integers; on Bool they are the logical ops (ONNX And, Or,
+    /// Xor; Not is Xor with true, a bitwise Not is Xor with −1, see `Graph::bit_not`).
+    BitAnd,
+    BitOr,
+    BitXor,
+    /// `a << b` in the dtype's width; a shift of ≥ 64 or < 0 gives 0.
+    ShiftLeft,
+    /// `a >> b`, arithmetic (logical for U8, whose values are non-negative); a shift of
+    /// ≥ 64 or < 0 gives 0 (−1 for a negative signed `a`).
+    ShiftRight,
+}
+
+impl BinaryOp {
+    /// Ops defined on integers and Bool only (a float operand is a shape error).
+    pub fn is_integer_only(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::BitAnd
+                | BinaryOp::BitOr
+                | BinaryOp::BitXor
+                | BinaryOp::ShiftLeft
+                | BinaryOp::ShiftRight
+        )
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -315,6 +351,17 @@ impl QuantScheme {
             QuantScheme::Q6_K => 210,
         }
     }
+}
+
+/// How ScatterElements / ScatterND combine an update with the value it lands on (ONNX's
+/// `reduction`). With `None` a duplicate index keeps the last update in index order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ScatterReduction {
+    None,
+    Add,
+    Mul,
+    Max,
+    Min,
 }
 
 /// An operand of a region step: a region input or an earlier step's result.
@@ -584,4 +631,70 @@ pub enum Op {
     LogMel,
     /// spec, filterbank, dy → dspec
     LogMelBackward,
+
+    // Ops added after format version 1 sit last, so that every file written before them
+    // keeps its variant indices (the binary body is postcard, which encodes the index).
+
+    // ---- shape
+    /// x repeated `repeats[i]` times along each axis i (ONNX Tile; one entry per axis).
+    Tile {
+        repeats: Vec<usize>,
+    },
+    // ---- reduce
+    /// Running sum along `axis` (ONNX CumSum): `exclusive` leaves the element itself out,
+    /// `reverse` sums from the end.
+    CumSum {
+        axis: i64,
+        exclusive: bool,
+        reverse: bool,
+    },
+    /// x → I64 indices `[.., k, ..]` of the `k` largest (or smallest) entries along `axis`,
+    /// best first; equal values keep the lower index first; NaN counts as the largest. The
+    /// values are `GatherElements(x, indices)` (see `Graph::top_k`): one op, one output,
+    /// and the values' gradient is the gather's. `sorted = false` may return any order;
+    /// this IR always sorts.
+    TopK {
+        k: usize,
+        axis: i64,
+        largest: bool,
+        sorted: bool,
+    },
+    // ---- index (ONNX's gather / scatter family and the index generators). Indices are
+    // integers of any width; a negative index counts from the end of its axis; one out of
+    // range is a run-time error naming the node.
+    /// data, indices (rank of data): `out[i] = data[i with i[axis] = indices[i]]`; the
+    /// output has the indices' dims and data's dtype.
+    GatherElements {
+        axis: i64,
+    },
+    /// data `[b.., d..]`, indices `[b.., q.., k]` → `[b.., q.., d[k..]]` (ONNX GatherND: the
+    /// first `batch_dims` dims are shared, each index row of length k picks a slice).
+    GatherND {
+        batch_dims: usize,
+    },
+    /// data, indices, updates (indices' dims): a copy of data with `updates[i]` combined
+    /// into position `i with i[axis] = indices[i]` (in row-major order of the updates).
+    ScatterElements {
+        axis: i64,
+        reduction: ScatterReduction,
+    },
+    /// data `[d..]`, indices `[q.., k]`, updates `[q.., d[k..]]`: a copy of data with each
+    /// update slice combined into the slice its index row names.
+    ScatterND {
+        reduction: ScatterReduction,
+    },
+    /// indices, values `[off, on]` → the indices' dims with `depth` inserted at `axis`
+    /// (`−rank−1..=rank`), values' dtype: `on` where the index (negative counts from the
+    /// end) equals the position, else `off`; an index out of `−depth..depth` is all `off`.
+    OneHot {
+        axis: i64,
+        depth: usize,
+    },
+    /// start, limit, delta (one-element tensors of one dtype) → `[len]`:
+    /// `start + i·delta`. The length must be known when the graph is built (an importer
+    /// folds it from constant inputs); a run whose values give another length,
+    /// `max(ceil((limit − start) / delta), 0)`, is an error.
+    Range {
+        len: usize,
+    },
 }

@@ -39,6 +39,7 @@ pub enum OpGroup {
     Vision,
     Region,
     Audio,
+    Index,
 }
 
 impl OpKind {
@@ -69,10 +70,17 @@ impl OpKind {
             Reduce
             | Softmax
             | ArgMax
+            | CumSum
+            | TopK
             | SoftmaxCrossEntropy
             | SoftmaxCrossEntropyWithLogits
             | SoftmaxCrossEntropyBackward => OpGroup::Reduce,
-            Reshape | Expand | Transpose | Narrow | Concat | Gather | Pad | Slice => OpGroup::Shape,
+            Reshape | Expand | Transpose | Narrow | Concat | Gather | Tile | Pad | Slice => {
+                OpGroup::Shape
+            }
+            GatherElements | GatherND | ScatterElements | ScatterND | OneHot | Range => {
+                OpGroup::Index
+            }
             Attention | Rope | FusedSwiGLU | CacheWrite => OpGroup::Transformer,
             Conv | Pool | ResizeNearest2x | Conv2dBackwardInput | Conv2dBackwardWeight
             | MaxPool2dBackward => OpGroup::Vision,

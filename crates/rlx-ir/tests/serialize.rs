@@ -153,6 +153,11 @@ fn corpus_covers_every_op_kind() {
         "fft:Forward",
         "rope:Half",
         "rope:Interleaved",
+        "scatter:None",
+        "scatter:Add",
+        "scatter:Mul",
+        "scatter:Max",
+        "scatter:Min",
     ] {
         assert!(vals.contains(want), "corpus lacks {want}");
     }

@@ -260,6 +260,22 @@ pub(crate) fn binary(
                 full[1] = Some(select(g, at0, zero, t)?);
             }
         }
+        BinaryOp::Mod { fmod: _ } => {
+            // y = a − q·b with q = floor(a/b) (or trunc) piecewise constant: dy/da = 1,
+            // dy/db = −q = (y − a)/b.
+            full[0] = Some(dy);
+            if needs[1] {
+                let t = g.sub(y, a)?;
+                let t = g.div(t, b)?;
+                full[1] = Some(g.mul(dy, t)?);
+            }
+        }
+        // Integer-only ops carry no gradient (their operands are not floats).
+        BinaryOp::BitAnd
+        | BinaryOp::BitOr
+        | BinaryOp::BitXor
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRight => {}
     }
     let mut out = vec![None, None];
     for (k, inp) in [a, b].into_iter().enumerate() {

@@ -5,6 +5,7 @@
 mod attention;
 mod audio;
 mod elementwise;
+mod index;
 mod linalg;
 mod norm;
 mod reduce;
@@ -114,6 +115,18 @@ pub fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
             axis: _,
             keep_dim: _,
         } => reduce::argmax(),
+        Op::CumSum {
+            axis,
+            exclusive,
+            reverse,
+        } => reduce::cumsum(g, dy, *axis, *exclusive, *reverse),
+        // Indices: the values' gradient flows through the GatherElements that reads them.
+        Op::TopK {
+            k: _,
+            axis: _,
+            largest: _,
+            sorted: _,
+        } => reduce::argmax(),
         Op::SoftmaxCrossEntropy => reduce::softmax_cross_entropy(g, node, dy, needs),
         Op::SoftmaxCrossEntropyWithLogits => {
             reduce::softmax_cross_entropy_with_logits(g, node, dy, needs)
@@ -126,6 +139,7 @@ pub fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
         Op::Narrow { axis, start, len } => shape_ops::narrow(g, node, dy, *axis, *start, *len),
         Op::Concat { axis } => shape_ops::concat(g, node, dy, needs, *axis),
         Op::Gather { axis } => shape_ops::gather(g, node, dy, needs, *axis),
+        Op::Tile { repeats } => shape_ops::tile(g, node, dy, needs, repeats),
         Op::Pad { pads, value: _ } => shape_ops::pad(g, node, dy, pads),
         Op::Slice {
             axes,
@@ -133,6 +147,16 @@ pub fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
             ends,
             steps,
         } => shape_ops::slice(g, node, dy, needs, (axes, starts, ends, steps)),
+
+        // ---- index
+        Op::GatherElements { axis } => index::gather_elements(g, node, dy, needs, *axis),
+        Op::GatherND { batch_dims } => index::gather_nd(g, node, dy, needs, *batch_dims),
+        Op::ScatterElements { axis, reduction } => {
+            index::scatter_elements(g, node, dy, needs, *axis, *reduction)
+        }
+        Op::ScatterND { reduction } => index::scatter_nd(g, node, dy, needs, *reduction),
+        Op::OneHot { axis, depth } => index::one_hot(g, node, dy, needs, *axis, *depth),
+        Op::Range { len } => index::range(g, node, dy, needs, *len),
 
         // ---- transformer
         // A KV cache is inference state: attention over one, and its write, have no rule.

@@ -27,6 +27,17 @@ pub(crate) fn softmax(g: &mut Graph, node: &Node, dy: NodeId, axis: i64) -> Grad
 
 /// Not differentiable: the I64 output never becomes active, so this only answers "no
 /// gradient" for completeness (as Compare does).
+/// The adjoint of a running sum is the running sum the other way.
+pub(crate) fn cumsum(
+    g: &mut Graph,
+    dy: NodeId,
+    axis: i64,
+    exclusive: bool,
+    reverse: bool,
+) -> Grads {
+    Ok(vec![Some(g.cumsum(dy, axis, exclusive, !reverse)?)])
+}
+
 pub(crate) fn argmax() -> Grads {
     Ok(vec![None])
 }

@@ -1,4 +1,5 @@
-//! VJP rules of the Shape group: Reshape, Transpose, Expand, Narrow, Concat, Gather, Pad, Slice.
+//! VJP rules of the Shape group: Reshape, Transpose, Expand, Narrow, Concat, Gather, Tile, Pad,
+//! Slice.
 use super::{by_decomposition, Grads};
 use crate::util::{
     compare, iota_row, reduce, reshape, scalar_like, select, static_dims, transpose, unbroadcast,
@@ -116,6 +117,31 @@ pub(crate) fn slice(
             cur = g.add_node(Op::Gather { axis: *a as i64 }, &[cur, idx])?;
         }
         Ok(cur)
+    })
+}
+
+/// Tile is `[1, d0, 1, d1, ..]` expanded to `[r0, d0, r1, d1, ..]` and flattened back;
+/// the sweep differentiates that decomposition (the expand's rule sums the copies).
+pub(crate) fn tile(
+    g: &mut Graph,
+    node: &Node,
+    dy: NodeId,
+    needs: &[bool],
+    repeats: &[usize],
+) -> Grads {
+    let x = node.inputs[0];
+    let dims = static_dims(g, x, node)?;
+    let ydims = static_dims(g, node.id, node)?;
+    by_decomposition(g, node, dy, needs, |g| {
+        let split: Vec<i64> = dims.iter().flat_map(|&d| [1, d as i64]).collect();
+        let wide: Vec<rlx_ir::Dim> = repeats
+            .iter()
+            .zip(&dims)
+            .flat_map(|(&r, &d)| [r.into(), d.into()])
+            .collect();
+        let v = reshape(g, x, split)?;
+        let v = crate::util::expand(g, v, wide)?;
+        reshape(g, v, ydims.iter().map(|&d| d as i64).collect())
     })
 }
 

@@ -301,6 +301,13 @@ fn run_step(p: &Plan, k: usize, slots: &mut [Storage], n: usize) -> Result<(), C
             (Storage::F64(a), Storage::F64(o)) => {
                 map1(&a[..n], &mut o[..n], |v| activation(*act, v))
             }
+            // Neg / Abs of integers wrap (the dtype's own wrap follows, as for Binary).
+            (Storage::I64(a), Storage::I64(o)) if *act == Activation::Neg => {
+                map1(&a[..n], &mut o[..n], i64::wrapping_neg)
+            }
+            (Storage::I64(a), Storage::I64(o)) if *act == Activation::Abs => {
+                map1(&a[..n], &mut o[..n], i64::wrapping_abs)
+            }
             _ => return Err(mismatch()),
         },
         ChainStep::Binary(op, a, b) => match (get(a), get(b), &mut *dst) {

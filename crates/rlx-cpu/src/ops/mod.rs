@@ -1,5 +1,5 @@
 //! One thunk per op, in the file of the op's group (`rlx_ir::OpKind::group`), like rlx-ir's
-//! `ops/`: elementwise, linalg, norm, reduce, shape_ops (Shape), attention (Transformer:
+//! `ops/`: elementwise, linalg, norm, reduce, shape_ops (Shape), index, attention (Transformer:
 //! Attention, Rope, FusedSwiGLU), vision (with its kernels in conv.rs / pool.rs), region
 //! and audio. `scalar.rs` holds the per-value math (and the integer and cast semantics)
 //! that the elementwise thunks, the region chain (`chain.rs`) and fused epilogues share.
@@ -55,6 +55,7 @@ mod chain;
 mod conv;
 pub mod elementwise;
 pub mod fused_dequant_matmul;
+pub mod index;
 pub mod linalg;
 pub mod norm;
 mod pool;
@@ -130,6 +131,18 @@ pub fn eval(node: &Node, ins: &[TensorView], out: OutView) -> Result<(), CpuErro
         } => reduce::reduce(*op, axes, ins, out),
         Op::Softmax { axis } => reduce::softmax(*axis, ins, out),
         Op::ArgMax { axis, keep_dim: _ } => reduce::argmax(*axis, ins, out),
+        Op::CumSum {
+            axis,
+            exclusive,
+            reverse,
+        } => reduce::cumsum(*axis, *exclusive, *reverse, ins, out),
+        // This IR always sorts, which `sorted = false` allows.
+        Op::TopK {
+            k,
+            axis,
+            largest,
+            sorted: _,
+        } => reduce::top_k(*k, *axis, *largest, ins, out),
         Op::SoftmaxCrossEntropy => reduce::softmax_cross_entropy(ins, out),
         Op::SoftmaxCrossEntropyWithLogits => reduce::softmax_cross_entropy_with_logits(ins, out),
         Op::SoftmaxCrossEntropyBackward => reduce::softmax_cross_entropy_backward(ins, out),
@@ -145,6 +158,7 @@ pub fn eval(node: &Node, ins: &[TensorView], out: OutView) -> Result<(), CpuErro
         } => shape_ops::narrow(*axis, *start, ins, out),
         Op::Concat { axis } => shape_ops::concat(*axis, ins, out),
         Op::Gather { axis } => shape_ops::gather(*axis, ins, out),
+        Op::Tile { repeats } => shape_ops::tile(repeats, ins, out),
         Op::Pad { pads, value } => shape_ops::pad(pads, *value, ins, out),
         Op::Slice {
             axes,
@@ -152,6 +166,16 @@ pub fn eval(node: &Node, ins: &[TensorView], out: OutView) -> Result<(), CpuErro
             ends,
             steps,
         } => shape_ops::slice(axes, starts, ends, steps, ins, out),
+
+        // ---- index
+        Op::GatherElements { axis } => index::gather_elements(*axis, ins, out),
+        Op::GatherND { batch_dims } => index::gather_nd(*batch_dims, ins, out),
+        Op::ScatterElements { axis, reduction } => {
+            index::scatter_elements(*axis, *reduction, ins, out)
+        }
+        Op::ScatterND { reduction } => index::scatter_nd(*reduction, ins, out),
+        Op::OneHot { axis, depth } => index::one_hot(*axis, *depth, ins, out),
+        Op::Range { len } => index::range(*len, ins, out),
 
         // ---- transformer
         // Written in place by the executor (it borrows the cache leaf), never as a thunk.

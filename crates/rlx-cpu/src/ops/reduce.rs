@@ -1,5 +1,5 @@
-//! CPU thunks of the Reduce group: Reduce, Softmax, ArgMax and the softmax cross-entropy
-//! family.
+//! CPU thunks of the Reduce group: Reduce, Softmax, ArgMax, CumSum, TopK and the softmax
+//! cross-entropy family.
 //! Float reductions accumulate in f64 so the reference stays accurate on long axes.
 use super::arity;
 use crate::error::op_err;
@@ -311,6 +311,121 @@ pub fn argmax(axis: i64, ins: &[TensorView], mut out: OutView) -> Result<(), Cpu
         ComputeClass::F32 => argmax_t::<f32>(x, a, &mut out, f32::is_nan),
         ComputeClass::F64 => argmax_t::<f64>(x, a, &mut out, f64::is_nan),
         ComputeClass::I64 => argmax_t::<i64>(x, a, &mut out, |_| false),
+    }
+}
+
+/// Running sums of every line along the axis; `add` accumulates (f64 for floats, wrapping
+/// i64 for integers) and `to` stores.
+fn cumsum_t<T: Elem, A: Copy + Default>(
+    x: &TensorView,
+    axis: usize,
+    (exclusive, reverse): (bool, bool),
+    add: fn(A, T) -> A,
+    to: fn(A) -> T,
+    out: &mut OutView,
+) -> Result<(), CpuError> {
+    let xs = x.get::<T>()?;
+    let o = out.get_mut::<T>()?;
+    let (outer, len, inner) = outer_inner(x.shape, axis);
+    for a in 0..outer {
+        for b in 0..inner {
+            let at = |i: usize| a * len * inner + i * inner + b;
+            let mut acc = A::default();
+            for s in 0..len {
+                let i = if reverse { len - 1 - s } else { s };
+                if exclusive {
+                    o[at(i)] = to(acc);
+                    acc = add(acc, xs[at(i)]);
+                } else {
+                    acc = add(acc, xs[at(i)]);
+                    o[at(i)] = to(acc);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn cumsum(
+    axis: i64,
+    exclusive: bool,
+    reverse: bool,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let x = only(ins)?;
+    let a = rlx_ir::normalize_axis(axis, x.rank()).map_err(op_err)?;
+    let flags = (exclusive, reverse);
+    match x.dtype.compute_class() {
+        ComputeClass::F32 => {
+            cumsum_t::<f32, f64>(x, a, flags, |s, v| s + v as f64, |s| s as f32, &mut out)
+        }
+        ComputeClass::F64 => cumsum_t::<f64, f64>(x, a, flags, |s, v| s + v, |s| s, &mut out),
+        ComputeClass::I64 => cumsum_t::<i64, i64>(x, a, flags, i64::wrapping_add, |s| s, &mut out),
+    }
+}
+
+/// Indices of the best `k` of every line: sorted by value (largest or smallest first),
+/// ties by the lower index; NaN ranks above every number.
+fn top_k_t<T: Elem + PartialOrd>(
+    x: &TensorView,
+    k: usize,
+    axis: usize,
+    largest: bool,
+    is_nan: fn(T) -> bool,
+    out: &mut OutView,
+) -> Result<(), CpuError> {
+    let xs = x.get::<T>()?;
+    let o = out.get_mut::<i64>()?;
+    let (outer, len, inner) = outer_inner(x.shape, axis);
+    let rank = |a: T, b: T| match (is_nan(a), is_nan(b)) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Greater,
+        (false, true) => std::cmp::Ordering::Less,
+        _ => a.partial_cmp(&b).unwrap_or(std::cmp::Ordering::Equal),
+    };
+    let mut line: Vec<usize> = Vec::with_capacity(len);
+    for a in 0..outer {
+        for b in 0..inner {
+            let at = |i: usize| xs[a * len * inner + i * inner + b];
+            line.clear();
+            line.extend(0..len);
+            // A stable sort keeps equal values in index order.
+            line.sort_by(|&i, &j| {
+                let ord = rank(at(i), at(j));
+                if largest {
+                    ord.reverse()
+                } else {
+                    ord
+                }
+            });
+            for (j, &i) in line.iter().take(k).enumerate() {
+                o[a * k * inner + j * inner + b] = i as i64;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn top_k(
+    k: usize,
+    axis: i64,
+    largest: bool,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let x = only(ins)?;
+    let a = rlx_ir::normalize_axis(axis, x.rank()).map_err(op_err)?;
+    if k > x.shape[a] {
+        return Err(op_err(format!(
+            "k = {k} exceeds axis {a} of size {}",
+            x.shape[a]
+        )));
+    }
+    match x.dtype.compute_class() {
+        ComputeClass::F32 => top_k_t::<f32>(x, k, a, largest, f32::is_nan, &mut out),
+        ComputeClass::F64 => top_k_t::<f64>(x, k, a, largest, f64::is_nan, &mut out),
+        ComputeClass::I64 => top_k_t::<i64>(x, k, a, largest, |_| false, &mut out),
     }
 }
 

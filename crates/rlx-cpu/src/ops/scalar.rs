@@ -337,6 +337,22 @@ pub fn binary_f<T: Float>(op: BinaryOp, a: T, b: T) -> T {
             }
         }
         BinaryOp::Pow => a.powf(b),
+        BinaryOp::Mod { fmod } => {
+            // Rust's float `%` is C's fmod (the dividend's sign); Python's mod moves a
+            // nonzero remainder of the other sign over by one divisor.
+            let r = a % b;
+            if !fmod && r != T::zero() && (r < T::zero()) != (b < T::zero()) {
+                r + b
+            } else {
+                r
+            }
+        }
+        // Integer-only ops: the shape rule refuses float operands, so this is not reached.
+        BinaryOp::BitAnd
+        | BinaryOp::BitOr
+        | BinaryOp::BitXor
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRight => T::nan(),
     }
 }
 
@@ -349,6 +365,10 @@ pub fn binary_f<T: Float>(op: BinaryOp, a: T, b: T) -> T {
 ///   a negative exponent it is `1 / a^|b|` truncated toward zero: 1 for base 1, ±1 for
 ///   base −1 (by the exponent's parity), 0 for every other base, 0 included.
 /// - Max, Min are exact.
+/// - Mod: `x mod 0 = 0`; `fmod` keeps the dividend's sign, else the divisor's.
+/// - Bitwise ops act on the two's-complement bits (Bool's 0/1 make them logical).
+/// - Shifts by ≥ 64 or < 0 give 0 (a right shift of a negative value gives −1); the
+///   dtype wrap then drops the bits shifted past its width.
 pub fn binary_i(op: BinaryOp, a: i64, b: i64) -> i64 {
     match op {
         BinaryOp::Add => a.wrapping_add(b),
@@ -374,6 +394,34 @@ pub fn binary_i(op: BinaryOp, a: i64, b: i64) -> i64 {
                 }
             }
             _ => 0,
+        },
+        BinaryOp::Mod { fmod } => {
+            if b == 0 {
+                return 0;
+            }
+            let r = a.wrapping_rem(b);
+            if !fmod && r != 0 && (r < 0) != (b < 0) {
+                r + b
+            } else {
+                r
+            }
+        }
+        BinaryOp::BitAnd => a & b,
+        BinaryOp::BitOr => a | b,
+        BinaryOp::BitXor => a ^ b,
+        BinaryOp::ShiftLeft => match u32::try_from(b) {
+            Ok(s) if s < 64 => a << s,
+            _ => 0,
+        },
+        BinaryOp::ShiftRight => match u32::try_from(b) {
+            Ok(s) if s < 64 => a >> s,
+            _ => {
+                if a < 0 {
+                    -1
+                } else {
+                    0
+                }
+            }
         },
     }
 }

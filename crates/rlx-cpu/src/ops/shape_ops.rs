@@ -1,5 +1,5 @@
-//! CPU thunks of the Shape group: Reshape, Expand, Transpose, Narrow, Concat, Gather, Pad,
-//! Slice. Every dtype class runs the same generic code: data movement only. The views
+//! CPU thunks of the Shape group: Reshape, Expand, Transpose, Narrow, Concat, Gather, Tile,
+//! Pad, Slice. Every dtype class runs the same generic code: data movement only. The views
 //! (transpose, narrow, slice, expand) are one strided copy each; TransformRegion (in
 //! `region.rs`) chains the same copies.
 use super::arity;
@@ -279,6 +279,30 @@ pub fn gather(axis: i64, ins: &[TensorView], mut out: OutView) -> Result<(), Cpu
     any_class!(out.class(), T => {
         let xs = data.get::<T>()?;
         gather_t::<T, T>(data, xs, |v| v, idx, axis, &mut out)
+    })
+}
+
+/// Tile as one strided copy: the output viewed as `[r0, d0, r1, d1, ..]` reads the input
+/// with stride 0 on every repeat axis.
+pub fn tile(repeats: &[usize], ins: &[TensorView], mut out: OutView) -> Result<(), CpuError> {
+    let x = only(ins)?;
+    if repeats.len() != x.rank() {
+        return Err(op_err(format!(
+            "{} repeats for rank {}",
+            repeats.len(),
+            x.rank()
+        )));
+    }
+    let xst = istrides(x.shape);
+    let (mut shape, mut src_st) = (vec![], vec![]);
+    for ((&r, &d), &s) in repeats.iter().zip(x.shape).zip(&xst) {
+        shape.extend([r, d]);
+        src_st.extend([0, s]);
+    }
+    let dst_st = strides(&shape);
+    any_class!(out.class(), T => {
+        copy_strided(x.get::<T>()?, 0, &src_st, out.get_mut::<T>()?, 0, &dst_st, &shape);
+        Ok(())
     })
 }
 

@@ -128,8 +128,10 @@ fn act_fn(a: Activation) -> &'static str {
     }
 }
 
-fn bin_fn(op: BinaryOp) -> &'static str {
-    match op {
+/// The device function of a binary op; the ONNX-only ops (Mod, bitwise, shifts) have no
+/// kernel yet, so a chain holding one runs on the CPU (the dispatch report says so).
+fn bin_fn(op: BinaryOp) -> Result<&'static str, LowerError> {
+    Ok(match op {
         BinaryOp::Add => "ew_add",
         BinaryOp::Sub => "ew_sub",
         BinaryOp::Mul => "ew_mul",
@@ -137,7 +139,13 @@ fn bin_fn(op: BinaryOp) -> &'static str {
         BinaryOp::Max => "ew_max",
         BinaryOp::Min => "ew_min",
         BinaryOp::Pow => "ew_pow",
-    }
+        BinaryOp::Mod { .. }
+        | BinaryOp::BitAnd
+        | BinaryOp::BitOr
+        | BinaryOp::BitXor
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRight => unsupported!("no CUDA kernel for Binary {op:?} yet"),
+    })
 }
 
 fn cmp_op(op: CompareOp) -> &'static str {
@@ -371,10 +379,14 @@ pub(crate) fn chain_kernel(spec: &Spec) -> Result<Kernel, LowerError> {
     for (k, step) in spec.chain.iter().enumerate() {
         let dt = step_dtypes[k];
         let e = match step {
+            // The device functions are float-only; integer Neg / Abs run on the CPU for now.
+            ChainStep::Activation(a, _) if !dt.is_float() => {
+                unsupported!("no CUDA kernel for integer {a:?} yet")
+            }
             ChainStep::Activation(a, x) => settle(dt, format!("{}({})", act_fn(*a), operand(x))),
             ChainStep::Binary(op, a, b) => settle(
                 dt,
-                format!("{}({}, {})", bin_fn(*op), operand(a), operand(b)),
+                format!("{}({}, {})", bin_fn(*op)?, operand(a), operand(b)),
             ),
             ChainStep::Compare(op, a, b) => {
                 format!("(i64)({} {} {})", operand(a), cmp_op(*op), operand(b))

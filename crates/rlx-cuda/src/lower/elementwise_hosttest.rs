@@ -760,3 +760,42 @@ fn generated_kernels_match_the_cpu_on_the_host() {
     cases.extend(region_cases(&mut rng));
     check(&cases);
 }
+
+/// The ONNX-only Binary ops have no device function yet: planning one (alone or inside a
+/// region) answers `Unsupported`, so the node falls back to the CPU with the reason in the
+/// dispatch report instead of failing the compile.
+#[test]
+fn binary_ops_without_a_kernel_fall_back() {
+    let ops = [
+        BinaryOp::Mod { fmod: false },
+        BinaryOp::Mod { fmod: true },
+        BinaryOp::BitAnd,
+        BinaryOp::BitOr,
+        BinaryOp::BitXor,
+        BinaryOp::ShiftLeft,
+        BinaryOp::ShiftRight,
+    ];
+    let dev = |buf, dtype| DevTensor {
+        ptr: fake_ptr(buf),
+        dims: vec![4, 3],
+        dtype,
+    };
+    for op in ops {
+        let ins = [dev(0, DType::I64), dev(1, DType::I64)];
+        let single = plan(&Op::Binary(op), &ins, &dev(2, DType::I64));
+        assert!(
+            matches!(single, Err(LowerError::Unsupported(ref m)) if m.contains(&format!("{op:?}"))),
+            "{op:?}: {:?}",
+            single.err()
+        );
+        let chain = region(vec![
+            S::Binary(BinaryOp::Add, Input(0), Input(1)),
+            S::Binary(op, Step(0), Input(1)),
+        ]);
+        let fused = plan(&chain, &ins, &dev(2, DType::I64));
+        assert!(
+            matches!(fused, Err(LowerError::Unsupported(_))),
+            "{op:?} in a region"
+        );
+    }
+}

@@ -6,6 +6,7 @@
 //! then runs on the CPU thunks (`RLX_TRACE=1` prints the reason).
 pub mod audio;
 pub mod elementwise;
+pub mod index;
 pub mod linalg;
 pub mod norm;
 pub mod reduce;
@@ -391,6 +392,28 @@ pub(crate) fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         Op::Fft { inverse, norm } => audio::fft(ctx, *inverse, *norm),
         Op::LogMel => audio::log_mel(ctx),
         Op::LogMelBackward => audio::log_mel_backward(ctx),
+        // ONNX ops without a kernel yet: the CPU thunks run them (`index.rs` says why).
+        Op::Tile { repeats: _ } => index::no_kernel(OpKind::Tile),
+        Op::CumSum {
+            axis: _,
+            exclusive: _,
+            reverse: _,
+        } => index::no_kernel(OpKind::CumSum),
+        Op::TopK {
+            k: _,
+            axis: _,
+            largest: _,
+            sorted: _,
+        } => index::no_kernel(OpKind::TopK),
+        Op::GatherElements { axis: _ } => index::no_kernel(OpKind::GatherElements),
+        Op::GatherND { batch_dims: _ } => index::no_kernel(OpKind::GatherND),
+        Op::ScatterElements {
+            axis: _,
+            reduction: _,
+        } => index::no_kernel(OpKind::ScatterElements),
+        Op::ScatterND { reduction: _ } => index::no_kernel(OpKind::ScatterND),
+        Op::OneHot { axis: _, depth: _ } => index::no_kernel(OpKind::OneHot),
+        Op::Range { len: _ } => index::no_kernel(OpKind::Range),
     }
 }
 
@@ -416,6 +439,9 @@ fn lowers(kind: OpKind) -> bool {
         | MaxPool2dBackward => true,
         ElementwiseRegion | BatchElementwiseRegion | TransformRegion => true,
         Fft | LogMel | LogMelBackward => true,
+        // Listed as fallbacks, so the dispatch report shows them running on the CPU.
+        Tile | CumSum | TopK => false,
+        GatherElements | GatherND | ScatterElements | ScatterND | OneHot | Range => false,
     }
 }
 
@@ -434,9 +460,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_compute_kind_is_native_and_no_leaf_is() {
+    fn every_compute_kind_is_native_but_the_onnx_fallbacks_and_no_leaf_is() {
         for &k in OpKind::ALL {
-            assert_eq!(native_kinds().contains(k), !k.is_leaf(), "{k}");
+            let want = !k.is_leaf() && !index::FALLBACK.contains(&k);
+            assert_eq!(native_kinds().contains(k), want, "{k}");
         }
         assert_eq!(
             native_fused_ops(),

@@ -5,9 +5,11 @@ use crate::{
     Shape,
 };
 
-pub(crate) fn activation(inputs: &[&Shape]) -> Result<Shape, String> {
+pub(crate) fn activation(act: Activation, inputs: &[&Shape]) -> Result<Shape, String> {
     arity(OpKind::Activation, inputs, 1, 1)?;
-    require_float(OpKind::Activation, inputs, &[0])?;
+    if !(act.takes_integers() && inputs[0].dtype.is_int()) {
+        require_float(OpKind::Activation, inputs, &[0])?;
+    }
     Ok(inputs[0].clone())
 }
 
@@ -32,8 +34,15 @@ fn broadcast_pair(kind: OpKind, inputs: &[&Shape], out: Option<DType>) -> Result
     Ok(Shape::with_dims(dims, out.unwrap_or(a.dtype)))
 }
 
-pub(crate) fn binary(inputs: &[&Shape]) -> Result<Shape, String> {
-    broadcast_pair(OpKind::Binary, inputs, None)
+pub(crate) fn binary(op: BinaryOp, inputs: &[&Shape]) -> Result<Shape, String> {
+    let out = broadcast_pair(OpKind::Binary, inputs, None)?;
+    if op.is_integer_only() && out.dtype.is_float() {
+        return Err(format!(
+            "{op:?} needs integer or bool operands, got {}",
+            out.dtype
+        ));
+    }
+    Ok(out)
 }
 
 pub(crate) fn compare(inputs: &[&Shape]) -> Result<Shape, String> {
@@ -80,6 +89,23 @@ impl Graph {
     }
     pub fn pow(&mut self, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
         self.binary(BinaryOp::Pow, a, b)
+    }
+    /// ONNX Mod (`fmod` picks the sign rule, see `BinaryOp::Mod`).
+    pub fn modulo(&mut self, a: NodeId, b: NodeId, fmod: bool) -> Result<NodeId, IrError> {
+        self.binary(BinaryOp::Mod { fmod }, a, b)
+    }
+    /// Bitwise not of an integer (`x ^ −1`), logical not of a Bool (`x ^ true`): one
+    /// `BitXor` with a broadcast scalar constant, so the IR needs no unary op for it.
+    pub fn bit_not(&mut self, x: NodeId) -> Result<NodeId, IrError> {
+        // A float operand fails in BitXor's shape rule, naming the node.
+        let dt = self.shape(x)?.dtype;
+        let ones = match dt {
+            DType::Bool => 1.0,
+            DType::U8 => 255.0,
+            _ => -1.0,
+        };
+        let c = self.constant(crate::HostTensor::from_f64_as(&[], &[ones], dt))?;
+        self.binary(BinaryOp::BitXor, x, c)
     }
     /// Elementwise comparison with broadcasting; the result is Bool.
     pub fn compare(&mut self, op: CompareOp, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {

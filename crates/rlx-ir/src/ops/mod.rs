@@ -5,7 +5,9 @@
 use crate::{Op, OpKind, Shape};
 
 pub mod audio;
+pub mod composite;
 pub mod elementwise;
+pub mod index;
 pub mod linalg;
 pub mod norm;
 pub mod reduce;
@@ -33,8 +35,8 @@ fn route(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
             Err("leaf nodes carry their own shape".into())
         }
         // Elementwise
-        Activation(_) => elementwise::activation(inputs),
-        Binary(_) => elementwise::binary(inputs),
+        Activation(act) => elementwise::activation(*act, inputs),
+        Binary(op) => elementwise::binary(*op, inputs),
         Compare(_) => elementwise::compare(inputs),
         Where => elementwise::where_(inputs),
         Cast { to } => elementwise::cast(*to, inputs),
@@ -64,6 +66,17 @@ fn route(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
         } => reduce::reduce(axes, *keep_dim, inputs),
         Softmax { axis } => reduce::softmax(*axis, inputs),
         ArgMax { axis, keep_dim } => reduce::argmax(*axis, *keep_dim, inputs),
+        CumSum {
+            axis,
+            exclusive: _,
+            reverse: _,
+        } => reduce::cumsum(*axis, inputs),
+        TopK {
+            k,
+            axis,
+            largest: _,
+            sorted: _,
+        } => reduce::top_k(*k, *axis, inputs),
         SoftmaxCrossEntropy => reduce::softmax_cross_entropy(inputs),
         SoftmaxCrossEntropyWithLogits => reduce::softmax_cross_entropy_with_logits(inputs),
         SoftmaxCrossEntropyBackward => reduce::softmax_cross_entropy_backward(inputs),
@@ -74,6 +87,7 @@ fn route(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
         Narrow { axis, start, len } => shape_ops::narrow(*axis, *start, *len, inputs),
         Concat { axis } => shape_ops::concat(*axis, inputs),
         Gather { axis } => shape_ops::gather(*axis, inputs),
+        Tile { repeats } => shape_ops::tile(repeats, inputs),
         Pad { pads, value: _ } => shape_ops::pad(pads, inputs),
         Slice {
             axes,
@@ -81,6 +95,13 @@ fn route(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
             ends,
             steps,
         } => shape_ops::slice(axes, starts, ends, steps, inputs),
+        // Index
+        GatherElements { axis } => index::gather_elements(*axis, inputs),
+        GatherND { batch_dims } => index::gather_nd(*batch_dims, inputs),
+        ScatterElements { axis, reduction: _ } => index::scatter_elements(*axis, inputs),
+        ScatterND { reduction: _ } => index::scatter_nd(inputs),
+        OneHot { axis, depth } => index::one_hot(*axis, *depth, inputs),
+        Range { len } => index::range(*len, inputs),
         // Transformer
         Attention(spec) => transformer::attention(spec, inputs),
         CacheWrite { axis } => transformer::cache_write(*axis, inputs),

@@ -1,4 +1,4 @@
-//! Shape rules and builders: Reduce, Softmax, ArgMax and the softmax cross-entropy family.
+//! Shape rules and builders: Reduce, Softmax, ArgMax, CumSum, TopK and the softmax cross-entropy family.
 use super::{arity, require_float};
 use crate::{AxisArg, DType, Dim, DimsFmt, Graph, IrError, NodeId, Op, OpKind, ReduceOp, Shape};
 
@@ -87,6 +87,35 @@ pub(crate) fn argmax(axis: i64, keep_dim: bool, inputs: &[&Shape]) -> Result<Sha
         reduced_dims(&x.dims, &[a], keep_dim),
         DType::I64,
     ))
+}
+
+/// Same shape; Bool has no sum.
+pub(crate) fn cumsum(axis: i64, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::CumSum, inputs, 1, 1)?;
+    let x = inputs[0];
+    x.axis(axis)?;
+    if x.dtype == DType::Bool {
+        return Err(format!("{} needs numbers, got {x}", OpKind::CumSum));
+    }
+    Ok(x.clone())
+}
+
+/// `k` entries of `axis`, as I64 indices.
+pub(crate) fn top_k(k: usize, axis: i64, inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::TopK, inputs, 1, 1)?;
+    let x = inputs[0];
+    let a = x.axis(axis)?;
+    if x.dtype == DType::Bool {
+        return Err(format!("{} needs numbers, got {x}", OpKind::TopK));
+    }
+    if let Dim::Static(n) = x.dims[a] {
+        if k > n {
+            return Err(format!("{} k = {k} exceeds axis {a} of {x}", OpKind::TopK));
+        }
+    }
+    let mut dims = x.dims.clone();
+    dims[a] = Dim::Static(k);
+    Ok(Shape::with_dims(dims, DType::I64))
 }
 
 /// logits `[N, C]`, dense targets `[N, C]` → `[N]`.
@@ -226,6 +255,44 @@ impl Graph {
             },
             &[x],
         )
+    }
+    /// Running sum along `axis` (ONNX CumSum).
+    pub fn cumsum(
+        &mut self,
+        x: NodeId,
+        axis: impl AxisArg,
+        exclusive: bool,
+        reverse: bool,
+    ) -> Result<NodeId, IrError> {
+        let axis = axis.to_axis();
+        let op = Op::CumSum {
+            axis,
+            exclusive,
+            reverse,
+        };
+        self.add_node(op, &[x])
+    }
+    /// ONNX TopK: `(values, indices)` of the `k` largest (or smallest) entries along
+    /// `axis`. One `TopK` node gives the I64 indices; the values are a `GatherElements` of
+    /// x by them (see `Op::TopK`).
+    pub fn top_k(
+        &mut self,
+        x: NodeId,
+        k: usize,
+        axis: impl AxisArg,
+        largest: bool,
+        sorted: bool,
+    ) -> Result<(NodeId, NodeId), IrError> {
+        let axis = axis.to_axis();
+        let op = Op::TopK {
+            k,
+            axis,
+            largest,
+            sorted,
+        };
+        let idx = self.add_node(op, &[x])?;
+        let values = self.gather_elements(x, idx, axis)?;
+        Ok((values, idx))
     }
     /// logits `[N,C]`, dense targets `[N,C]` → per-row loss `[N]`.
     pub fn softmax_cross_entropy(

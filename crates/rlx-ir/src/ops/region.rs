@@ -32,7 +32,8 @@ pub fn chain_dtypes(chain: &[ChainStep], inputs: &[DType]) -> Result<Vec<DType>,
         let out = match step {
             ChainStep::Activation(act, x) => {
                 let d = dt(x)?;
-                if !d.is_float() {
+                let allowed = d.is_float() || (act.takes_integers() && d.is_int());
+                if !allowed {
                     return Err(format!("step {k}: {act:?} needs a float operand, got {d}"));
                 }
                 d
@@ -42,6 +43,11 @@ pub fn chain_dtypes(chain: &[ChainStep], inputs: &[DType]) -> Result<Vec<DType>,
                 if da != db {
                     return Err(format!(
                         "step {k}: {op:?} operand dtypes differ: {da} vs {db}"
+                    ));
+                }
+                if op.is_integer_only() && da.is_float() {
+                    return Err(format!(
+                        "step {k}: {op:?} needs integer or bool operands, got {da}"
                     ));
                 }
                 da

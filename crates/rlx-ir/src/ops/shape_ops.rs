@@ -1,5 +1,5 @@
 //! Shape rules and builders of the shape group: Reshape, Expand, Transpose, Narrow, Concat,
-//! Gather, Pad, Slice; also the per-step rules a TransformRegion composes
+//! Gather, Tile, Pad, Slice; also the per-step rules a TransformRegion composes
 //! ([`transform_step_dims`], used by `region.rs`).
 //!
 //! A size that depends on a symbol the rule cannot resolve becomes a new symbol named after
@@ -374,6 +374,30 @@ pub(crate) fn gather(axis: i64, inputs: &[&Shape]) -> Result<Shape, String> {
     Ok(Shape::with_dims(dims, data.dtype))
 }
 
+/// Each dim multiplied by its repeat count.
+pub(crate) fn tile(repeats: &[usize], inputs: &[&Shape]) -> Result<Shape, String> {
+    let x = one(OpKind::Tile, inputs)?;
+    if repeats.len() != x.rank() {
+        return Err(format!(
+            "tile lists {} repeats for rank {}",
+            repeats.len(),
+            x.rank()
+        ));
+    }
+    let dims = x
+        .dims
+        .iter()
+        .zip(repeats)
+        .enumerate()
+        .map(|(i, (d, &r))| match d {
+            Dim::Static(n) => Ok(Dim::Static(mul(&format!("tiled dim {i}"), *n, r)?)),
+            _ if r == 1 => Ok(d.clone()),
+            _ => Ok(expr(format!("{d}*{r}"))),
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(Shape::with_dims(dims, x.dtype))
+}
+
 /// Inputs of one dtype and rank, equal except along `axis`, where their sizes add up.
 pub(crate) fn concat(axis: i64, inputs: &[&Shape]) -> Result<Shape, String> {
     if inputs.is_empty() {
@@ -467,6 +491,11 @@ impl Graph {
     ) -> Result<NodeId, IrError> {
         let axis = axis.to_axis();
         self.add_node(Op::Gather { axis }, &[data, indices])
+    }
+    /// x repeated `repeats[i]` times along each axis i (ONNX Tile).
+    pub fn tile(&mut self, x: NodeId, repeats: &[usize]) -> Result<NodeId, IrError> {
+        let repeats = repeats.to_vec();
+        self.add_node(Op::Tile { repeats }, &[x])
     }
     /// Constant padding: `pads[i] = [before, after]` for every axis.
     pub fn pad(

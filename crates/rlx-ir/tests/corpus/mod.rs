@@ -41,6 +41,13 @@ pub fn every_op() -> Graph {
         BinaryOp::Max,
         BinaryOp::Min,
         BinaryOp::Pow,
+        BinaryOp::Mod { fmod: false },
+        BinaryOp::Mod { fmod: true },
+        BinaryOp::BitAnd,
+        BinaryOp::BitOr,
+        BinaryOp::BitXor,
+        BinaryOp::ShiftLeft,
+        BinaryOp::ShiftRight,
     ] {
         push(&mut g, Op::Binary(op), &[x, x], &bs512);
     }
@@ -146,6 +153,19 @@ pub fn every_op() -> Graph {
         &[x],
         &dims(&[b.clone(), 1.into(), 512.into()], DType::I64),
     );
+    let cum = Op::CumSum {
+        axis: -1,
+        exclusive: true,
+        reverse: false,
+    };
+    push(&mut g, cum, &[x], &bs512);
+    let top = Op::TopK {
+        k: 4,
+        axis: 2,
+        largest: false,
+        sorted: true,
+    };
+    push(&mut g, top, &[x], &bs512.with_dtype(DType::I64));
     let n = Shape::new(&[7], DType::F32);
     push(&mut g, Op::SoftmaxCrossEntropy, &[c, c], &n);
     push(&mut g, Op::SoftmaxCrossEntropyWithLogits, &[c, ids], &n);
@@ -186,6 +206,32 @@ pub fn every_op() -> Graph {
     );
     push(&mut g, Op::Concat { axis: 1 }, &[x, x, x], &bs512);
     push(&mut g, Op::Gather { axis: -2 }, &[x, ids], &bs512);
+    push(
+        &mut g,
+        Op::Tile {
+            repeats: vec![1, 2, 3],
+        },
+        &[x],
+        &bs512,
+    );
+    push(&mut g, Op::GatherElements { axis: -1 }, &[x, ids], &bs512);
+    push(&mut g, Op::GatherND { batch_dims: 1 }, &[x, ids], &bs512);
+    for reduction in [
+        ScatterReduction::None,
+        ScatterReduction::Add,
+        ScatterReduction::Mul,
+        ScatterReduction::Max,
+        ScatterReduction::Min,
+    ] {
+        let op = Op::ScatterElements {
+            axis: -2,
+            reduction,
+        };
+        push(&mut g, op, &[x, ids, x], &bs512);
+        push(&mut g, Op::ScatterND { reduction }, &[x, ids, x], &bs512);
+    }
+    push(&mut g, Op::OneHot { axis: -1, depth: 7 }, &[ids, c], &bs512);
+    push(&mut g, Op::Range { len: 9 }, &[c, c, c], &bs512);
     push(
         &mut g,
         Op::Pad {
@@ -450,6 +496,16 @@ pub fn param_values(g: &Graph) -> BTreeSet<String> {
                     FftNorm::Forward => "Forward",
                 };
                 out.insert(format!("fft:{k}"));
+            }
+            Op::ScatterElements { reduction, .. } | Op::ScatterND { reduction } => {
+                let k = match reduction {
+                    ScatterReduction::None => "None",
+                    ScatterReduction::Add => "Add",
+                    ScatterReduction::Mul => "Mul",
+                    ScatterReduction::Max => "Max",
+                    ScatterReduction::Min => "Min",
+                };
+                out.insert(format!("scatter:{k}"));
             }
             Op::Rope { style, .. } => {
                 let k = match style {

@@ -106,6 +106,14 @@ fn bin(op: BinaryOp, a: f64, b: f64) -> f64 {
         BinaryOp::Max => a.max(b),
         BinaryOp::Min => a.min(b),
         BinaryOp::Pow => a.powf(b),
+        BinaryOp::Mod { fmod: false } => a - b * (a / b).floor(),
+        BinaryOp::Mod { fmod: true } => a - b * (a / b).trunc(),
+        // Integer-only: the generated float graphs never hold them.
+        BinaryOp::BitAnd
+        | BinaryOp::BitOr
+        | BinaryOp::BitXor
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRight => f64::NAN,
     }
 }
 

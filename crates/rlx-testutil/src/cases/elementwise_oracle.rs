@@ -78,7 +78,31 @@ pub fn binary_ref_f(op: BinaryOp, a: f64, b: f64) -> f64 {
         BinaryOp::Max => a.max(b),
         BinaryOp::Min => a.min(b),
         BinaryOp::Pow => a.powf(b),
+        // The quotient rounded down (Python) or toward zero (C), then the remainder.
+        BinaryOp::Mod { fmod: false } => a - b * (a / b).floor(),
+        BinaryOp::Mod { fmod: true } => a - b * (a / b).trunc(),
+        BinaryOp::BitAnd
+        | BinaryOp::BitOr
+        | BinaryOp::BitXor
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRight => f64::NAN,
     }
+}
+
+/// Bit `i` of `v` in two's complement (the oracle's own bit reading: by division).
+fn bit(v: i64, i: u32) -> i64 {
+    (v as i128).div_euclid(1i128 << i).rem_euclid(2) as i64
+}
+
+/// A bitwise op evaluated bit by bit on 64-bit two's complement.
+fn bitwise_ref(a: i64, b: i64, f: fn(i64, i64) -> i64) -> i64 {
+    let mut v: i128 = 0;
+    for i in 0..63 {
+        v += (f(bit(a, i), bit(b, i)) as i128) << i;
+    }
+    // The sign bit weighs −2^63.
+    v -= (f(bit(a, 63), bit(b, 63)) as i128) << 63;
+    v as i64
 }
 
 /// Integer semantics: wrap to the dtype's width, division truncates toward zero.
@@ -91,9 +115,20 @@ pub fn binary_ref_i(op: BinaryOp, a: i64, b: i64, dt: DType) -> f64 {
         BinaryOp::Max => a.max(b),
         BinaryOp::Min => a.min(b),
         BinaryOp::Pow => (0..b).fold(1i64, |acc, _| acc * a),
+        _ if b == 0 && matches!(op, BinaryOp::Mod { .. }) => 0,
+        BinaryOp::Mod { fmod: false } => a - b * (a as f64 / b as f64).floor() as i64,
+        BinaryOp::Mod { fmod: true } => a - b * (a as f64 / b as f64).trunc() as i64,
+        BinaryOp::BitAnd => bitwise_ref(a, b, |x, y| x * y),
+        BinaryOp::BitOr => bitwise_ref(a, b, |x, y| x.max(y)),
+        BinaryOp::BitXor => bitwise_ref(a, b, |x, y| (x + y) % 2),
+        // Shifts as multiplication / floor division by powers of two, then the width wrap.
+        BinaryOp::ShiftLeft => (a as i128).wrapping_mul(1i128 << b.clamp(0, 100)) as i64,
+        BinaryOp::ShiftRight => (a as f64 / 2f64.powi(b as i32)).floor() as i64,
     };
     match dt {
         DType::U8 => v.rem_euclid(256) as f64,
+        DType::I32 => ((v as i128 + (1 << 31)).rem_euclid(1 << 32) - (1 << 31)) as f64,
+        DType::Bool => (v != 0) as i64 as f64,
         _ => v as f64,
     }
 }

@@ -18,6 +18,10 @@ pub mod audio;
 pub mod audio_oracle;
 pub mod elementwise;
 pub mod elementwise_oracle;
+pub mod index;
+pub mod index_composite;
+pub mod index_int;
+pub mod index_oracle;
 pub mod linalg;
 pub mod linalg_oracle;
 pub mod norm;
@@ -149,6 +153,23 @@ macro_rules! case_tests {
             gather [],
             pad [],
             slice [],
+        );
+    };
+    (index, $dev:ident) => {
+        $crate::case_tests!(@group $dev, index,
+            tile [],
+            gather_elements [],
+            gather_nd [],
+            scatter_elements [],
+            scatter_nd [],
+            top_k [],
+            cumsum [],
+            range [],
+            one_hot [],
+            int_binary [],
+            depth_to_space [],
+            group_norms [],
+            einsum [],
         );
     };
     (@group $dev:ident, $g:ident, $($set:ident [$($flag:ident)*]),* $(,)?) => {
