@@ -1,0 +1,617 @@
+//! Neural-network ops: Conv (1-D and 2-D, symmetric padding), MaxPool / AveragePool,
+//! the global pools, BatchNormalization (inference), LayerNormalization, InstanceNormalization,
+//! Softmax / LogSoftmax (the opset < 13 "coerce to 2-D" form included).
+use super::shape::reshape_to;
+use super::{one, Registry, Translated};
+use crate::attrs::Attrs;
+use crate::proto::NodeProto;
+use crate::{ImportCtx, OnnxError};
+use rlx_ir::{
+    Activation as A, BinaryOp as B, ConvSpec, Dim, HostTensor, NodeId, Op, PoolKind, PoolSpec,
+    ReduceOp,
+};
+
+pub(super) fn register(r: &mut Registry) {
+    r.insert("Conv", conv);
+    r.insert("MaxPool", |c, n| pool(c, n, PoolKind::Max));
+    r.insert("AveragePool", |c, n| pool(c, n, PoolKind::Avg));
+    r.insert("GlobalAveragePool", |c, n| {
+        global_pool(c, n, ReduceOp::Mean)
+    });
+    r.insert("GlobalMaxPool", |c, n| global_pool(c, n, ReduceOp::Max));
+    r.insert("BatchNormalization", batch_norm);
+    r.insert("LayerNormalization", layer_norm);
+    r.insert("InstanceNormalization", instance_norm);
+    r.insert("RMSNormalization", rms_norm);
+    r.insert("GroupNormalization", group_norm);
+    r.insert("MeanVarianceNormalization", mvn);
+    r.insert("Softmax", |c, n| softmax(c, n, false));
+    r.insert("LogSoftmax", |c, n| softmax(c, n, true));
+}
+
+/// Spatial geometry of Conv / pools for the spatial dims of size `sizes`: kernel, strides,
+/// dilations and (begin, end) pads per dim. Asymmetric pads (explicit, from auto_pad, or the
+/// extra end padding ceil_mode needs) are applied by an explicit Pad node.
+struct Geometry {
+    kernel: Vec<usize>,
+    stride: Vec<usize>,
+    pads: Vec<(usize, usize)>,
+    dilation: Vec<usize>,
+}
+
+fn geometry(
+    c: &ImportCtx,
+    n: &NodeProto,
+    kernel: Vec<usize>,
+    sizes: &[usize],
+) -> Result<Geometry, OnnxError> {
+    let a = Attrs(n);
+    let k = kernel.len();
+    let list = |name: &str, d: usize| -> Result<Vec<usize>, OnnxError> {
+        match a.ints(name) {
+            Some(v) if v.len() == k && v.iter().all(|&x| x >= 1) => {
+                Ok(v.iter().map(|&x| x as usize).collect())
+            }
+            Some(v) => Err(c.err(format!("{name} {v:?} for {k} spatial dims"))),
+            None => Ok(vec![d; k]),
+        }
+    };
+    let stride = list("strides", 1)?;
+    let dilation = list("dilations", 1)?;
+    let ext: Vec<usize> = (0..k)
+        .map(|i| dilation[i] * (kernel[i].max(1) - 1) + 1)
+        .collect();
+    let auto = a.s("auto_pad").unwrap_or_else(|| "NOTSET".into());
+    let mut pads = match auto.as_str() {
+        "NOTSET" => match a.ints("pads") {
+            Some(p) if p.len() == 2 * k && p.iter().all(|&v| v >= 0) => {
+                (0..k).map(|i| (p[i] as usize, p[i + k] as usize)).collect()
+            }
+            Some(p) => return Err(c.err(format!("pads {p:?} for {k} spatial dims"))),
+            None => vec![(0, 0); k],
+        },
+        "VALID" => vec![(0, 0); k],
+        "SAME_UPPER" | "SAME_LOWER" => (0..k)
+            .map(|i| {
+                let out = sizes[i].div_ceil(stride[i]);
+                let total = ((out - 1) * stride[i] + ext[i]).saturating_sub(sizes[i]);
+                let small = total / 2;
+                if auto == "SAME_UPPER" {
+                    (small, total - small)
+                } else {
+                    (total - small, small)
+                }
+            })
+            .collect(),
+        o => return Err(c.err(format!("auto_pad \"{o}\""))),
+    };
+    if a.i_or("ceil_mode", 0) != 0 {
+        // Pad the end so that flooring gives ONNX's ceil count; a window that would start
+        // inside the end padding is dropped, as ONNX does.
+        for i in 0..k {
+            let span = sizes[i] + pads[i].0 + pads[i].1;
+            if span < ext[i] {
+                continue;
+            }
+            let mut out = (span - ext[i]).div_ceil(stride[i]) + 1;
+            if (out - 1) * stride[i] >= sizes[i] + pads[i].0 {
+                out -= 1;
+            }
+            let need = (out - 1) * stride[i] + ext[i];
+            pads[i].1 += need.saturating_sub(span);
+        }
+    }
+    Ok(Geometry {
+        kernel,
+        stride,
+        pads,
+        dilation,
+    })
+}
+
+/// `[N,C,L]` → `[N,C,1,L]` (the 2-D form of a 1-D op); 4-D unchanged.
+fn to_4d(c: &mut ImportCtx, x: NodeId, d: &[usize]) -> Result<NodeId, OnnxError> {
+    if d.len() == 4 {
+        return Ok(x);
+    }
+    let shape = vec![d[0] as i64, d[1] as i64, 1, d[2] as i64];
+    c.add(Op::Reshape { shape }, &[x])
+}
+
+/// Back from the 2-D form: `[N,C,1,L]` → `[N,C,L]` when the op was 1-D.
+fn from_4d(c: &mut ImportCtx, y: NodeId, one_d: bool) -> Result<NodeId, OnnxError> {
+    if !one_d {
+        return Ok(y);
+    }
+    let d = c.static_dims(y)?;
+    let shape = vec![d[0] as i64, d[1] as i64, d[3] as i64];
+    c.add(Op::Reshape { shape }, &[y])
+}
+
+/// Pad the spatial dims of a 4-D `x` by `pads` (H then W) with `value`.
+fn pad_spatial(
+    c: &mut ImportCtx,
+    x: NodeId,
+    pads: [(usize, usize); 2],
+    value: f64,
+) -> Result<NodeId, OnnxError> {
+    if pads == [(0, 0); 2] {
+        return Ok(x);
+    }
+    let pads = vec![
+        [0, 0],
+        [0, 0],
+        [pads[0].0, pads[0].1],
+        [pads[1].0, pads[1].1],
+    ];
+    c.add(Op::Pad { pads, value }, &[x])
+}
+
+fn conv(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    let (x, w) = (c.input(n, 0)?, c.input(n, 1)?);
+    let bias = c.opt_input(n, 2)?;
+    let xd = c.static_dims(x)?;
+    let wd = c.static_dims(w)?;
+    if !(xd.len() == 3 || xd.len() == 4) || wd.len() != xd.len() {
+        return Err(c.unsupported(format!("a {}-D conv", xd.len().saturating_sub(2))));
+    }
+    let kernel = wd[2..].to_vec();
+    if let Some(ks) = Attrs(n).ints("kernel_shape") {
+        if ks.iter().map(|&v| v as usize).ne(kernel.iter().copied()) {
+            return Err(c.err(format!("kernel_shape {ks:?} disagrees with W {wd:?}")));
+        }
+    }
+    let g = geometry(c, n, kernel, &xd[2..])?;
+    let groups = Attrs(n).i_or("group", 1).max(1) as usize;
+    let one_d = xd.len() == 3;
+    let sym = g.pads.iter().all(|p| p.0 == p.1);
+    // The 1-D form keeps its length parameters at index 0 (x [N,C,1,L], w [O,C,k,1]).
+    let two = |v: &[usize], fill: usize| if one_d { [v[0], fill] } else { [v[0], v[1]] };
+    let pad_sym: Vec<usize> = g.pads.iter().map(|p| if sym { p.0 } else { 0 }).collect();
+    let spec = ConvSpec {
+        kernel_size: two(&g.kernel, 1),
+        stride: two(&g.stride, 1),
+        padding: two(&pad_sym, 0),
+        dilation: two(&g.dilation, 1),
+        groups,
+    };
+    let mut xi = to_4d(c, x, &xd)?;
+    if !sym {
+        let p = if one_d {
+            [(0, 0), g.pads[0]]
+        } else {
+            [g.pads[0], g.pads[1]]
+        };
+        xi = pad_spatial(c, xi, p, 0.0)?;
+    }
+    let wi = if one_d {
+        let shape = vec![wd[0] as i64, wd[1] as i64, wd[2] as i64, 1];
+        c.add(Op::Reshape { shape }, &[w])?
+    } else {
+        w
+    };
+    let mut ins = vec![xi, wi];
+    ins.extend(bias);
+    let y = c.add(Op::Conv(spec), &ins)?;
+    one(from_4d(c, y, one_d)?)
+}
+
+fn pool(c: &mut ImportCtx, n: &NodeProto, kind: PoolKind) -> Translated {
+    if n.output.get(1).is_some_and(|o| !o.is_empty()) {
+        return Err(c.unsupported("MaxPool's Indices output"));
+    }
+    let x = c.input(n, 0)?;
+    let xd = c.static_dims(x)?;
+    if !(xd.len() == 3 || xd.len() == 4) {
+        return Err(c.unsupported(format!("a {}-D pool", xd.len().saturating_sub(2))));
+    }
+    if !c.dtype(x)?.is_float() {
+        return Err(c.unsupported(format!("pooling {}", c.dtype(x)?)));
+    }
+    let a = Attrs(n);
+    let kernel: Vec<usize> = a
+        .ints("kernel_shape")
+        .ok_or_else(|| c.err("needs kernel_shape"))?
+        .iter()
+        .map(|&v| v.max(1) as usize)
+        .collect();
+    let g = geometry(c, n, kernel, &xd[2..])?;
+    if g.dilation.iter().any(|&d| d != 1) {
+        return Err(c.unsupported("dilated pooling"));
+    }
+    let one_d = xd.len() == 3;
+    // The 1-D form is [N,C,1,L] with a [1,k] window.
+    let two = |v: &[usize], fill: usize| if one_d { [fill, v[0]] } else { [v[0], v[1]] };
+    let pads = if one_d {
+        [(0, 0), g.pads[0]]
+    } else {
+        [g.pads[0], g.pads[1]]
+    };
+    let kernel = two(&g.kernel, 1);
+    // Symmetric pads up to half the window go into the op; anything else is an explicit Pad
+    // (−inf for max; zeros for average, whose divisor is fixed below).
+    let inline = (0..2).all(|i| pads[i].0 == pads[i].1 && 2 * pads[i].0 <= kernel[i]);
+    let spec = PoolSpec {
+        kind,
+        kernel_size: kernel,
+        stride: two(&g.stride, 1),
+        padding: if inline {
+            [pads[0].0, pads[1].0]
+        } else {
+            [0, 0]
+        },
+    };
+    let fill = if kind == PoolKind::Max {
+        f64::NEG_INFINITY
+    } else {
+        0.0
+    };
+    let x4 = to_4d(c, x, &xd)?;
+    let xi = if inline {
+        x4
+    } else {
+        pad_spatial(c, x4, pads, fill)?
+    };
+    let mut y = c.add(Op::Pool(spec), &[xi])?;
+    let padded = pads != [(0, 0); 2];
+    let include = a.i_or("count_include_pad", 0) != 0 && a.i_or("ceil_mode", 0) == 0;
+    if kind == PoolKind::Avg && padded && !include {
+        // rlx divides by the full window; ONNX's default divides by the in-bounds count:
+        // divide by the same pool over a ones map (each window's in-bounds fraction).
+        let hw = &c.static_dims(x4)?[2..];
+        let dt = c.dtype(x)?;
+        let ones = HostTensor::from_f64_as(&[1, 1, hw[0], hw[1]], &vec![1.0; hw[0] * hw[1]], dt);
+        let ones = c.constant(ones)?;
+        let ones = if inline {
+            ones
+        } else {
+            pad_spatial(c, ones, pads, 0.0)?
+        };
+        let frac = c.add(Op::Pool(spec), &[ones])?;
+        y = c.add(Op::Binary(B::Div), &[y, frac])?;
+    }
+    one(from_4d(c, y, one_d)?)
+}
+
+fn global_pool(c: &mut ImportCtx, n: &NodeProto, op: ReduceOp) -> Translated {
+    let x = c.input(n, 0)?;
+    let r = c.rank(x)?;
+    let axes: Vec<i64> = (2..r as i64).collect();
+    one(c.add(
+        Op::Reduce {
+            op,
+            axes,
+            keep_dim: true,
+        },
+        &[x],
+    )?)
+}
+
+/// A per-channel vector `[C]` reshaped to broadcast against `[N, C, …]` of rank `r`.
+fn per_channel(c: &mut ImportCtx, v: NodeId, r: usize) -> Result<NodeId, OnnxError> {
+    let d = c.shape(v)?.dims.clone();
+    let mut dims = d.clone();
+    dims.extend(std::iter::repeat_n(
+        Dim::Static(1),
+        r.saturating_sub(1 + d.len()),
+    ));
+    reshape_to(c, v, &dims)
+}
+
+fn batch_norm(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    if Attrs(n).i_or("training_mode", 0) != 0 || n.output.iter().skip(1).any(|o| !o.is_empty()) {
+        return Err(c.unsupported("training mode (running statistics outputs)"));
+    }
+    let x = c.input(n, 0)?;
+    let r = c.rank(x)?;
+    let mut p = vec![];
+    for i in 1..5 {
+        let v = c.input(n, i)?;
+        p.push(per_channel(c, v, r)?);
+    }
+    let dt = c.dtype(p[3])?;
+    let eps = c.scalar(Attrs(n).f_or("epsilon", 1e-5) as f64, dt)?;
+    let var = c.add(Op::Binary(B::Add), &[p[3], eps])?;
+    let inv = c.add(Op::Activation(A::Rsqrt), &[var])?;
+    let scale = c.add(Op::Binary(B::Mul), &[p[0], inv])?;
+    let xc = c.add(Op::Binary(B::Sub), &[x, p[2]])?;
+    let y = c.add(Op::Binary(B::Mul), &[xc, scale])?;
+    one(c.add(Op::Binary(B::Add), &[y, p[1]])?)
+}
+
+/// Reduce-mean over `axes` (kept), the normalisation statistics.
+fn mean_keep(c: &mut ImportCtx, x: NodeId, axes: &[i64]) -> Result<NodeId, OnnxError> {
+    c.add(
+        Op::Reduce {
+            op: ReduceOp::Mean,
+            axes: axes.to_vec(),
+            keep_dim: true,
+        },
+        &[x],
+    )
+}
+
+/// The computation type of a norm: `stash_type` (default float) for half inputs.
+fn stash(c: &mut ImportCtx, n: &NodeProto, x: NodeId) -> Result<NodeId, OnnxError> {
+    let dt = c.dtype(x)?;
+    if Attrs(n).i_or("stash_type", 1) == 1 && matches!(dt, rlx_ir::DType::F16 | rlx_ir::DType::BF16)
+    {
+        return super::elementwise::cast_to(c, x, rlx_ir::DType::F32);
+    }
+    Ok(x)
+}
+
+/// LayerNormalization with its Mean / InvStdDev outputs, composed.
+fn layer_norm_stats(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    let x0 = c.input(n, 0)?;
+    let out_dt = c.dtype(x0)?;
+    let x = stash(c, n, x0)?;
+    let r = c.rank(x)? as i64;
+    let axis = Attrs(n).i_or("axis", -1);
+    let a = if axis < 0 { axis + r } else { axis };
+    let axes: Vec<i64> = (a..r).collect();
+    let dt = c.dtype(x)?;
+    let mean = mean_keep(c, x, &axes)?;
+    let d = c.add(Op::Binary(B::Sub), &[x, mean])?;
+    let sq = c.add(Op::Binary(B::Mul), &[d, d])?;
+    let var = mean_keep(c, sq, &axes)?;
+    let eps = c.scalar(Attrs(n).f_or("epsilon", 1e-5) as f64, dt)?;
+    let ve = c.add(Op::Binary(B::Add), &[var, eps])?;
+    let inv = c.add(Op::Activation(A::Rsqrt), &[ve])?;
+    let mut y = c.add(Op::Binary(B::Mul), &[d, inv])?;
+    let s = c.input(n, 1)?;
+    let s = super::elementwise::cast_to(c, s, dt)?;
+    y = c.add(Op::Binary(B::Mul), &[y, s])?;
+    if let Some(b) = c.opt_input(n, 2)? {
+        let b = super::elementwise::cast_to(c, b, dt)?;
+        y = c.add(Op::Binary(B::Add), &[y, b])?;
+    }
+    let y = super::elementwise::cast_to(c, y, out_dt)?;
+    Ok(Some(vec![y, mean, inv]))
+}
+
+/// x / sqrt(mean(x²) + eps) · scale over dims axis..rank.
+fn rms_norm(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    let x0 = c.input(n, 0)?;
+    let out_dt = c.dtype(x0)?;
+    let x = stash(c, n, x0)?;
+    let r = c.rank(x)? as i64;
+    let axis = Attrs(n).i_or("axis", -1);
+    let a = if axis < 0 { axis + r } else { axis };
+    let axes: Vec<i64> = (a..r).collect();
+    let dt = c.dtype(x)?;
+    let sq = c.add(Op::Binary(B::Mul), &[x, x])?;
+    let ms = mean_keep(c, sq, &axes)?;
+    let eps = c.scalar(Attrs(n).f_or("epsilon", 1e-5) as f64, dt)?;
+    let ve = c.add(Op::Binary(B::Add), &[ms, eps])?;
+    let inv = c.add(Op::Activation(A::Rsqrt), &[ve])?;
+    let y = c.add(Op::Binary(B::Mul), &[x, inv])?;
+    let s = c.input(n, 1)?;
+    let s = super::elementwise::cast_to(c, s, dt)?;
+    let y = c.add(Op::Binary(B::Mul), &[y, s])?;
+    one(super::elementwise::cast_to(c, y, out_dt)?)
+}
+
+/// Normalise each of `num_groups` channel groups of `[N, C, …]`, then scale and shift per
+/// channel (opset 21; opset 18's per-group scale is repeated over each group's channels).
+fn group_norm(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    let x0 = c.input(n, 0)?;
+    let out_dt = c.dtype(x0)?;
+    let x = stash(c, n, x0)?;
+    let d = c.static_dims(x)?;
+    let g = Attrs(n)
+        .i("num_groups")
+        .ok_or_else(|| c.err("needs num_groups"))?;
+    let g = usize::try_from(g)
+        .ok()
+        .filter(|&g| g > 0 && d.len() >= 2 && d[1] % g == 0)
+        .ok_or_else(|| c.err(format!("num_groups {g} for {d:?}")))?;
+    let (nn, ch) = (d[0], d[1]);
+    let xg = c.add(
+        Op::Reshape {
+            shape: vec![nn as i64, g as i64, -1],
+        },
+        &[x],
+    )?;
+    let dt = c.dtype(x)?;
+    let mean = mean_keep(c, xg, &[2])?;
+    let dv = c.add(Op::Binary(B::Sub), &[xg, mean])?;
+    let sq = c.add(Op::Binary(B::Mul), &[dv, dv])?;
+    let var = mean_keep(c, sq, &[2])?;
+    let eps = c.scalar(Attrs(n).f_or("epsilon", 1e-5) as f64, dt)?;
+    let ve = c.add(Op::Binary(B::Add), &[var, eps])?;
+    let inv = c.add(Op::Activation(A::Rsqrt), &[ve])?;
+    let y = c.add(Op::Binary(B::Mul), &[dv, inv])?;
+    let y = c.add(
+        Op::Reshape {
+            shape: d.iter().map(|&v| v as i64).collect(),
+        },
+        &[y],
+    )?;
+    let per = |c: &mut ImportCtx, v: NodeId| -> Result<NodeId, OnnxError> {
+        let v = super::elementwise::cast_to(c, v, dt)?;
+        let len = c.static_dims(v)?.iter().product::<usize>();
+        let v = if len == g && g != ch {
+            let v = c.add(
+                Op::Reshape {
+                    shape: vec![g as i64, 1],
+                },
+                &[v],
+            )?;
+            let v = c.add(
+                Op::Expand {
+                    shape: vec![Dim::Static(g), Dim::Static(ch / g)],
+                },
+                &[v],
+            )?;
+            c.add(
+                Op::Reshape {
+                    shape: vec![ch as i64],
+                },
+                &[v],
+            )?
+        } else {
+            v
+        };
+        per_channel(c, v, d.len())
+    };
+    let s = c.input(n, 1)?;
+    let s = per(c, s)?;
+    let b = c.input(n, 2)?;
+    let b = per(c, b)?;
+    let y = c.add(Op::Binary(B::Mul), &[y, s])?;
+    let y = c.add(Op::Binary(B::Add), &[y, b])?;
+    one(super::elementwise::cast_to(c, y, out_dt)?)
+}
+
+/// (x − mean) / (sqrt(mean(x²) − mean²) + 1e-9) over `axes` (default [0, 2, 3]).
+fn mvn(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    let x = c.input(n, 0)?;
+    let axes = Attrs(n).ints("axes").map_or(vec![0, 2, 3], <[i64]>::to_vec);
+    let dt = c.dtype(x)?;
+    let mean = mean_keep(c, x, &axes)?;
+    let sq = c.add(Op::Binary(B::Mul), &[x, x])?;
+    let msq = mean_keep(c, sq, &axes)?;
+    let m2 = c.add(Op::Binary(B::Mul), &[mean, mean])?;
+    let var = c.add(Op::Binary(B::Sub), &[msq, m2])?;
+    let sd = c.add(Op::Activation(A::Sqrt), &[var])?;
+    let eps = c.scalar(1e-9, dt)?;
+    let den = c.add(Op::Binary(B::Add), &[sd, eps])?;
+    let d = c.add(Op::Binary(B::Sub), &[x, mean])?;
+    one(c.add(Op::Binary(B::Div), &[d, den])?)
+}
+
+fn layer_norm(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    let half = c
+        .input(n, 0)
+        .and_then(|x| c.dtype(x))
+        .is_ok_and(|d| !matches!(d, rlx_ir::DType::F32 | rlx_ir::DType::F64));
+    if half || n.output.iter().skip(1).any(|o| !o.is_empty()) {
+        return layer_norm_stats(c, n);
+    }
+    let x = c.input(n, 0)?;
+    let xs = c.shape(x)?.clone();
+    let axis = Attrs(n).i_or("axis", -1);
+    let a = xs.axis(axis).map_err(|e| c.err(e))?;
+    let eps = Attrs(n).f_or("epsilon", 1e-5);
+    let normed = xs.dims[a..].to_vec();
+    let fit = |c: &mut ImportCtx, v: NodeId| -> Result<NodeId, OnnxError> {
+        let v = super::elementwise::cast_to(c, v, xs.dtype)?;
+        if c.shape(v)?.dims == normed {
+            return Ok(v);
+        }
+        c.add(
+            Op::Expand {
+                shape: normed.clone(),
+            },
+            &[v],
+        )
+    };
+    let gamma = c.input(n, 1)?;
+    let gamma = fit(c, gamma)?;
+    let mut ins = vec![x, gamma];
+    if let Some(b) = c.opt_input(n, 2)? {
+        ins.push(fit(c, b)?);
+    }
+    one(c.add(
+        Op::LayerNorm {
+            axis: a as i64,
+            eps,
+        },
+        &ins,
+    )?)
+}
+
+/// (x − mean) / sqrt(var + eps) · scale + B over the spatial dims of each (n, c).
+fn instance_norm(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    let x = c.input(n, 0)?;
+    let r = c.rank(x)?;
+    let axes: Vec<i64> = (2..r as i64).collect();
+    let dt = c.dtype(x)?;
+    let mean = c.add(
+        Op::Reduce {
+            op: ReduceOp::Mean,
+            axes: axes.clone(),
+            keep_dim: true,
+        },
+        &[x],
+    )?;
+    let xc = c.add(Op::Binary(B::Sub), &[x, mean])?;
+    let sq = c.add(Op::Binary(B::Mul), &[xc, xc])?;
+    let var = c.add(
+        Op::Reduce {
+            op: ReduceOp::Mean,
+            axes,
+            keep_dim: true,
+        },
+        &[sq],
+    )?;
+    let eps = c.scalar(Attrs(n).f_or("epsilon", 1e-5) as f64, dt)?;
+    let ve = c.add(Op::Binary(B::Add), &[var, eps])?;
+    let inv = c.add(Op::Activation(A::Rsqrt), &[ve])?;
+    let y = c.add(Op::Binary(B::Mul), &[xc, inv])?;
+    let s = c.input(n, 1)?;
+    let s = per_channel(c, s, r)?;
+    let b = c.input(n, 2)?;
+    let b = per_channel(c, b, r)?;
+    let y = c.add(Op::Binary(B::Mul), &[y, s])?;
+    one(c.add(Op::Binary(B::Add), &[y, b])?)
+}
+
+/// Softmax / LogSoftmax. Before opset 13 the input is read as 2-D `[prod(..axis), prod(axis..)]`
+/// (default axis 1); from 13 it is one axis (default −1).
+fn softmax(c: &mut ImportCtx, n: &NodeProto, log: bool) -> Translated {
+    let x = c.input(n, 0)?;
+    let xs = c.shape(x)?.clone();
+    let r = xs.rank() as i64;
+    let legacy = c.opset < 13;
+    let axis = Attrs(n).i_or("axis", if legacy { 1 } else { -1 });
+    let (xi, ax) = if legacy {
+        let a = if axis < 0 { axis + r } else { axis };
+        let dims = xs
+            .static_dims()
+            .ok_or_else(|| c.unsupported("legacy softmax on symbolic dims"))?;
+        let a = a.clamp(0, r) as usize;
+        let (l, rr): (usize, usize) = (dims[..a].iter().product(), dims[a..].iter().product());
+        (
+            c.add(
+                Op::Reshape {
+                    shape: vec![l as i64, rr as i64],
+                },
+                &[x],
+            )?,
+            1,
+        )
+    } else {
+        (x, axis)
+    };
+    let y = if log {
+        // x − max − log(sum(exp(x − max))): stays finite where log(softmax) would underflow.
+        let m = c.add(
+            Op::Reduce {
+                op: ReduceOp::Max,
+                axes: vec![ax],
+                keep_dim: true,
+            },
+            &[xi],
+        )?;
+        let d = c.add(Op::Binary(B::Sub), &[xi, m])?;
+        let e = c.add(Op::Activation(A::Exp), &[d])?;
+        let s = c.add(
+            Op::Reduce {
+                op: ReduceOp::Sum,
+                axes: vec![ax],
+                keep_dim: true,
+            },
+            &[e],
+        )?;
+        let l = c.add(Op::Activation(A::Log), &[s])?;
+        c.add(Op::Binary(B::Sub), &[d, l])?
+    } else {
+        c.add(Op::Softmax { axis: ax }, &[xi])?
+    };
+    if legacy {
+        return one(reshape_to(c, y, &xs.dims)?);
+    }
+    one(y)
+}
