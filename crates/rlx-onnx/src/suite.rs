@@ -5,7 +5,7 @@
 use crate::proto::ModelProto;
 use crate::proto::TensorProto;
 use crate::tensor::decode_tensor;
-use crate::{load_with, ImportOptions, OnnxError};
+use crate::{load, load_with, ImportOptions, OnnxError};
 use prost::Message;
 use rayon::prelude::*;
 use rlx_ir::HostTensor;
@@ -142,7 +142,11 @@ fn run_case_inner(dir: &Path, device: Device) -> Result<Outcome, OnnxError> {
     let names = input_names(&dir.join("model.onnx"))?;
     let mut opts = ImportOptions::default();
     for (name, p) in names.iter().zip(&inputs) {
-        opts.specialize.insert(name.clone(), read_pb(p)?);
+        match read_pb(p) {
+            Ok(v) => opts.specialize.insert(name.clone(), v),
+            // A sequence or optional input is not a TensorProto: say what the model holds.
+            Err(e) => return Err(load(dir.join("model.onnx")).err().unwrap_or(e)),
+        };
     }
     let model = load_with(dir.join("model.onnx"), &opts)?;
     if inputs.len() > model.inputs.len() {

@@ -3,6 +3,7 @@
 //! the dispatcher reports the op unsupported), or `Err` (broken, or a specific attribute /
 //! dtype rlx does not do — always naming node, op type and opset).
 mod elementwise;
+mod loss;
 mod matmul;
 mod nn;
 mod reduce;
@@ -24,6 +25,7 @@ pub type Registry = HashMap<&'static str, Translator>;
 pub fn registry() -> Registry {
     let mut r = Registry::new();
     elementwise::register(&mut r);
+    loss::register(&mut r);
     matmul::register(&mut r);
     nn::register(&mut r);
     reduce::register(&mut r);

@@ -25,6 +25,8 @@ pub(super) fn register(r: &mut Registry) {
     r.insert("RMSNormalization", rms_norm);
     r.insert("GroupNormalization", group_norm);
     r.insert("MeanVarianceNormalization", mvn);
+    r.insert("Hardmax", hardmax);
+    r.insert("Trilu", trilu);
     r.insert("Softmax", |c, n| softmax(c, n, false));
     r.insert("LogSoftmax", |c, n| softmax(c, n, true));
 }
@@ -36,6 +38,8 @@ struct Geometry {
     kernel: Vec<usize>,
     stride: Vec<usize>,
     pads: Vec<(usize, usize)>,
+    /// End padding ceil_mode adds beyond `pads` (never counted by an average).
+    extra: Vec<usize>,
     dilation: Vec<usize>,
 }
 
@@ -62,7 +66,7 @@ fn geometry(
         .map(|i| dilation[i] * (kernel[i].max(1) - 1) + 1)
         .collect();
     let auto = a.s("auto_pad").unwrap_or_else(|| "NOTSET".into());
-    let mut pads = match auto.as_str() {
+    let pads = match auto.as_str() {
         "NOTSET" => match a.ints("pads") {
             Some(p) if p.len() == 2 * k && p.iter().all(|&v| v >= 0) => {
                 (0..k).map(|i| (p[i] as usize, p[i + k] as usize)).collect()
@@ -85,6 +89,7 @@ fn geometry(
             .collect(),
         o => return Err(c.err(format!("auto_pad \"{o}\""))),
     };
+    let mut extra = vec![0; k];
     if a.i_or("ceil_mode", 0) != 0 {
         // Pad the end so that flooring gives ONNX's ceil count; a window that would start
         // inside the end padding is dropped, as ONNX does.
@@ -98,13 +103,14 @@ fn geometry(
                 out -= 1;
             }
             let need = (out - 1) * stride[i] + ext[i];
-            pads[i].1 += need.saturating_sub(span);
+            extra[i] = need.saturating_sub(span);
         }
     }
     Ok(Geometry {
         kernel,
         stride,
         pads,
+        extra,
         dilation,
     })
 }
@@ -222,11 +228,20 @@ fn pool(c: &mut ImportCtx, n: &NodeProto, kind: PoolKind) -> Translated {
     let one_d = xd.len() == 3;
     // The 1-D form is [N,C,1,L] with a [1,k] window.
     let two = |v: &[usize], fill: usize| if one_d { [fill, v[0]] } else { [v[0], v[1]] };
-    let pads = if one_d {
+    let real = if one_d {
         [(0, 0), g.pads[0]]
     } else {
         [g.pads[0], g.pads[1]]
     };
+    let ex = if one_d {
+        [0, g.extra[0]]
+    } else {
+        [g.extra[0], g.extra[1]]
+    };
+    let pads = [
+        (real[0].0, real[0].1 + ex[0]),
+        (real[1].0, real[1].1 + ex[1]),
+    ];
     let kernel = two(&g.kernel, 1);
     // Symmetric pads up to half the window go into the op; anything else is an explicit Pad
     // (−inf for max; zeros for average, whose divisor is fixed below).
@@ -253,9 +268,13 @@ fn pool(c: &mut ImportCtx, n: &NodeProto, kind: PoolKind) -> Translated {
         pad_spatial(c, x4, pads, fill)?
     };
     let mut y = c.add(Op::Pool(spec), &[xi])?;
-    let padded = pads != [(0, 0); 2];
-    let include = a.i_or("count_include_pad", 0) != 0 && a.i_or("ceil_mode", 0) == 0;
-    if kind == PoolKind::Avg && padded && !include {
+    let include = a.i_or("count_include_pad", 0) != 0;
+    let excluded = if include {
+        ex != [0, 0]
+    } else {
+        pads != [(0, 0); 2]
+    };
+    if kind == PoolKind::Avg && excluded {
         // rlx divides by the full window; ONNX's default divides by the in-bounds count:
         // divide by the same pool over a ones map (each window's in-bounds fraction).
         let hw = &c.static_dims(x4)?[2..];
@@ -264,6 +283,10 @@ fn pool(c: &mut ImportCtx, n: &NodeProto, kind: PoolKind) -> Translated {
         let ones = c.constant(ones)?;
         let ones = if inline {
             ones
+        } else if include {
+            // Counted pads hold ones, ceil_mode's extra end padding zeros.
+            let o = pad_spatial(c, ones, real, 1.0)?;
+            pad_spatial(c, o, [(0, ex[0]), (0, ex[1])], 0.0)?
         } else {
             pad_spatial(c, ones, pads, 0.0)?
         };
@@ -614,4 +637,71 @@ fn softmax(c: &mut ImportCtx, n: &NodeProto, log: bool) -> Translated {
         return one(reshape_to(c, y, &xs.dims)?);
     }
     one(y)
+}
+
+/// One-hot of the first maximum along the axis (opset < 13: the 2-D coerced form).
+fn hardmax(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    let x = c.input(n, 0)?;
+    let xs = c.shape(x)?.clone();
+    let dims = xs
+        .static_dims()
+        .ok_or_else(|| c.unsupported("Hardmax on symbolic dims"))?;
+    let r = dims.len() as i64;
+    let legacy = c.opset < 13;
+    let axis = Attrs(n).i_or("axis", if legacy { 1 } else { -1 });
+    let a = (if axis < 0 { axis + r } else { axis }).clamp(0, r.max(1) - 1) as usize;
+    let (xi, view): (NodeId, Vec<usize>) = if legacy {
+        let (l, rr) = (dims[..a].iter().product(), dims[a..].iter().product());
+        (
+            c.add(
+                Op::Reshape {
+                    shape: vec![l as i64, rr as i64],
+                },
+                &[x],
+            )?,
+            vec![l, rr],
+        )
+    } else {
+        (x, dims.clone())
+    };
+    let ax = if legacy { 1 } else { a };
+    let am = c.add(
+        Op::ArgMax {
+            axis: ax as i64,
+            keep_dim: true,
+        },
+        &[xi],
+    )?;
+    let mut idims = vec![1usize; view.len()];
+    idims[ax] = view[ax];
+    let iota: Vec<i64> = (0..view[ax] as i64).collect();
+    let iota = c.constant(HostTensor::from_i64(&idims, &iota))?;
+    let hit = c.add(Op::Compare(rlx_ir::CompareOp::Eq), &[am, iota])?;
+    let y = c.add(Op::Cast { to: xs.dtype }, &[hit])?;
+    one(reshape_to(c, y, &xs.dims)?)
+}
+
+/// Keep the upper (j − i ≥ k) or lower (j − i ≤ k) triangle of the last two dims.
+fn trilu(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    let x = c.input(n, 0)?;
+    let d = c.static_dims(x)?;
+    if d.len() < 2 {
+        return Err(c.err("needs rank 2 or more"));
+    }
+    let k = c
+        .const_ints(n, 1)?
+        .and_then(|v| v.first().copied())
+        .unwrap_or(0);
+    let upper = Attrs(n).i_or("upper", 1) != 0;
+    let (rows, cols) = (d[d.len() - 2], d[d.len() - 1]);
+    let mut mask = Vec::with_capacity(rows * cols);
+    for i in 0..rows as i64 {
+        for j in 0..cols as i64 {
+            mask.push(if upper { j - i >= k } else { j - i <= k });
+        }
+    }
+    let m = c.constant(HostTensor::from_bool(&[rows, cols], &mask))?;
+    let dt = c.dtype(x)?;
+    let zero = c.scalar(0.0, dt)?;
+    one(c.add(Op::Where, &[m, x, zero])?)
 }
