@@ -114,6 +114,9 @@ enum Cmd {
         /// cpu, cuda or cuda:N (default: cpu)
         #[arg(long)]
         device: Option<String>,
+        /// Write the failing cases (name, tab, reason category) to this file.
+        #[arg(long)]
+        failures_list: Option<PathBuf>,
     },
     /// Train the CNN on a dataset and report test accuracy.
     Train {
@@ -169,8 +172,12 @@ fn main() -> ExitCode {
             .and_then(|d| demo::run(d, seq, width, heads, save.as_deref())),
         Cmd::Inspect { file, optimized } => inspect::run(&file, optimized),
         Cmd::Train { what } => train::run(what),
-        Cmd::OnnxTest { dirs, device } => parse_device(Some(device.as_deref().unwrap_or("cpu")))
-            .and_then(|d| onnx_test::run(&dirs, d)),
+        Cmd::OnnxTest {
+            dirs,
+            device,
+            failures_list,
+        } => parse_device(Some(device.as_deref().unwrap_or("cpu")))
+            .and_then(|d| onnx_test::run(&dirs, d, failures_list.as_deref())),
         Cmd::Generate {
             model,
             prompt,

@@ -19,8 +19,9 @@ fn proto(name: &str, dims: &[i64], dt: P) -> TensorProto {
 
 /// Random integers in [lo, hi].
 fn ints(rng: &mut Rng, n: usize, lo: i64, hi: i64) -> Vec<i64> {
+    let span = (hi as i128 - lo as i128 + 1) as u128;
     (0..n)
-        .map(|_| lo + (rng.next_u64() % (hi - lo + 1) as u64) as i64)
+        .map(|_| (lo as i128 + (rng.next_u64() as u128 % span) as i128) as i64)
         .collect()
 }
 

@@ -2,6 +2,7 @@
 //! answers `Ok(Some(outputs))` (one node per ONNX output, in order), `Ok(None)` ("not mine":
 //! the dispatcher reports the op unsupported), or `Err` (broken, or a specific attribute /
 //! dtype rlx does not do — always naming node, op type and opset).
+mod attention;
 mod elementwise;
 mod loss;
 mod matmul;
@@ -24,6 +25,7 @@ pub type Registry = HashMap<&'static str, Translator>;
 /// Every op the importer maps.
 pub fn registry() -> Registry {
     let mut r = Registry::new();
+    attention::register(&mut r);
     elementwise::register(&mut r);
     loss::register(&mut r);
     matmul::register(&mut r);

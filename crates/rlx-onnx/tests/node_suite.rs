@@ -1,0 +1,95 @@
+//! CI guard: the whole ONNX backend node suite on the CPU. Fails when a case that is not in
+//! `tests/data/node_expected_failures.txt` fails (a regression, or a new case), and prints the
+//! listed cases that now pass so the list can be shrunk. Skips with a message only when the
+//! suite cannot be fetched (scripts/fetch_onnx_suite.sh, which scripts/fetch_models.sh calls).
+use rlx_onnx::suite::{self, Outcome};
+use rlx_runtime::Device;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn suite_root() -> Option<PathBuf> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/fetch_onnx_suite.sh");
+    let out = Command::new("bash").arg(&script).output();
+    match out {
+        Ok(o) if o.status.success() => {
+            let p = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+            p.is_dir().then_some(p)
+        }
+        Ok(o) => {
+            eprintln!(
+                "skipping: {} failed: {}",
+                script.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!("skipping: cannot run {}: {e}", script.display());
+            None
+        }
+    }
+}
+
+/// case name → reason category, from the committed list.
+fn expected_failures() -> BTreeMap<String, String> {
+    let text = include_str!("data/node_expected_failures.txt");
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| match l.split_once('\t') {
+            Some((n, r)) => (n.trim().to_string(), r.trim().to_string()),
+            None => (l.trim().to_string(), String::new()),
+        })
+        .collect()
+}
+
+#[test]
+fn node_suite_on_cpu_has_no_unexpected_failures() {
+    let Some(root) = suite_root() else {
+        return;
+    };
+    let dirs = suite::case_dirs(&root).expect("list the suite");
+    assert!(
+        dirs.len() > 1000,
+        "only {} cases under {}",
+        dirs.len(),
+        root.display()
+    );
+    let t = std::time::Instant::now();
+    let results = suite::run_cases(&dirs, Device::Cpu);
+    let expected = expected_failures();
+    let mut unexpected = vec![];
+    let mut now_pass = vec![];
+    let mut categories: BTreeMap<String, usize> = BTreeMap::new();
+    for (name, o) in &results {
+        if !o.passed() {
+            *categories.entry(o.category()).or_default() += 1;
+        }
+        match (o, expected.contains_key(name)) {
+            (Outcome::Pass, true) => now_pass.push(name.clone()),
+            (Outcome::Pass, false) | (_, true) => {}
+            (o, false) => unexpected.push(format!("{name}: {o}")),
+        }
+    }
+    println!("{} in {:.1?}", suite::summary(&results), t.elapsed());
+    let mut top: Vec<_> = categories.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1));
+    for (cat, n) in top.iter().take(15) {
+        println!("  {n:>4}  {cat}");
+    }
+    if !now_pass.is_empty() {
+        println!(
+            "{} listed cases now pass (remove them from tests/data/node_expected_failures.txt):",
+            now_pass.len()
+        );
+        for n in &now_pass {
+            println!("  {n}");
+        }
+    }
+    assert!(
+        unexpected.is_empty(),
+        "{} cases fail that are not in node_expected_failures.txt:\n{}",
+        unexpected.len(),
+        unexpected.join("\n")
+    );
+}
