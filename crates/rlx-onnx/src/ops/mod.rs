@@ -4,10 +4,13 @@
 //! dtype rlx does not do — always naming node, op type and opset).
 mod attention;
 mod elementwise;
+mod layout;
 mod loss;
 mod matmul;
 mod nn;
+mod norm;
 mod reduce;
+mod rounding;
 mod shape;
 
 use crate::proto::NodeProto;
@@ -27,10 +30,13 @@ pub fn registry() -> Registry {
     let mut r = Registry::new();
     attention::register(&mut r);
     elementwise::register(&mut r);
+    layout::register(&mut r);
     loss::register(&mut r);
     matmul::register(&mut r);
     nn::register(&mut r);
+    norm::register(&mut r);
     reduce::register(&mut r);
+    rounding::register(&mut r);
     shape::register(&mut r);
     r
 }
