@@ -32,6 +32,9 @@ pub struct ImportCtx {
     /// Values of graph inputs to specialise on where a node needs them at import time
     /// (a Reshape's shape, a Reduce's axes fed as inputs); see `ImportOptions`.
     hints: HashMap<String, HostTensor>,
+    /// ONNX element type codes of graph inputs and initializers, by name (rlx widens some
+    /// integer types; ops whose result range depends on the exact type read it here).
+    pub(crate) onnx_types: HashMap<String, i32>,
     /// The inputs that were read through `hints`.
     pub(crate) specialized: Vec<String>,
     /// The node being translated (for messages).
@@ -47,6 +50,7 @@ impl ImportCtx {
             values: HashMap::new(),
             params: Vec::new(),
             hints: HashMap::new(),
+            onnx_types: HashMap::new(),
             specialized: Vec::new(),
             node_name: String::new(),
             op_type: String::new(),
@@ -189,6 +193,14 @@ impl ImportCtx {
         i: usize,
     ) -> Result<Option<Vec<i64>>, OnnxError> {
         Ok(self.const_input(node, i)?.map(|t| t.to_i64_vec()))
+    }
+
+    /// The ONNX element type code of input `i` when it is a graph input or initializer.
+    pub fn onnx_type(&self, node: &NodeProto, i: usize) -> Option<i32> {
+        node.input
+            .get(i)
+            .and_then(|n| self.onnx_types.get(n))
+            .copied()
     }
 
     /// The value of a node when it is a constant.

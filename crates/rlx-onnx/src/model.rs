@@ -133,6 +133,8 @@ pub fn import_model_with(
     for t in &graph.initializer {
         let name = t.name.clone().unwrap_or_default();
         let value = decode_tensor(t, base_dir)?;
+        ctx.onnx_types
+            .insert(name.clone(), t.data_type.unwrap_or(0));
         ctx.define_init(&name, value);
     }
     if !graph.sparse_initializer.is_empty() {
@@ -148,6 +150,12 @@ pub fn import_model_with(
             continue; // an initializer listed as an input (IR < 4): its value is the default
         }
         let shape = value_shape(v)?;
+        if let Some(type_proto::Value::TensorType(t)) =
+            v.r#type.as_ref().and_then(|t| t.value.as_ref())
+        {
+            ctx.onnx_types
+                .insert(name.clone(), t.elem_type.unwrap_or(0));
+        }
         let id = ctx
             .graph
             .input(name.clone(), shape)

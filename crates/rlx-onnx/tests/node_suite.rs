@@ -73,7 +73,7 @@ fn node_suite_on_cpu_has_no_unexpected_failures() {
     }
     println!("{} in {:.1?}", suite::summary(&results), t.elapsed());
     let mut top: Vec<_> = categories.into_iter().collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1));
+    top.sort_by_key(|b| std::cmp::Reverse(b.1));
     for (cat, n) in top.iter().take(15) {
         println!("  {n:>4}  {cat}");
     }

@@ -279,6 +279,10 @@ fn cast(c: &mut ImportCtx, n: &NodeProto) -> Translated {
         .i("to")
         .ok_or_else(|| c.err("needs attribute `to`"))?;
     let to = cast_target(c, code)?;
+    if let Some(out) = n.output.first() {
+        // Consumers that need the exact ONNX type (a QuantizeLinear zero point) read it.
+        c.onnx_types.insert(out.clone(), code as i32);
+    }
     one(cast_to(c, x, to)?)
 }
 

@@ -9,6 +9,7 @@ mod loss;
 mod matmul;
 mod nn;
 mod norm;
+mod quant;
 mod reduce;
 mod rounding;
 mod shape;
@@ -35,6 +36,7 @@ pub fn registry() -> Registry {
     matmul::register(&mut r);
     nn::register(&mut r);
     norm::register(&mut r);
+    quant::register(&mut r);
     reduce::register(&mut r);
     rounding::register(&mut r);
     shape::register(&mut r);

@@ -56,7 +56,7 @@ fn ceil(c: &mut ImportCtx, x: NodeId) -> Result<NodeId, OnnxError> {
 }
 
 /// Half to even: floor, then up by one above .5, and at exactly .5 when the floor is odd.
-fn round(c: &mut ImportCtx, x: NodeId) -> Result<NodeId, OnnxError> {
+pub(super) fn round(c: &mut ImportCtx, x: NodeId) -> Result<NodeId, OnnxError> {
     let dt = c.dtype(x)?;
     let f = floor(c, x)?;
     let d = c.add(Op::Binary(B::Sub), &[x, f])?;
