@@ -11,6 +11,7 @@ mod nn;
 mod norm;
 mod quant;
 mod reduce;
+mod rotary;
 mod rounding;
 mod shape;
 
@@ -38,6 +39,7 @@ pub fn registry() -> Registry {
     norm::register(&mut r);
     quant::register(&mut r);
     reduce::register(&mut r);
+    rotary::register(&mut r);
     rounding::register(&mut r);
     shape::register(&mut r);
     r
