@@ -11,6 +11,7 @@ mod nn;
 mod norm;
 mod quant;
 mod reduce;
+mod resize;
 mod rotary;
 mod rounding;
 mod shape;
@@ -39,6 +40,7 @@ pub fn registry() -> Registry {
     norm::register(&mut r);
     quant::register(&mut r);
     reduce::register(&mut r);
+    resize::register(&mut r);
     rotary::register(&mut r);
     rounding::register(&mut r);
     shape::register(&mut r);
