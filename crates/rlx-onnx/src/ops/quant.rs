@@ -13,6 +13,76 @@ pub(super) fn register(r: &mut Registry) {
     r.insert("QuantizeLinear", quantize);
     r.insert("DequantizeLinear", dequantize);
     r.insert("DynamicQuantizeLinear", dynamic_quantize);
+    r.insert("QLinearMatMul", qlinear_matmul);
+    r.insert("MatMulInteger", matmul_integer);
+}
+
+/// `v − zero_point` in f32 (exact for 8-bit data); a per-row zero point / scale of the left
+/// operand (`[M]`) is reshaped to `[M, 1]`.
+fn centred(
+    c: &mut ImportCtx,
+    v: NodeId,
+    zp: Option<NodeId>,
+    rows: bool,
+) -> Result<NodeId, OnnxError> {
+    let f = super::elementwise::cast_to(c, v, DType::F32)?;
+    let Some(z) = zp else {
+        return Ok(f);
+    };
+    let z = super::elementwise::cast_to(c, z, DType::F32)?;
+    let z = per_row(c, z, rows)?;
+    c.add(Op::Binary(B::Sub), &[f, z])
+}
+
+fn per_row(c: &mut ImportCtx, v: NodeId, rows: bool) -> Result<NodeId, OnnxError> {
+    let d = c.static_dims(v)?;
+    if rows && d.len() == 1 && d[0] > 1 {
+        return c.add(
+            Op::Reshape {
+                shape: vec![d[0] as i64, 1],
+            },
+            &[v],
+        );
+    }
+    Ok(v)
+}
+
+/// (a − a_zp) @ (b − b_zp) in exact integers (f32 holds the 8-bit products' sums), as I32.
+fn matmul_integer(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    let (a, b) = (c.input(n, 0)?, c.input(n, 1)?);
+    let (az, bz) = (c.opt_input(n, 2)?, c.opt_input(n, 3)?);
+    let a = centred(c, a, az, true)?;
+    let b = centred(c, b, bz, false)?;
+    let y = c.add(Op::MatMul, &[a, b])?;
+    one(c.add(Op::Cast { to: DType::I32 }, &[y])?)
+}
+
+/// Quantized matmul: the integer product of the centred operands, rescaled by
+/// a_scale·b_scale / y_scale, rounded half to even, shifted by y_zero_point and saturated.
+fn qlinear_matmul(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    let (a, a_s, a_z) = (c.input(n, 0)?, c.input(n, 1)?, c.input(n, 2)?);
+    let (b, b_s, b_z) = (c.input(n, 3)?, c.input(n, 4)?, c.input(n, 5)?);
+    let (y_s, y_z) = (c.input(n, 6)?, c.input(n, 7)?);
+    let code = c
+        .onnx_type(n, 7)
+        .ok_or_else(|| c.unsupported("a computed zero point"))?;
+    let (lo, hi, out) = range_of(c, code)?;
+    let a = centred(c, a, Some(a_z), true)?;
+    let b = centred(c, b, Some(b_z), false)?;
+    let acc = c.add(Op::MatMul, &[a, b])?;
+    let f = |c: &mut ImportCtx, v| super::elementwise::cast_to(c, v, DType::F32);
+    let (a_s, b_s, y_s) = (f(c, a_s)?, f(c, b_s)?, f(c, y_s)?);
+    let a_s = per_row(c, a_s, true)?;
+    let ab = c.add(Op::Binary(B::Mul), &[a_s, b_s])?;
+    let mult = c.add(Op::Binary(B::Div), &[ab, y_s])?;
+    let y = c.add(Op::Binary(B::Mul), &[acc, mult])?;
+    let y = round(c, y)?;
+    let z = f(c, y_z)?;
+    let y = c.add(Op::Binary(B::Add), &[y, z])?;
+    let (l, h) = (c.scalar(lo, DType::F32)?, c.scalar(hi, DType::F32)?);
+    let y = c.add(Op::Binary(B::Max), &[y, l])?;
+    let y = c.add(Op::Binary(B::Min), &[y, h])?;
+    one(c.add(Op::Cast { to: out }, &[y])?)
 }
 
 /// uint8 quantization with scale and zero point from the data's range (widened to hold 0):
