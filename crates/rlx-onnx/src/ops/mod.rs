@@ -3,6 +3,7 @@
 //! the dispatcher reports the op unsupported), or `Err` (broken, or a specific attribute /
 //! dtype rlx does not do — always naming node, op type and opset).
 mod attention;
+mod einsum;
 mod elementwise;
 mod layout;
 mod loss;
@@ -32,6 +33,7 @@ pub type Registry = HashMap<&'static str, Translator>;
 pub fn registry() -> Registry {
     let mut r = Registry::new();
     attention::register(&mut r);
+    einsum::register(&mut r);
     elementwise::register(&mut r);
     layout::register(&mut r);
     loss::register(&mut r);
