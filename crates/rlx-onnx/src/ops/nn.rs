@@ -150,6 +150,17 @@ fn pad_spatial(
 fn conv(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let (x, w) = (c.input(n, 0)?, c.input(n, 1)?);
     let bias = c.opt_input(n, 2)?;
+    one(conv_of(c, n, x, w, bias)?)
+}
+
+/// The conv of `x` with `w` (+ bias) under node `n`'s attributes.
+pub(super) fn conv_of(
+    c: &mut ImportCtx,
+    n: &NodeProto,
+    x: NodeId,
+    w: NodeId,
+    bias: Option<NodeId>,
+) -> Result<NodeId, OnnxError> {
     let xd = c.static_dims(x)?;
     let wd = c.static_dims(w)?;
     if !(xd.len() == 3 || xd.len() == 4) || wd.len() != xd.len() {
@@ -193,7 +204,7 @@ fn conv(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let mut ins = vec![xi, wi];
     ins.extend(bias);
     let y = c.add(Op::Conv(spec), &ins)?;
-    one(from_4d(c, y, one_d)?)
+    from_4d(c, y, one_d)
 }
 
 fn pool(c: &mut ImportCtx, n: &NodeProto, kind: PoolKind) -> Translated {

@@ -15,6 +15,80 @@ pub(super) fn register(r: &mut Registry) {
     r.insert("DynamicQuantizeLinear", dynamic_quantize);
     r.insert("QLinearMatMul", qlinear_matmul);
     r.insert("MatMulInteger", matmul_integer);
+    r.insert("ConvInteger", conv_integer);
+    r.insert("QLinearConv", qlinear_conv);
+}
+
+/// A per-output-channel `[M]` vector reshaped to `[M, 1, 1, …]` (a weight's zero point) or
+/// `[1, M, 1, …]` (an output's scale) for rank `r`.
+fn channel(c: &mut ImportCtx, v: NodeId, r: usize, at: usize) -> Result<NodeId, OnnxError> {
+    let d = c.static_dims(v)?;
+    if d.len() != 1 || d[0] == 1 {
+        return Ok(v);
+    }
+    let mut shape = vec![1i64; r];
+    shape[at] = d[0] as i64;
+    c.add(Op::Reshape { shape }, &[v])
+}
+
+/// The conv of the centred operands (x − x_zp, w − w_zp) in f32, exact for 8-bit data.
+fn centred_conv(
+    c: &mut ImportCtx,
+    n: &NodeProto,
+    (x, xz): (NodeId, Option<NodeId>),
+    (w, wz): (NodeId, Option<NodeId>),
+) -> Result<NodeId, OnnxError> {
+    let x = centred(c, x, xz, false)?;
+    let r = c.rank(w)?;
+    let wf = super::elementwise::cast_to(c, w, DType::F32)?;
+    let w = match wz {
+        Some(z) => {
+            let z = super::elementwise::cast_to(c, z, DType::F32)?;
+            let z = channel(c, z, r, 0)?;
+            c.add(Op::Binary(B::Sub), &[wf, z])?
+        }
+        None => wf,
+    };
+    super::nn::conv_of(c, n, x, w, None)
+}
+
+fn conv_integer(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    let (x, w) = (c.input(n, 0)?, c.input(n, 1)?);
+    let (xz, wz) = (c.opt_input(n, 2)?, c.opt_input(n, 3)?);
+    let y = centred_conv(c, n, (x, xz), (w, wz))?;
+    one(c.add(Op::Cast { to: DType::I32 }, &[y])?)
+}
+
+/// Quantized conv: (conv of the centred operands + int32 bias) · x_scale·w_scale / y_scale,
+/// rounded half to even, shifted by y_zero_point and saturated.
+fn qlinear_conv(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    let (x, x_s, x_z) = (c.input(n, 0)?, c.input(n, 1)?, c.input(n, 2)?);
+    let (w, w_s, w_z) = (c.input(n, 3)?, c.input(n, 4)?, c.input(n, 5)?);
+    let (y_s, y_z) = (c.input(n, 6)?, c.input(n, 7)?);
+    let code = c
+        .onnx_type(n, 7)
+        .ok_or_else(|| c.unsupported("a computed zero point"))?;
+    let (lo, hi, out) = range_of(c, code)?;
+    let mut acc = centred_conv(c, n, (x, Some(x_z)), (w, Some(w_z)))?;
+    let r = c.rank(acc)?;
+    if let Some(b) = c.opt_input(n, 8)? {
+        let b = super::elementwise::cast_to(c, b, DType::F32)?;
+        let b = channel(c, b, r, 1)?;
+        acc = c.add(Op::Binary(B::Add), &[acc, b])?;
+    }
+    let f = |c: &mut ImportCtx, v| super::elementwise::cast_to(c, v, DType::F32);
+    let (x_s, w_s, y_s) = (f(c, x_s)?, f(c, w_s)?, f(c, y_s)?);
+    let w_s = channel(c, w_s, r, 1)?;
+    let xw = c.add(Op::Binary(B::Mul), &[x_s, w_s])?;
+    let mult = c.add(Op::Binary(B::Div), &[xw, y_s])?;
+    let y = c.add(Op::Binary(B::Mul), &[acc, mult])?;
+    let y = round(c, y)?;
+    let z = f(c, y_z)?;
+    let y = c.add(Op::Binary(B::Add), &[y, z])?;
+    let (l, h) = (c.scalar(lo, DType::F32)?, c.scalar(hi, DType::F32)?);
+    let y = c.add(Op::Binary(B::Max), &[y, l])?;
+    let y = c.add(Op::Binary(B::Min), &[y, h])?;
+    one(c.add(Op::Cast { to: out }, &[y])?)
 }
 
 /// `v − zero_point` in f32 (exact for 8-bit data); a per-row zero point / scale of the left
