@@ -1,7 +1,8 @@
 //! Resize (opset 10+) and Upsample as separable per-axis interpolation with static sizes:
 //! for every resized axis, a Gather of the neighbour rows (indices computed here, clamped as
 //! ONNX's edge padding) and, for linear / cubic, a weighted sum with constant coefficients.
-//! Every coordinate transformation mode but tf_crop_and_resize, every nearest mode,
+//! Every coordinate transformation mode (tf_crop_and_resize with its roi and
+//! extrapolation_value), every nearest mode,
 //! cubic_coeff_a and exclude_outside, keep_aspect_ratio_policy, axes. Antialiasing is
 //! unsupported.
 use super::{one, Registry, Translated};
@@ -22,12 +23,25 @@ struct Mode {
     nearest: String,
     cubic_a: f64,
     exclude_outside: bool,
+    /// tf_crop_and_resize: (start, end) of each axis's region, as fractions of the axis.
+    roi: Vec<(f64, f64)>,
+    extrapolation: f64,
 }
 
 /// The input coordinate of output position `x` (ONNX's coordinate transformation modes).
-fn source(m: &Mode, x: f64, scale: f64, len_in: usize, len_out: usize) -> Option<f64> {
+fn source(m: &Mode, axis: usize, x: f64, scale: f64, len_in: usize, len_out: usize) -> Option<f64> {
     let out_f = scale * len_in as f64;
+    let last = len_in as f64 - 1.0;
     Some(match m.coord.as_str() {
+        "tf_crop_and_resize" => {
+            let (r0, r1) = *m.roi.get(axis)?;
+            let span = if out_f == 1.0 {
+                (r1 - r0) * last / 2.0
+            } else {
+                x * (r1 - r0) * last / (out_f - 1.0)
+            };
+            span + r0 * last
+        }
         "align_corners" if out_f == 1.0 => 0.0,
         "align_corners" => x * (len_in as f64 - 1.0) / (out_f - 1.0),
         "asymmetric" => x / scale,
@@ -90,15 +104,47 @@ fn resize_axis(
 ) -> Result<NodeId, OnnxError> {
     let d = c.static_dims(x)?;
     let len_in = d[axis];
+    let mut srcs = Vec::with_capacity(len_out);
+    for o in 0..len_out {
+        srcs.push(
+            source(m, axis, o as f64, scale, len_in, len_out).ok_or_else(|| {
+                c.unsupported(format!("coordinate_transformation_mode {}", m.coord))
+            })?,
+        );
+    }
+    let outside: Vec<bool> = srcs
+        .iter()
+        .map(|&xo| m.coord == "tf_crop_and_resize" && (xo < 0.0 || xo > len_in as f64 - 1.0))
+        .collect();
+    let y = interpolate(c, x, axis, m, &srcs)?;
+    if !outside.contains(&true) {
+        return Ok(y);
+    }
+    // tf_crop_and_resize: positions whose source lies outside the input take the value.
+    let mut md = vec![1usize; d.len()];
+    md[axis] = len_out;
+    let mask = c.constant(HostTensor::from_bool(&md, &outside))?;
+    let dt = c.dtype(x)?;
+    let v = c.scalar(m.extrapolation, dt)?;
+    c.add(Op::Where, &[mask, v, y])
+}
+
+/// The gathers (and weighted sum) of one axis.
+fn interpolate(
+    c: &mut ImportCtx,
+    x: NodeId,
+    axis: usize,
+    m: &Mode,
+    srcs: &[f64],
+) -> Result<NodeId, OnnxError> {
+    let d = c.static_dims(x)?;
+    let len_in = d[axis];
+    let len_out = srcs.len();
     let clamp = |i: i64| i.clamp(0, len_in as i64 - 1);
-    let src = |xo: usize| {
-        source(m, xo as f64, scale, len_in, len_out)
-            .ok_or_else(|| c.unsupported(format!("coordinate_transformation_mode {}", m.coord)))
-    };
     if m.mode == "nearest" {
         let mut idx = Vec::with_capacity(len_out);
         for o in 0..len_out {
-            idx.push(clamp(nearest_index(m, src(o)?)));
+            idx.push(clamp(nearest_index(m, srcs[o])));
         }
         let idx = c.constant(HostTensor::from_i64(&[len_out], &idx))?;
         return c.add(Op::Gather { axis: axis as i64 }, &[x, idx]);
@@ -106,7 +152,7 @@ fn resize_axis(
     let (mut idx, mut w) = (vec![], vec![]);
     let mut taps_n = 0;
     for o in 0..len_out {
-        let (ii, mut cc) = taps(m, src(o)?);
+        let (ii, mut cc) = taps(m, srcs[o]);
         if m.exclude_outside {
             for (j, &i) in ii.iter().enumerate() {
                 if i < 0 || i >= len_in as i64 {
@@ -175,7 +221,10 @@ fn resize(c: &mut ImportCtx, n: &NodeProto) -> Translated {
             .unwrap_or_else(|| "round_prefer_floor".into()),
         cubic_a: at.f_or("cubic_coeff_a", -0.75) as f64,
         exclude_outside: at.i_or("exclude_outside", 0) != 0,
+        roi: vec![],
+        extrapolation: at.f_or("extrapolation_value", 0.0) as f64,
     };
+    let mut m = m;
     if !matches!(m.mode.as_str(), "nearest" | "linear" | "cubic") {
         return Err(c.err(format!("mode \"{}\"", m.mode)));
     }
@@ -200,6 +249,23 @@ fn resize(c: &mut ImportCtx, n: &NodeProto) -> Translated {
             .map_err(|e| c.err(e))?,
         None => (0..r).collect(),
     };
+    if m.coord == "tf_crop_and_resize" {
+        let roi = c
+            .const_input(n, 1)?
+            .map(|t| t.to_f64_vec())
+            .ok_or_else(|| c.err("needs roi"))?;
+        if roi.len() != 2 * axes.len() {
+            return Err(c.err(format!(
+                "roi of {} values for {} axes",
+                roi.len(),
+                axes.len()
+            )));
+        }
+        m.roi = vec![(0.0, 1.0); r];
+        for (i, &a) in axes.iter().enumerate() {
+            m.roi[a] = (roi[i], roi[i + axes.len()]);
+        }
+    }
     let mut sc = vec![1.0; r];
     let mut out = d.clone();
     if let Some(s) = sizes {
@@ -268,6 +334,8 @@ fn upsample(c: &mut ImportCtx, n: &NodeProto) -> Translated {
         nearest: "floor".into(),
         cubic_a: -0.75,
         exclude_outside: false,
+        roi: vec![],
+        extrapolation: 0.0,
     };
     apply(c, x, &scales, &out, &m)
 }
