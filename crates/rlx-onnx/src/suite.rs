@@ -133,7 +133,16 @@ pub fn run_case(dir: &Path, device: Device) -> Outcome {
     }
 }
 
-fn run_case_inner(dir: &Path, device: Device) -> Result<Outcome, OnnxError> {
+/// A case imported and its inputs read: the model (specialised on the inputs where a node
+/// needs a value at import time), the feeds in graph-input order, the expected-output files.
+pub struct Prepared {
+    pub model: crate::OnnxModel,
+    pub feeds: Vec<(String, HostTensor)>,
+    pub outputs: Vec<PathBuf>,
+}
+
+/// Import one case and read its first data set's inputs.
+pub fn prepare(dir: &Path) -> Result<Prepared, OnnxError> {
     let data = dir.join("test_data_set_0");
     let inputs = numbered(&data, "input");
     let outputs = numbered(&data, "output");
@@ -162,6 +171,19 @@ fn run_case_inner(dir: &Path, device: Device) -> Result<Outcome, OnnxError> {
             feeds.push((name.clone(), v));
         }
     }
+    Ok(Prepared {
+        model,
+        feeds,
+        outputs,
+    })
+}
+
+fn run_case_inner(dir: &Path, device: Device) -> Result<Outcome, OnnxError> {
+    let Prepared {
+        model,
+        feeds,
+        outputs,
+    } = prepare(dir)?;
     let rt = |e: rlx_runtime::Error| OnnxError::Runtime(e.to_string());
     let exe = Session::new(device)
         .compile(model.graph.clone())
