@@ -244,11 +244,12 @@ fn pool_of(
     include_pads: bool,
 ) -> Result<NodeId, OnnxError> {
     let xd = c.static_dims(x)?;
-    if !(xd.len() == 3 || xd.len() == 4) {
-        return Err(c.unsupported(format!("a {}-D pool", xd.len().saturating_sub(2))));
+    if xd.len() < 3 {
+        return Err(c.err(format!("a pool of rank {}", xd.len())));
     }
-    if !c.dtype(x)?.is_float() {
-        return Err(c.unsupported(format!("pooling {}", c.dtype(x)?)));
+    let int = !c.dtype(x)?.is_float();
+    if int && kind != PoolKind::Max {
+        return Err(c.unsupported(format!("average pooling of {}", c.dtype(x)?)));
     }
     let a = Attrs(n);
     let kernel: Vec<usize> = a
@@ -258,8 +259,11 @@ fn pool_of(
         .map(|&v| v.max(1) as usize)
         .collect();
     let g = geometry(c, n, kernel, &xd[2..])?;
-    if g.dilation.iter().any(|&d| d != 1) {
-        return Err(c.unsupported("dilated pooling"));
+    let include = include_pads || a.i_or("count_include_pad", 0) != 0;
+    if int || xd.len() > 4 || g.dilation.iter().any(|&d| d != 1) {
+        // The IR's Pool is 2-D, undilated and float: the window as strided slices instead
+        // (an integer max pads with −inf saturated to the type's minimum).
+        return sliced_pool(c, x, &g, kind, include);
     }
     let one_d = xd.len() == 3;
     // The 1-D form is [N,C,1,L] with a [1,k] window.
@@ -304,7 +308,6 @@ fn pool_of(
         pad_spatial(c, x4, pads, fill)?
     };
     let mut y = c.add(Op::Pool(spec), &[xi])?;
-    let include = include_pads || a.i_or("count_include_pad", 0) != 0;
     let excluded = if include {
         ex != [0, 0]
     } else {
@@ -469,4 +472,94 @@ fn trilu(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let dt = c.dtype(x)?;
     let zero = c.scalar(0.0, dt)?;
     one(c.add(Op::Where, &[m, x, zero])?)
+}
+
+/// Any-rank, dilated pooling: the max (or sum) over the window's offsets of strided slices of
+/// the explicitly padded input; an average divides by the same sum over a ones map (padding
+/// counted as `include` says, ceil_mode's extra end padding never).
+fn sliced_pool(
+    c: &mut ImportCtx,
+    x: NodeId,
+    g: &Geometry,
+    kind: PoolKind,
+    include: bool,
+) -> Result<NodeId, OnnxError> {
+    let xd = c.static_dims(x)?;
+    let k = g.kernel.len();
+    let full: Vec<[usize; 2]> = (0..k)
+        .map(|i| [g.pads[i].0, g.pads[i].1 + g.extra[i]])
+        .collect();
+    let pad_all = |c: &mut ImportCtx, v: NodeId, p: &[[usize; 2]], value: f64| {
+        if p.iter().all(|q| *q == [0, 0]) {
+            return Ok(v);
+        }
+        let mut pads = vec![[0, 0]; 2];
+        pads.extend_from_slice(p);
+        c.add(Op::Pad { pads, value }, &[v])
+    };
+    let mut out = vec![];
+    for i in 0..k {
+        let span = xd[2 + i] + full[i][0] + full[i][1];
+        let ext = g.dilation[i] * (g.kernel[i] - 1) + 1;
+        if span < ext {
+            return Err(c.err(format!("window {ext} longer than the padded input {span}")));
+        }
+        out.push((span - ext) / g.stride[i] + 1);
+    }
+    let windows: usize = g.kernel.iter().product();
+    if windows > 4096 {
+        return Err(c.unsupported(format!("a {windows}-element dilated pooling window")));
+    }
+    // Σ or max over the window offsets of one (padded) map.
+    let reduce = |c: &mut ImportCtx, v: NodeId, max: bool| -> Result<NodeId, OnnxError> {
+        let mut acc: Option<NodeId> = None;
+        for w in 0..windows {
+            let (mut rem, mut starts, mut ends) = (w, vec![], vec![]);
+            for i in (0..k).rev() {
+                let j = rem % g.kernel[i];
+                rem /= g.kernel[i];
+                let s = (j * g.dilation[i]) as i64;
+                starts.insert(0, s);
+                ends.insert(0, s + ((out[i] - 1) * g.stride[i]) as i64 + 1);
+            }
+            let axes = (2..2 + k as i64).collect();
+            let steps = g.stride.iter().map(|&s| s as i64).collect();
+            let sl = c.add(
+                Op::Slice {
+                    axes,
+                    starts,
+                    ends,
+                    steps,
+                },
+                &[v],
+            )?;
+            acc = Some(match acc {
+                None => sl,
+                Some(a) => c.add(Op::Binary(if max { B::Max } else { B::Add }), &[a, sl])?,
+            });
+        }
+        acc.ok_or_else(|| c.err("an empty window"))
+    };
+    let max = kind == PoolKind::Max;
+    let fill = if max { f64::NEG_INFINITY } else { 0.0 };
+    let xp = pad_all(c, x, &full, fill)?;
+    let y = reduce(c, xp, max)?;
+    if max {
+        return Ok(y);
+    }
+    let dt = c.dtype(x)?;
+    let mut od = vec![1, 1];
+    od.extend_from_slice(&xd[2..]);
+    let numel: usize = od.iter().product();
+    let ones = c.constant(HostTensor::from_f64_as(&od, &vec![1.0; numel], dt))?;
+    let ones = if include {
+        let real: Vec<[usize; 2]> = g.pads.iter().map(|p| [p.0, p.1]).collect();
+        let o = pad_all(c, ones, &real, 1.0)?;
+        let extra: Vec<[usize; 2]> = g.extra.iter().map(|&e| [0, e]).collect();
+        pad_all(c, o, &extra, 0.0)?
+    } else {
+        pad_all(c, ones, &full, 0.0)?
+    };
+    let count = reduce(c, ones, false)?;
+    c.add(Op::Binary(B::Div), &[y, count])
 }
