@@ -3,8 +3,7 @@
 //! ONNX's edge padding) and, for linear / cubic, a weighted sum with constant coefficients.
 //! Every coordinate transformation mode (tf_crop_and_resize with its roi and
 //! extrapolation_value), every nearest mode,
-//! cubic_coeff_a and exclude_outside, keep_aspect_ratio_policy, axes. Antialiasing is
-//! unsupported.
+//! cubic_coeff_a, exclude_outside, antialias, keep_aspect_ratio_policy, axes.
 use super::{one, Registry, Translated};
 use crate::attrs::Attrs;
 use crate::proto::NodeProto;
@@ -26,6 +25,8 @@ struct Mode {
     /// tf_crop_and_resize: (start, end) of each axis's region, as fractions of the axis.
     roi: Vec<(f64, f64)>,
     extrapolation: f64,
+    /// Downsampling widens the linear / cubic kernel by 1/scale (ONNX's antialias).
+    antialias: bool,
 }
 
 /// The input coordinate of output position `x` (ONNX's coordinate transformation modes).
@@ -58,11 +59,33 @@ fn source(m: &Mode, axis: usize, x: f64, scale: f64, len_in: usize, len_out: usi
 }
 
 /// Neighbour indices (unclamped) and coefficients of one output position.
-fn taps(m: &Mode, xo: f64) -> (Vec<i64>, Vec<f64>) {
+fn taps(m: &Mode, xo: f64, scale: f64) -> (Vec<i64>, Vec<f64>) {
     let fl = xo.floor();
     let ratio = if xo == fl { 1.0 } else { xo - fl };
     let a = m.cubic_a;
-    let coeffs = if m.mode == "cubic" {
+    let coeffs = if m.antialias {
+        // Kernel taps i_start..1−i_start at distance scale·(i − ratio), normalised.
+        let s = scale.min(1.0);
+        let cubic = m.mode == "cubic";
+        let reach = if cubic { 2.0 } else { 1.0 };
+        let i_start = (-reach / s).floor() as i64 + 1;
+        let w: Vec<f64> = (i_start..2 - i_start)
+            .map(|i| {
+                let t = (s * (i as f64 - ratio)).abs();
+                if !cubic {
+                    (1.0 - t).clamp(0.0, 1.0)
+                } else if t <= 1.0 {
+                    ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0
+                } else if t < 2.0 {
+                    ((a * t - 5.0 * a) * t + 8.0 * a) * t - 4.0 * a
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let sum: f64 = w.iter().sum();
+        w.iter().map(|v| v / sum).collect()
+    } else if m.mode == "cubic" {
         let r = ratio;
         let far = |t: f64| ((a * t - 5.0 * a) * t + 8.0 * a) * t - 4.0 * a;
         let near = |t: f64| ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0;
@@ -116,7 +139,7 @@ fn resize_axis(
         .iter()
         .map(|&xo| m.coord == "tf_crop_and_resize" && (xo < 0.0 || xo > len_in as f64 - 1.0))
         .collect();
-    let y = interpolate(c, x, axis, m, &srcs)?;
+    let y = interpolate(c, x, axis, m, &srcs, scale)?;
     if !outside.contains(&true) {
         return Ok(y);
     }
@@ -136,6 +159,7 @@ fn interpolate(
     axis: usize,
     m: &Mode,
     srcs: &[f64],
+    scale: f64,
 ) -> Result<NodeId, OnnxError> {
     let d = c.static_dims(x)?;
     let len_in = d[axis];
@@ -152,7 +176,7 @@ fn interpolate(
     let (mut idx, mut w) = (vec![], vec![]);
     let mut taps_n = 0;
     for o in 0..len_out {
-        let (ii, mut cc) = taps(m, srcs[o]);
+        let (ii, mut cc) = taps(m, srcs[o], scale);
         if m.exclude_outside {
             for (j, &i) in ii.iter().enumerate() {
                 if i < 0 || i >= len_in as i64 {
@@ -208,9 +232,6 @@ fn apply(c: &mut ImportCtx, x: NodeId, scales: &[f64], sizes: &[usize], m: &Mode
 
 fn resize(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let at = Attrs(n);
-    if at.i_or("antialias", 0) != 0 {
-        return Err(c.unsupported("antialias"));
-    }
     let m = Mode {
         coord: at
             .s("coordinate_transformation_mode")
@@ -223,6 +244,7 @@ fn resize(c: &mut ImportCtx, n: &NodeProto) -> Translated {
         exclude_outside: at.i_or("exclude_outside", 0) != 0,
         roi: vec![],
         extrapolation: at.f_or("extrapolation_value", 0.0) as f64,
+        antialias: at.i_or("antialias", 0) != 0,
     };
     let mut m = m;
     if !matches!(m.mode.as_str(), "nearest" | "linear" | "cubic") {
@@ -336,6 +358,7 @@ fn upsample(c: &mut ImportCtx, n: &NodeProto) -> Translated {
         exclude_outside: false,
         roi: vec![],
         extrapolation: 0.0,
+        antialias: false,
     };
     apply(c, x, &scales, &out, &m)
 }
