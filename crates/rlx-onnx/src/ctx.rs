@@ -14,6 +14,9 @@ use std::collections::HashMap;
 const SMALL_INIT: usize = 64;
 /// Folding stops above this many output elements (keeps import memory bounded).
 const FOLD_LIMIT: usize = 1 << 22;
+/// The most elements a translator builds on the host (masks, index tables, ones maps): a
+/// file declaring absurd dims gets an error instead of exhausting memory.
+const HOST_LIMIT: usize = 1 << 26;
 
 /// A value known by name.
 #[derive(Clone, Debug)]
@@ -214,6 +217,16 @@ impl ImportCtx {
             }),
             _ => None,
         }
+    }
+
+    /// Refuse to build a host table of `numel` elements above the import limit.
+    pub fn limit(&self, what: &str, numel: usize) -> Result<(), OnnxError> {
+        if numel > HOST_LIMIT {
+            return Err(self.unsupported(format!(
+                "{what} of {numel} elements (more than {HOST_LIMIT} built at import)"
+            )));
+        }
+        Ok(())
     }
 
     pub fn shape(&self, id: NodeId) -> Result<&Shape, OnnxError> {

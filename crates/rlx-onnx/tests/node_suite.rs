@@ -101,3 +101,35 @@ fn node_suite_on_cpu_has_no_unexpected_failures() {
         unexpected.join("\n")
     );
 }
+
+/// Byte-mutated suite models (every 7th case, a few seeded mutations each) load to a model
+/// or a typed error, never a panic.
+#[test]
+fn mutated_suite_models_never_panic() {
+    let Some(root) = suite_root() else {
+        return;
+    };
+    let mut rng = rlx_testutil::Rng::new("mutated_suite_models_never_panic");
+    let dirs = suite::case_dirs(&root).expect("list the suite");
+    let mut panics = vec![];
+    for d in dirs.iter().step_by(7) {
+        let Ok(bytes) = std::fs::read(d.join("model.onnx")) else {
+            continue;
+        };
+        for _ in 0..4 {
+            let mut b = bytes.clone();
+            for _ in 0..1 + rng.below(4) {
+                let i = rng.below(b.len().max(1));
+                if let Some(v) = b.get_mut(i) {
+                    *v = rng.next_u64() as u8;
+                }
+            }
+            let r =
+                std::panic::catch_unwind(|| rlx_onnx::load_bytes(&b, None, "mutated").map(|_| ()));
+            if r.is_err() {
+                panics.push(suite::case_name(d));
+            }
+        }
+    }
+    assert!(panics.is_empty(), "panicked on mutations of: {panics:?}");
+}

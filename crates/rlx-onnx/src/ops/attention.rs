@@ -145,6 +145,7 @@ fn attention(c: &mut ImportCtx, n: &NodeProto) -> Translated {
         add_bias(c, b)?;
     }
     if a.i_or("is_causal", 0) != 0 {
+        c.limit("a causal mask", sq.saturating_mul(skv))?;
         let mut keep = Vec::with_capacity(sq * skv);
         for i in 0..sq {
             for j in 0..skv {

@@ -320,7 +320,11 @@ fn identity(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let mut outs = vec![x];
     if n.output.get(1).is_some_and(|o| !o.is_empty()) {
         let dims = c.static_dims(x)?;
-        let numel = dims.iter().product();
+        let numel = dims
+            .iter()
+            .try_fold(1usize, |a, &v| a.checked_mul(v))
+            .unwrap_or(usize::MAX);
+        c.limit("a Dropout mask", numel)?;
         outs.push(c.constant(rlx_ir::HostTensor::from_bool(&dims, &vec![true; numel]))?);
     }
     Ok(Some(outs))

@@ -142,6 +142,7 @@ fn eye_like(c: &mut ImportCtx, n: &NodeProto) -> Translated {
         None => c.dtype(x)?,
     };
     let kk = a.i_or("k", 0);
+    c.limit("an identity", d[0].saturating_mul(d[1]))?;
     let mut v = vec![0.0; d[0] * d[1]];
     for i in 0..d[0] {
         let j = i as i64 + kk;

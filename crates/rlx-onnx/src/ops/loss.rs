@@ -47,6 +47,7 @@ fn nll(
     let te = c.add(Op::Reshape { shape: tdims }, &[t64])?;
     let mut idims = vec![1usize; d.len()];
     idims[1] = classes;
+    c.limit("a class index table", classes)?;
     let iota: Vec<i64> = (0..classes as i64).collect();
     let iota = c.constant(HostTensor::from_i64(&idims, &iota))?;
     let hit = c.add(Op::Compare(C::Eq), &[te, iota])?;

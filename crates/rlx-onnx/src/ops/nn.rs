@@ -56,6 +56,18 @@ fn geometry(
     };
     let stride = list("strides", 1)?;
     let dilation = list("dilations", 1)?;
+    // Bounded so that no window arithmetic below can overflow.
+    const MAX: usize = 1 << 24;
+    if kernel.len() != sizes.len()
+        || [&kernel, &stride, &dilation]
+            .iter()
+            .any(|v| v.iter().any(|&x| x > MAX))
+    {
+        return Err(c.err(format!(
+            "kernel {kernel:?}, strides {stride:?}, dilations {dilation:?} for {} spatial dims",
+            sizes.len()
+        )));
+    }
     let ext: Vec<usize> = (0..k)
         .map(|i| dilation[i] * (kernel[i].max(1) - 1) + 1)
         .collect();
@@ -72,7 +84,8 @@ fn geometry(
         "SAME_UPPER" | "SAME_LOWER" => (0..k)
             .map(|i| {
                 let out = sizes[i].div_ceil(stride[i]);
-                let total = ((out - 1) * stride[i] + ext[i]).saturating_sub(sizes[i]);
+                let total = ((out - 1).saturating_mul(stride[i]).saturating_add(ext[i]))
+                    .saturating_sub(sizes[i]);
                 let small = total / 2;
                 if auto == "SAME_UPPER" {
                     (small, total - small)
@@ -83,6 +96,9 @@ fn geometry(
             .collect(),
         o => return Err(c.err(format!("auto_pad \"{o}\""))),
     };
+    if pads.iter().any(|p| p.0 > MAX || p.1 > MAX) {
+        return Err(c.err(format!("pads {pads:?}")));
+    }
     let mut extra = vec![0; k];
     if a.i_or("ceil_mode", 0) != 0 {
         // Pad the end so that flooring gives ONNX's ceil count; a window that would start
@@ -317,6 +333,7 @@ fn pool_of(
         // rlx divides by the full window; ONNX's default divides by the in-bounds count:
         // divide by the same pool over a ones map (each window's in-bounds fraction).
         let hw = &c.static_dims(x4)?[2..];
+        c.limit("a ones map", hw[0].saturating_mul(hw[1]))?;
         let dt = c.dtype(x)?;
         let ones = HostTensor::from_f64_as(&[1, 1, hw[0], hw[1]], &vec![1.0; hw[0] * hw[1]], dt);
         let ones = c.constant(ones)?;
@@ -442,6 +459,7 @@ fn hardmax(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     )?;
     let mut idims = vec![1usize; view.len()];
     idims[ax] = view[ax];
+    c.limit("an index table", view[ax])?;
     let iota: Vec<i64> = (0..view[ax] as i64).collect();
     let iota = c.constant(HostTensor::from_i64(&idims, &iota))?;
     let hit = c.add(Op::Compare(rlx_ir::CompareOp::Eq), &[am, iota])?;
@@ -462,6 +480,7 @@ fn trilu(c: &mut ImportCtx, n: &NodeProto) -> Translated {
         .unwrap_or(0);
     let upper = Attrs(n).i_or("upper", 1) != 0;
     let (rows, cols) = (d[d.len() - 2], d[d.len() - 1]);
+    c.limit("a triangle mask", rows.saturating_mul(cols))?;
     let mut mask = Vec::with_capacity(rows * cols);
     for i in 0..rows as i64 {
         for j in 0..cols as i64 {
@@ -506,7 +525,11 @@ fn sliced_pool(
         }
         out.push((span - ext) / g.stride[i] + 1);
     }
-    let windows: usize = g.kernel.iter().product();
+    let windows = g
+        .kernel
+        .iter()
+        .try_fold(1usize, |a, &v| a.checked_mul(v))
+        .unwrap_or(usize::MAX);
     if windows > 4096 {
         return Err(c.unsupported(format!("a {windows}-element dilated pooling window")));
     }
@@ -550,7 +573,11 @@ fn sliced_pool(
     let dt = c.dtype(x)?;
     let mut od = vec![1, 1];
     od.extend_from_slice(&xd[2..]);
-    let numel: usize = od.iter().product();
+    let numel = od
+        .iter()
+        .try_fold(1usize, |a, &v| a.checked_mul(v))
+        .unwrap_or(usize::MAX);
+    c.limit("a ones map", numel)?;
     let ones = c.constant(HostTensor::from_f64_as(&od, &vec![1.0; numel], dt))?;
     let ones = if include {
         let real: Vec<[usize; 2]> = g.pads.iter().map(|p| [p.0, p.1]).collect();

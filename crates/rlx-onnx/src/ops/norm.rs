@@ -80,7 +80,7 @@ fn layer_norm_stats(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let x = stash(c, n, x0)?;
     let r = c.rank(x)? as i64;
     let axis = Attrs(n).i_or("axis", -1);
-    let a = if axis < 0 { axis + r } else { axis };
+    let a = rlx_ir::normalize_axis(axis, r as usize).map_err(|e| c.err(e))? as i64;
     let axes: Vec<i64> = (a..r).collect();
     let dt = c.dtype(x)?;
     let mean = mean_keep(c, x, &axes)?;
@@ -109,7 +109,7 @@ fn rms_norm(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let x = stash(c, n, x0)?;
     let r = c.rank(x)? as i64;
     let axis = Attrs(n).i_or("axis", -1);
-    let a = if axis < 0 { axis + r } else { axis };
+    let a = rlx_ir::normalize_axis(axis, r as usize).map_err(|e| c.err(e))? as i64;
     let axes: Vec<i64> = (a..r).collect();
     let dt = c.dtype(x)?;
     let sq = c.add(Op::Binary(B::Mul), &[x, x])?;

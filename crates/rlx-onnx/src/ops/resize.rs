@@ -127,6 +127,7 @@ fn resize_axis(
 ) -> Result<NodeId, OnnxError> {
     let d = c.static_dims(x)?;
     let len_in = d[axis];
+    c.limit("a resize index table", len_out.saturating_mul(4))?;
     let mut srcs = Vec::with_capacity(len_out);
     for o in 0..len_out {
         srcs.push(

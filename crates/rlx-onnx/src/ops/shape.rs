@@ -203,7 +203,10 @@ fn split(c: &mut ImportCtx, n: &NodeProto) -> Translated {
             .collect::<Result<_, _>>()?,
         None => {
             // Equal parts; from opset 18 the last may be smaller (ceil division).
-            let parts = a.i("num_outputs").map_or(k, |v| v.max(1) as usize);
+            if a.i("num_outputs").is_some_and(|v| v != k as i64) {
+                return Err(c.err(format!("num_outputs disagrees with the {k} outputs")));
+            }
+            let parts = k;
             let each = len.div_ceil(parts);
             (0..parts)
                 .map(|i| each.min(len.saturating_sub(i * each)))
@@ -370,8 +373,8 @@ fn constant_of_shape(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let numel = dims
         .iter()
         .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .filter(|&v| v <= 1 << 28)
         .ok_or_else(|| c.unsupported(format!("a constant of {dims:?} elements")))?;
+    c.limit("a constant", numel)?;
     let data = value.data.repeat(numel);
     let t = HostTensor::new(&dims, value.dtype, data).map_err(|e| c.err(e.to_string()))?;
     one(c.constant(t)?)
