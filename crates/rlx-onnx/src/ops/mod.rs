@@ -3,6 +3,7 @@
 //! the dispatcher reports the op unsupported), or `Err` (broken, or a specific attribute /
 //! dtype rlx does not do — always naming node, op type and opset).
 mod attention;
+mod conv_transpose;
 mod einsum;
 mod elementwise;
 mod layout;
@@ -33,6 +34,7 @@ pub type Registry = HashMap<&'static str, Translator>;
 pub fn registry() -> Registry {
     let mut r = Registry::new();
     attention::register(&mut r);
+    conv_transpose::register(&mut r);
     einsum::register(&mut r);
     elementwise::register(&mut r);
     layout::register(&mut r);
