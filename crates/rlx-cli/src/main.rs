@@ -1,4 +1,4 @@
-//! `rlx`: run the demo, inspect graphs, train, generate, embed.
+//! `rlx`: run the demo, inspect graphs, train, generate, embed, run ONNX test cases.
 mod bench;
 mod bench_embed;
 mod bench_llm;
@@ -7,6 +7,7 @@ mod embed;
 mod generate;
 mod inspect;
 mod inspect_gguf;
+mod onnx_test;
 mod train;
 
 use clap::{Parser, Subcommand};
@@ -105,6 +106,18 @@ enum Cmd {
         #[arg(long)]
         system: Option<String>,
     },
+    /// Run ONNX backend test cases: each DIR is a case folder (model.onnx +
+    /// test_data_set_0/) or a folder of them (the node suite: scripts/fetch_onnx_suite.sh).
+    OnnxTest {
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// cpu, cuda or cuda:N (default: cpu)
+        #[arg(long)]
+        device: Option<String>,
+        /// Write the failing cases (name, tab, reason category) to this file.
+        #[arg(long)]
+        failures_list: Option<PathBuf>,
+    },
     /// Train the CNN on a dataset and report test accuracy.
     Train {
         #[command(subcommand)]
@@ -159,6 +172,12 @@ fn main() -> ExitCode {
             .and_then(|d| demo::run(d, seq, width, heads, save.as_deref())),
         Cmd::Inspect { file, optimized } => inspect::run(&file, optimized),
         Cmd::Train { what } => train::run(what),
+        Cmd::OnnxTest {
+            dirs,
+            device,
+            failures_list,
+        } => parse_device(Some(device.as_deref().unwrap_or("cpu")))
+            .and_then(|d| onnx_test::run(&dirs, d, failures_list.as_deref())),
         Cmd::Generate {
             model,
             prompt,
