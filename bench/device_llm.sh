@@ -4,6 +4,9 @@
 #           first part of SmolLM2 under /tmp/rlx-llm (kept while the machine stays warm)
 #   part2   carry [".devm2"]: the rest of SmolLM2 (the device tool moves 64 MiB a call), check
 #           its sha256, run the decoder tests on CUDA and `rlx generate` on the real model
+#   stash   carry [".devm1"], right after bench/device_embed.sh's calls in the same warm
+#           session: the bundle already unpacked under /tmp/rlx-hf serves this part too
+#   smol    rlx bench on the real SmolLM2 only (decode, prefill, and the per-kernel profile)
 #   bench   carry [".lcpp"]: llama.cpp's llama-bench (built here, ~6 min) and `rlx bench` on the
 #           same random-weight GGUFs, one after the other in this call, plus the real SmolLM2
 set -u
@@ -37,6 +40,12 @@ bench)
   $W/.device/bin/rlx bench --device cuda --suites llm --iters 5 \
     --gguf $L/smollm135-q4_1.gguf --gguf $smol --gguf $L/smollm135-f16.gguf \
     --gguf $L/qwen05b-f16.gguf --gguf $L/qwen05b-q4_k_m.gguf 2>&1 | tee $out/rlx_bench.txt ;;
+stash)
+  mkdir -p $W && cp -r /tmp/rlx-hf/.device $W/ && cp .devm1/tiny-*.gguf $W/cache/gguf/ && cp .devm1/smol.part1 $W/
+  mkdir -p $RLX_CACHE_DIR && cp -r $W/.device/cache/. $RLX_CACHE_DIR/ 2>/dev/null; du -sh $W ;;
+smol)
+  $W/.device/bin/rlx bench --device cuda --suites llm --iters 5 --gguf $smol 2>&1 | tee $out/rlx_smol.txt
+  $W/.device/bin/rlx bench --device cuda --suites llm --iters 2 --profile --gguf $smol 2>&1 | tail -45 ;;
 profile)
   L=$(dirname "$(mktemp -u)")/rlx-llama-cpp
   $W/.device/bin/rlx bench --device cuda --suites llm --iters 2 --profile --gguf $L/smollm135-q4_1.gguf 2>&1 | tail -40 ;;

@@ -20,7 +20,16 @@ if [ -z "$wheel" ]; then
 fi
 tmp="$(mktemp -d "$cache/onnx-node.tmp.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-unzip -q "$wheel" 'onnx/backend/test/data/node/*' -d "$tmp"
+# Python's zipfile, not unzip: a fresh machine may lack the unzip tool.
+"$py" - "$wheel" "$tmp" <<'PY'
+import sys, zipfile
+wheel, dest = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    names = [n for n in z.namelist() if n.startswith("onnx/backend/test/data/node/")]
+    if not names:
+        sys.exit(f"{wheel} holds no onnx/backend/test/data/node")
+    z.extractall(dest, names)
+PY
 rm -rf "$dest"
 mv "$tmp/onnx/backend/test/data/node" "$dest"
 touch "$dest/.complete-$version"
