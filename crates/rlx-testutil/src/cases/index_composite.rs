@@ -189,7 +189,9 @@ pub fn group_norms() -> Vec<Case> {
         });
         let k = groups.unwrap_or(d[1]);
         cases.push(
+            // The GPU has no f64 norm kernels: its parity is checked in f32.
             case.dtypes(&[DType::F32, DType::F64])
+                .parity_dtypes(&[DType::F32])
                 .out(d)
                 .wrt(&["x", "s", "b"])
                 .oracle(move |v, _| {
@@ -230,7 +232,9 @@ pub fn einsum() -> Vec<Case> {
         });
         let wrt: &[&'static str] = if db.is_some() { &["a", "b"] } else { &["a"] };
         cases.push(
+            // The GPU has no f64 reductions: its parity is checked in f32.
             c.dtypes(&[DType::F32, DType::F64])
+                .parity_dtypes(&[DType::F32])
                 .wrt(wrt)
                 .oracle(move |v, _| {
                     let xs: Vec<&[f64]> = v.iter().map(|x| x.as_slice()).collect();
