@@ -117,6 +117,8 @@ impl Pipeline {
 /// A loaded sentence embedder.
 pub struct Embedder {
     tokenizer: tokenizers::Tokenizer,
+    /// Rows of the token embedding: the bound on pre-tokenized ids.
+    vocab: usize,
     tokenizer_path: PathBuf,
     exe: CompiledGraph,
     dim: usize,
@@ -218,6 +220,7 @@ impl Embedder {
         }
         Ok(Embedder {
             tokenizer,
+            vocab: cfg.vocab_size,
             tokenizer_path,
             exe,
             dim: pooling.dim(cfg.hidden_size),
@@ -295,7 +298,8 @@ impl Embedder {
     /// One embedding per pre-tokenized text (ids as [`Embedder::tokenize`] gives them:
     /// special tokens included, at most [`Embedder::max_seq_length`] ids, token type 0).
     pub fn embed_ids(&self, ids: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, ModelError> {
-        let vocab = self.tokenizer.get_vocab_size(true) as u32;
+        // The model's table, not the tokenizer's vocabulary (whose size is a whole-map copy).
+        let vocab = u32::try_from(self.vocab).unwrap_or(u32::MAX);
         let encoded: Vec<Encoded> = (ids.iter().enumerate())
             .map(|(i, t)| {
                 if t.len() > self.max_seq {
