@@ -165,6 +165,22 @@ def min_cos(got, want):
     return float(F.cosine_similarity(got.float().cpu(), want.float().cpu(), dim=-1).min())
 
 
+def time_st(model, texts, want, floor, prec, mode, rounds, device, warmup=0):
+    """Time SentenceTransformer.encode over `texts`, print its row; True below the floor."""
+    def encode():
+        return model.encode(texts, batch_size=32, convert_to_tensor=True)
+    with torch.no_grad():
+        for _ in range(warmup):
+            encode()
+        t = median_time(rounds, device, encode)
+        got = encode()
+    c = min_cos(got, want)
+    n = len(texts)
+    print(f"{'st.encode':<10}{prec:<6}{mode:<9}{'sorted':<8}{t * 1e3:>9.1f}"
+          f"{n / t:>10.1f}{c:>11.7f}")
+    return c < floor
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model_dir")
@@ -241,31 +257,14 @@ def main():
         del bert
         if st is not None:
             model = st.half() if prec == "fp16" else (st.bfloat16() if prec == "bf16" else st)
-            with torch.no_grad():
-                t = median_time(args.rounds, device,
-                                lambda: model.encode(texts, batch_size=32,
-                                                     convert_to_tensor=True))
-                got = model.encode(texts, batch_size=32, convert_to_tensor=True)
-            c = min_cos(got, want)
-            failed |= c < floor
-            print(f"{'st.encode':<10}{prec:<6}{'eager':<9}{'sorted':<8}{t * 1e3:>9.1f}"
-                  f"{n / t:>10.1f}{c:>11.7f}")
+            failed |= time_st(model, texts, want, floor, prec, "eager", args.rounds, device)
             if "compile" in modes and hasattr(torch, "compile"):
                 # The same encode() with its transformer compiled (dynamic shapes: the
                 # padded length changes per batch); warm-up rounds see every batch shape.
                 eager_model = model[0].auto_model
                 model[0].auto_model = torch.compile(eager_model, dynamic=True)
-                with torch.no_grad():
-                    for _ in range(2):
-                        model.encode(texts, batch_size=32, convert_to_tensor=True)
-                    t = median_time(args.rounds, device,
-                                    lambda: model.encode(texts, batch_size=32,
-                                                         convert_to_tensor=True))
-                    got = model.encode(texts, batch_size=32, convert_to_tensor=True)
-                c = min_cos(got, want)
-                failed |= c < floor
-                print(f"{'st.encode':<10}{prec:<6}{'compile':<9}{'sorted':<8}{t * 1e3:>9.1f}"
-                      f"{n / t:>10.1f}{c:>11.7f}")
+                failed |= time_st(model, texts, want, floor, prec, "compile", args.rounds,
+                                  device, warmup=2)
                 model[0].auto_model = eager_model
             st = model.float()
     if failed:

@@ -76,6 +76,20 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Median wall time in ms of `rounds` calls of `f`.
+fn median_ms(
+    rounds: usize,
+    mut f: impl FnMut() -> Result<(), rlx_models::ModelError>,
+) -> Result<f64, CliError> {
+    let mut times = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        f()?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(median(times))
+}
+
 pub fn embed(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
     let dir = o.model.ok_or_else(|| {
         CliError::Usage(
@@ -102,13 +116,7 @@ pub fn embed(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
         };
         let emb = Embedder::load(dir, &opts)?;
         emb.embed(&texts)?;
-        let mut times = Vec::with_capacity(rounds);
-        for _ in 0..rounds {
-            let t = Instant::now();
-            emb.embed(&texts)?;
-            times.push(t.elapsed().as_secs_f64() * 1e3);
-        }
-        let ms = median(times);
+        let ms = median_ms(rounds, || emb.embed(&texts).map(drop))?;
         let name = format!("{}", precision).to_lowercase();
         rows.push(Row {
             key: format!("embed_{name}"),
@@ -122,13 +130,7 @@ pub fn embed(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
         let ids: Vec<Vec<u32>> = (texts.iter())
             .map(|t| emb.tokenize(t))
             .collect::<Result<_, _>>()?;
-        let mut times = Vec::with_capacity(rounds);
-        for _ in 0..rounds {
-            let t = Instant::now();
-            emb.embed_ids(&ids)?;
-            times.push(t.elapsed().as_secs_f64() * 1e3);
-        }
-        let ms = median(times);
+        let ms = median_ms(rounds, || emb.embed_ids(&ids).map(drop))?;
         rows.push(Row {
             key: format!("embed_{name}_ids"),
             workload: format!("embed {TEXTS} pre-tokenized texts, batch {BATCH}"),

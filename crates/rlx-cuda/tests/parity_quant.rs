@@ -18,6 +18,18 @@ fn dq_graph(xsh: &[usize], n: usize, scheme: QuantScheme, dt: DType) -> Graph {
     g
 }
 
+/// `vals` (`[n, k]`) through the reference quantiser as the feed `w`, and its row bytes.
+fn packed_weight(scheme: QuantScheme, vals: &[f32], n: usize, k: usize) -> (Feed, usize) {
+    let packed = rlx_cpu::quant::quantize(scheme, vals, n, k).unwrap();
+    let rb = k / scheme.block_len() * scheme.block_bytes();
+    let w = feed(
+        "w",
+        &[n, rb],
+        packed.iter().map(|&b| f64::from(b)).collect(),
+    );
+    (w, rb)
+}
+
 #[test]
 fn dequant_matmul_quantised_weights_big() {
     if !common::gpu() {
@@ -29,13 +41,7 @@ fn dequant_matmul_quantised_weights_big() {
     let (n, k) = (4500, 4096);
     let vals: Vec<f32> = rng.normals(n * k).iter().map(|&v| v as f32).collect();
     for scheme in SCHEMES {
-        let packed = rlx_cpu::quant::quantize(scheme, &vals, n, k).unwrap();
-        let rb = k / scheme.block_len() * scheme.block_bytes();
-        let w = feed(
-            "w",
-            &[n, rb],
-            packed.iter().map(|&b| f64::from(b)).collect(),
-        );
+        let (w, _) = packed_weight(scheme, &vals, n, k);
         for (xsh, dt) in [
             (&[1usize, 4096usize][..], DType::F16),
             (&[4, 4096][..], DType::BF16),
@@ -70,13 +76,7 @@ fn fused_dequant_matmul_norm_and_residual() {
         QuantScheme::Q4_K,
         QuantScheme::Q6_K,
     ] {
-        let packed = rlx_cpu::quant::quantize(scheme, &vals, n, k).unwrap();
-        let rb = k / scheme.block_len() * scheme.block_bytes();
-        let w = feed(
-            "w",
-            &[n, rb],
-            packed.iter().map(|&b| f64::from(b)).collect(),
-        );
+        let (w, rb) = packed_weight(scheme, &vals, n, k);
         for m in [1usize, 3, 40] {
             for (norm, residual) in [(true, false), (false, true), (true, true)] {
                 for dt in [DType::F32, DType::F16] {
