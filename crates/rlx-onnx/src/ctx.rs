@@ -40,6 +40,9 @@ pub struct ImportCtx {
     pub(crate) onnx_types: HashMap<String, i32>,
     /// The inputs that were read through `hints`.
     pub(crate) specialized: Vec<String>,
+    /// Every opset the model imports (domain, version): subgraphs (Scan, If, Loop bodies)
+    /// are translated under them.
+    pub(crate) opsets: Vec<(String, i64)>,
     /// The node being translated (for messages).
     node_name: String,
     op_type: String,
@@ -55,6 +58,7 @@ impl ImportCtx {
             hints: HashMap::new(),
             onnx_types: HashMap::new(),
             specialized: Vec::new(),
+            opsets: Vec::new(),
             node_name: String::new(),
             op_type: String::new(),
         }
