@@ -160,22 +160,27 @@ fn max_unpool(c: &mut ImportCtx, n: &NodeProto) -> Translated {
         Some(_) => return Err(c.err("pads must have 2 entries per spatial dim")),
         None => vec![0; 2 * k],
     };
+    // The indices address the shape MaxPool's input had (the inferred one); a larger
+    // output_shape keeps those coordinates and pads each dim at its end.
+    let mut inferred = xd[..2].to_vec();
+    for s in 0..k {
+        let v = (xd[2 + s] as i64 - 1) * strides[s] - pads[s] - pads[s + k] + kernel[s];
+        inferred.push(usize::try_from(v).map_err(|_| c.err("negative output size"))?);
+    }
     let out: Vec<usize> = match c.const_ints(n, 2)? {
         Some(s) if s.len() == xd.len() && s.iter().all(|&v| v >= 0) => {
             s.iter().map(|&v| v as usize).collect()
         }
         Some(s) => return Err(c.err(format!("output_shape {s:?}"))),
-        None => {
-            let mut o = xd[..2].to_vec();
-            for s in 0..k {
-                let v = (xd[2 + s] as i64 - 1) * strides[s] - pads[s] - pads[s + k] + kernel[s];
-                o.push(usize::try_from(v).map_err(|_| c.err("negative output size"))?);
-            }
-            o
-        }
+        None => inferred.clone(),
     };
-    let total: usize = out.iter().product();
-    c.limit("a MaxUnpool output", total)?;
+    if out.iter().zip(&inferred).any(|(o, i)| o < i) {
+        return Err(c.unsupported(format!(
+            "output_shape {out:?} smaller than the pooled input's {inferred:?}"
+        )));
+    }
+    let total: usize = inferred.iter().product();
+    c.limit("a MaxUnpool output", out.iter().product())?;
     let dt = c.dtype(x)?;
     // The indices are flat over the whole output tensor (as MaxPool's Indices output).
     let xf = c.add(Op::Reshape { shape: vec![-1] }, &[x])?;
@@ -186,6 +191,11 @@ fn max_unpool(c: &mut ImportCtx, n: &NodeProto) -> Translated {
         reduction: ScatterReduction::None,
     };
     let y = c.add(op, &[zeros, ifl, xf])?;
-    let shape = out.iter().map(|&v| v as i64).collect();
-    one(c.add(Op::Reshape { shape }, &[y])?)
+    let shape = inferred.iter().map(|&v| v as i64).collect();
+    let y = c.add(Op::Reshape { shape }, &[y])?;
+    if out == inferred {
+        return one(y);
+    }
+    let pads = out.iter().zip(&inferred).map(|(o, i)| [0, o - i]).collect();
+    one(c.add(Op::Pad { pads, value: 0.0 }, &[y])?)
 }
