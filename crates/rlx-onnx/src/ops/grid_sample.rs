@@ -1,4 +1,4 @@
-//! GridSample (opset 16's 2-D and opset 20's N-D) composed from elementwise ops and one
+//! AffineGrid, and GridSample (opset 16's 2-D and opset 20's N-D) composed from elementwise ops and one
 //! GatherND per interpolation tap: each output position's coordinates are denormalised,
 //! adjusted by the padding mode, split into taps (1 nearest, 2 linear, 4 cubic per spatial
 //! dim) with weights, and the taps' pixels (channels last, batch shared) are summed.
@@ -11,6 +11,71 @@ use rlx_ir::{BinaryOp as B, CompareOp as C, DType, NodeId, Op};
 
 pub(super) fn register(r: &mut Registry) {
     r.insert("GridSample", grid_sample);
+    r.insert("AffineGrid", affine_grid);
+}
+
+/// AffineGrid: the normalised pixel-centre coordinates `(x, y[, z], 1)` of the output size
+/// (a host table), times θᵀ per batch item: `[N, H·W, k+1] @ [N, k+1, k] → [N, H, W, k]`.
+fn affine_grid(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    let theta = c.input(n, 0)?;
+    let size = c
+        .const_ints(n, 1)?
+        .ok_or_else(|| c.err("needs input 1 (size)"))?;
+    let align = Attrs(n).i_or("align_corners", 0) != 0;
+    let k = size.len().saturating_sub(2);
+    let td = c.static_dims(theta)?;
+    if !(k == 2 || k == 3) || td != [size[0] as usize, k, k + 1] || size.iter().any(|&v| v < 1) {
+        return Err(c.err(format!("theta {td:?} and size {size:?} (2-D or 3-D)")));
+    }
+    let batch = size[0] as usize;
+    let spatial: Vec<usize> = size[2..].iter().map(|&v| v as usize).collect();
+    let cells: usize = spatial.iter().product();
+    c.limit("an AffineGrid base", batch * cells * (k + 1))?;
+    let coord = |i: usize, len: usize| -> f64 {
+        if align {
+            if len == 1 {
+                0.0
+            } else {
+                -1.0 + 2.0 * i as f64 / (len - 1) as f64
+            }
+        } else {
+            (2.0 * i as f64 + 1.0) / len as f64 - 1.0
+        }
+    };
+    // Row-major over the spatial dims (D, H, W); each row is (x, y[, z], 1), x from W.
+    let mut base = Vec::with_capacity(cells * (k + 1));
+    for cell in 0..cells {
+        let (mut rest, mut pos) = (cell, vec![0usize; k]);
+        for s in (0..k).rev() {
+            pos[s] = rest % spatial[s];
+            rest /= spatial[s];
+        }
+        for s in (0..k).rev() {
+            base.push(coord(pos[s], spatial[s]));
+        }
+        base.push(1.0);
+    }
+    let dt = c.dtype(theta)?;
+    let mut all = Vec::with_capacity(batch * base.len());
+    for _ in 0..batch {
+        all.extend_from_slice(&base);
+    }
+    let b = c.constant(rlx_ir::HostTensor::from_f64_as(
+        &[batch, cells, k + 1],
+        &all,
+        dt,
+    ))?;
+    let tt = c.add(
+        Op::Transpose {
+            perm: vec![0, 2, 1],
+        },
+        &[theta],
+    )?;
+    let g = c.add(Op::MatMul, &[b, tt])?;
+    let mut shape = vec![batch as i64];
+    shape.extend(spatial.iter().map(|&v| v as i64));
+    shape.push(k as i64);
+    one(c.add(Op::Reshape { shape }, &[g])?)
 }
 
 #[derive(Clone, Copy, PartialEq)]

@@ -204,11 +204,8 @@ fn rnn(c: &mut ImportCtx, n: &NodeProto, cell: Cell) -> Translated {
     if wd != [dirs, g * hid, input] {
         return Err(c.err(format!("W {wd:?} must be [{dirs}, {}, {input}]", g * hid)));
     }
-    if let Some(sl) = c.opt_input(n, 4)? {
-        let ok = c
-            .known(sl)
-            .is_some_and(|t| t.to_i64_vec().iter().all(|&v| v == s_len as i64));
-        if !ok {
+    if let Some(sl) = c.const_ints(n, 4)? {
+        if sl.iter().any(|&v| v != s_len as i64) {
             return Err(c.unsupported("sequence_lens other than the full length"));
         }
     }
