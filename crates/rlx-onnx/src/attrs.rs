@@ -1,5 +1,5 @@
 //! Typed access to a node's attributes.
-use crate::proto::{AttributeProto, NodeProto, TensorProto};
+use crate::proto::{AttributeProto, GraphProto, NodeProto, TensorProto};
 
 /// The attributes of one node.
 pub struct Attrs<'a>(pub &'a NodeProto);
@@ -39,5 +39,8 @@ impl<'a> Attrs<'a> {
     }
     pub fn t(&self, name: &str) -> Option<&'a TensorProto> {
         self.get(name).and_then(|a| a.t.as_ref())
+    }
+    pub fn g(&self, name: &str) -> Option<&'a GraphProto> {
+        self.get(name).and_then(|a| a.g.as_ref())
     }
 }

@@ -40,6 +40,9 @@ pub struct ImportCtx {
     pub(crate) onnx_types: HashMap<String, i32>,
     /// The inputs that were read through `hints`.
     pub(crate) specialized: Vec<String>,
+    /// Every opset the model imports (domain, version): subgraphs (Scan, If, Loop bodies)
+    /// are translated under them.
+    pub(crate) opsets: Vec<(String, i64)>,
     /// The node being translated (for messages).
     node_name: String,
     op_type: String,
@@ -55,6 +58,7 @@ impl ImportCtx {
             hints: HashMap::new(),
             onnx_types: HashMap::new(),
             specialized: Vec::new(),
+            opsets: Vec::new(),
             node_name: String::new(),
             op_type: String::new(),
         }
@@ -182,11 +186,58 @@ impl ImportCtx {
             }
             return Ok(Some(h));
         }
+        // A value computed from hinted inputs (a Range bound cast from a size input): run
+        // its cone on the CPU evaluator with the hints as the inputs' values.
+        let mut memo = HashMap::new();
+        let mut used = vec![];
+        if let Some(v) = self.eval_cone(id, &mut memo, &mut used) {
+            for u in used {
+                if !self.specialized.contains(&u) {
+                    self.specialized.push(u);
+                }
+            }
+            return Ok(Some(v));
+        }
         None.ok_or_else(|| {
             self.unsupported(format!(
                 "input {i} (\"{name}\") must be known at import time (a constant or a static shape)"
             ))
         })
+    }
+
+    /// The value of `id` when every input of its cone is a constant or a hinted graph input
+    /// (whose names go to `used`); None on a param, an unhinted input, or a large tensor.
+    fn eval_cone(
+        &self,
+        id: NodeId,
+        memo: &mut HashMap<NodeId, HostTensor>,
+        used: &mut Vec<String>,
+    ) -> Option<HostTensor> {
+        if let Some(v) = memo.get(&id) {
+            return Some(v.clone());
+        }
+        let node = self.graph.nodes.get(id.0)?;
+        if node.shape.numel().is_none_or(|n| n > FOLD_LIMIT) {
+            return None;
+        }
+        let v = match &node.op {
+            Op::Constant { .. } => self.known(id)?,
+            Op::Input { name } => {
+                let h = self.hints.get(name)?.clone();
+                used.push(name.clone());
+                h
+            }
+            Op::Param { .. } => return None,
+            op => {
+                let mut vals = vec![];
+                for &i in &node.inputs {
+                    vals.push(self.eval_cone(i, memo, used)?);
+                }
+                CpuConstEvaluator.eval(op, &vals, &node.shape)?
+            }
+        };
+        memo.insert(id, v.clone());
+        Some(v)
     }
 
     /// `const_input` read as integers.

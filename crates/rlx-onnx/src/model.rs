@@ -130,6 +130,7 @@ pub fn import_model_with(
         .unwrap_or(1);
     let mut ctx = ImportCtx::new(graph.name.as_deref().unwrap_or("onnx"), opset);
     ctx.set_hints(opts.specialize.clone());
+    ctx.opsets = opsets.clone();
     for t in &graph.initializer {
         let name = t.name.clone().unwrap_or_default();
         let value = decode_tensor(t, base_dir)?;

@@ -3,20 +3,30 @@
 //! the dispatcher reports the op unsupported), or `Err` (broken, or a specific attribute /
 //! dtype rlx does not do — always naming node, op type and opset).
 mod attention;
+mod bitwise;
+mod control;
 mod conv_transpose;
 mod einsum;
 mod elementwise;
+mod grid_sample;
+mod index;
 mod layout;
 mod loss;
 mod matmul;
+mod misc;
 mod nn;
 mod norm;
 mod quant;
 mod reduce;
 mod resize;
+mod rnn;
 mod rotary;
 mod rounding;
 mod shape;
+mod spectral;
+mod trig;
+mod unpool;
+mod window;
 
 use crate::proto::NodeProto;
 use crate::{ImportCtx, OnnxError};
@@ -34,20 +44,30 @@ pub type Registry = HashMap<&'static str, Translator>;
 pub fn registry() -> Registry {
     let mut r = Registry::new();
     attention::register(&mut r);
+    bitwise::register(&mut r);
+    control::register(&mut r);
     conv_transpose::register(&mut r);
     einsum::register(&mut r);
+    grid_sample::register(&mut r);
     elementwise::register(&mut r);
+    index::register(&mut r);
     layout::register(&mut r);
     loss::register(&mut r);
     matmul::register(&mut r);
+    misc::register(&mut r);
     nn::register(&mut r);
     norm::register(&mut r);
     quant::register(&mut r);
     reduce::register(&mut r);
     resize::register(&mut r);
+    rnn::register(&mut r);
     rotary::register(&mut r);
     rounding::register(&mut r);
     shape::register(&mut r);
+    spectral::register(&mut r);
+    trig::register(&mut r);
+    unpool::register(&mut r);
+    window::register(&mut r);
     r
 }
 

@@ -31,8 +31,12 @@ fn per_channel(c: &mut ImportCtx, v: NodeId, r: usize) -> Result<NodeId, OnnxErr
 }
 
 fn batch_norm(c: &mut ImportCtx, n: &NodeProto) -> Translated {
-    if Attrs(n).i_or("training_mode", 0) != 0 || n.output.iter().skip(1).any(|o| !o.is_empty()) {
-        return Err(c.unsupported("training mode (running statistics outputs)"));
+    let extra = n.output.iter().skip(1).any(|o| !o.is_empty());
+    if Attrs(n).i_or("training_mode", 0) != 0 || extra {
+        if c.opset < 14 {
+            return Err(c.unsupported("training mode before opset 14 (saved statistics)"));
+        }
+        return batch_norm_training(c, n);
     }
     let x = c.input(n, 0)?;
     let r = c.rank(x)?;
@@ -49,6 +53,41 @@ fn batch_norm(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let xc = c.add(Op::Binary(B::Sub), &[x, p[2]])?;
     let y = c.add(Op::Binary(B::Mul), &[xc, scale])?;
     one(c.add(Op::Binary(B::Add), &[y, p[1]])?)
+}
+
+/// Training mode: normalise by the batch's own mean and (population) variance over every
+/// axis but the channel, and output the running statistics moved toward them by
+/// `1 − momentum`.
+fn batch_norm_training(c: &mut ImportCtx, n: &NodeProto) -> Translated {
+    let x = c.input(n, 0)?;
+    let r = c.rank(x)?;
+    let axes: Vec<i64> = (0..r as i64).filter(|&a| a != 1).collect();
+    let mean = mean_keep(c, x, &axes)?;
+    let xc = c.add(Op::Binary(B::Sub), &[x, mean])?;
+    let sq = c.add(Op::Binary(B::Mul), &[xc, xc])?;
+    let var = mean_keep(c, sq, &axes)?;
+    let dt = c.dtype(x)?;
+    let eps = c.scalar(Attrs(n).f_or("epsilon", 1e-5) as f64, dt)?;
+    let ve = c.add(Op::Binary(B::Add), &[var, eps])?;
+    let inv = c.add(Op::Activation(A::Rsqrt), &[ve])?;
+    let (scale, bias) = (c.input(n, 1)?, c.input(n, 2)?);
+    let (scale, bias) = (per_channel(c, scale, r)?, per_channel(c, bias, r)?);
+    let y = c.add(Op::Binary(B::Mul), &[xc, inv])?;
+    let y = c.add(Op::Binary(B::Mul), &[y, scale])?;
+    let y = c.add(Op::Binary(B::Add), &[y, bias])?;
+    let m = Attrs(n).f_or("momentum", 0.9) as f64;
+    let mut outs = vec![y];
+    for (i, cur) in [(3usize, mean), (4, var)] {
+        let run = c.input(n, i)?;
+        let rdt = c.dtype(run)?;
+        let cur = c.add(Op::Reshape { shape: vec![-1] }, &[cur])?;
+        let cur = super::elementwise::cast_to(c, cur, rdt)?;
+        let (km, k1) = (c.scalar(m, rdt)?, c.scalar(1.0 - m, rdt)?);
+        let a = c.add(Op::Binary(B::Mul), &[run, km])?;
+        let b = c.add(Op::Binary(B::Mul), &[cur, k1])?;
+        outs.push(c.add(Op::Binary(B::Add), &[a, b])?);
+    }
+    Ok(Some(outs))
 }
 
 /// Reduce-mean over `axes` (kept), the normalisation statistics.

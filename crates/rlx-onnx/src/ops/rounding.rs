@@ -38,7 +38,7 @@ fn guard(c: &mut ImportCtx, x: NodeId, y: NodeId) -> Result<NodeId, OnnxError> {
     c.add(Op::Where, &[keep, x, y])
 }
 
-fn floor(c: &mut ImportCtx, x: NodeId) -> Result<NodeId, OnnxError> {
+pub(super) fn floor(c: &mut ImportCtx, x: NodeId) -> Result<NodeId, OnnxError> {
     let dt = c.dtype(x)?;
     let i = c.add(Op::Cast { to: DType::I64 }, &[x])?;
     let t = c.add(Op::Cast { to: dt }, &[i])?;

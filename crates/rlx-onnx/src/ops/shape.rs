@@ -286,7 +286,7 @@ fn pad(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let x = c.input(n, 0)?;
     let a = Attrs(n);
     let mode = a.s("mode").unwrap_or_else(|| "constant".into());
-    if mode != "constant" {
+    if !matches!(mode.as_str(), "constant" | "edge" | "reflect" | "wrap") {
         return Err(c.unsupported(format!("mode \"{mode}\"")));
     }
     let r = c.rank(x)?;
@@ -311,15 +311,71 @@ fn pad(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     if pads.len() != 2 * axes.len() {
         return Err(c.err(format!("{} pads for {} axes", pads.len(), axes.len())));
     }
-    let mut out = vec![[0usize; 2]; r];
+    let mut signed = vec![[0i64; 2]; r];
     for (k, &ax) in axes.iter().enumerate() {
-        let (b, e) = (pads[k], pads[k + axes.len()]);
-        if b < 0 || e < 0 {
-            return Err(c.unsupported("negative pads"));
-        }
-        out[ax] = [b as usize, e as usize];
+        signed[ax] = [pads[k], pads[k + axes.len()]];
     }
-    one(c.add(Op::Pad { pads: out, value }, &[x])?)
+    let mut y = x;
+    let mut out = vec![[0usize; 2]; r];
+    for (ax, &[b, e]) in signed.iter().enumerate() {
+        if mode == "constant" {
+            // Negative pads crop (a gather of the kept range); the rest is a constant Pad.
+            if b < 0 || e < 0 {
+                y = pad_axis(c, y, ax, b.min(0), e.min(0), &mode)?;
+            }
+            out[ax] = [b.max(0) as usize, e.max(0) as usize];
+        } else if b != 0 || e != 0 {
+            y = pad_axis(c, y, ax, b, e, &mode)?;
+        }
+    }
+    if out.iter().all(|p| *p == [0, 0]) {
+        return one(y);
+    }
+    one(c.add(Op::Pad { pads: out, value }, &[y])?)
+}
+
+/// Pad (or crop, for negative amounts) one axis by a Gather of a host index table: output
+/// position o reads input `o − before` mapped into the axis by the mode (edge: clamped,
+/// reflect: mirrored without repeating the end, wrap: cyclic; constant: only crops here).
+fn pad_axis(
+    c: &mut ImportCtx,
+    x: NodeId,
+    ax: usize,
+    before: i64,
+    after: i64,
+    mode: &str,
+) -> Result<NodeId, OnnxError> {
+    let d = c.static_dims(x)?[ax] as i64;
+    let len = d + before + after;
+    if len < 0 {
+        return Err(c.err(format!(
+            "pads {before}, {after} remove more than axis {ax} ({d})"
+        )));
+    }
+    if d == 0 && len > 0 {
+        return Err(c.err(format!("mode \"{mode}\" cannot pad the empty axis {ax}")));
+    }
+    c.limit("a Pad index table", len as usize)?;
+    let idx: Vec<i64> = (0..len)
+        .map(|o| {
+            let i = o - before;
+            match mode {
+                "reflect" if d > 1 => {
+                    let p = 2 * (d - 1);
+                    let m = i.rem_euclid(p);
+                    if m < d {
+                        m
+                    } else {
+                        p - m
+                    }
+                }
+                "wrap" => i.rem_euclid(d),
+                _ => i.clamp(0, d - 1),
+            }
+        })
+        .collect();
+    let t = c.constant(rlx_ir::HostTensor::from_i64(&[len as usize], &idx))?;
+    c.add(Op::Gather { axis: ax as i64 }, &[x, t])
 }
 
 fn shape(c: &mut ImportCtx, n: &NodeProto) -> Translated {
