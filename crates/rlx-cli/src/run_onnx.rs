@@ -118,9 +118,17 @@ fn random_input(
             format!("integers in 0..{rows} (the rows of the table Gather \"{node}\" reads)"),
         )
     } else if lname.contains("mask") {
-        (1.0, 2.0, "all ones (a mask: every position valid)".to_string())
+        (
+            1.0,
+            2.0,
+            "all ones (a mask: every position valid)".to_string(),
+        )
     } else {
-        (0.0, 2.0, "integers in 0..2 (no table found to bound them)".to_string())
+        (
+            0.0,
+            2.0,
+            "integers in 0..2 (no table found to bound them)".to_string(),
+        )
     };
     let vals: Vec<f64> = (0..n)
         .map(|_| {
@@ -175,7 +183,11 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
             .inputs
             .iter()
             .find(|d| &d.name == name)
-            .ok_or_else(|| usage(format!("--input {name}: the model has no input of that name")))?;
+            .ok_or_else(|| {
+                usage(format!(
+                    "--input {name}: the model has no input of that name"
+                ))
+            })?;
         let t = rlx_io::read_npy(path).map_err(|e| usage(e.to_string()))?;
         let declared = d.dims.clone().unwrap_or_default();
         if declared.len() != t.shape.len() {
@@ -198,7 +210,9 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
             .iter()
             .any(|(s, n)| symbols.iter().any(|(s2, n2)| s == s2 && n != n2));
         if clash {
-            shapes.entry(name.clone()).or_insert_with(|| t.shape.clone());
+            shapes
+                .entry(name.clone())
+                .or_insert_with(|| t.shape.clone());
         } else {
             for (s, n) in symbols {
                 match dims.get(s) {
@@ -259,7 +273,12 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
                         t.dtype, s.dtype
                     )));
                 }
-                println!("input {name}: {:?} {} from {}", t.shape, t.dtype, files[name].display());
+                println!(
+                    "input {name}: {:?} {} from {}",
+                    t.shape,
+                    t.dtype,
+                    files[name].display()
+                );
                 t
             }
             None => {
@@ -339,6 +358,9 @@ mod tests {
         let sh = parse_shapes(&s(&["x=1,3,48,192"])).unwrap();
         assert_eq!(sh["x"], vec![1, 3, 48, 192]);
         assert!(parse_shapes(&s(&["x=1,,3"])).is_err());
-        assert_eq!(file_name("save_infer_model/scale_0.tmp_1"), "save_infer_model_scale_0.tmp_1");
+        assert_eq!(
+            file_name("save_infer_model/scale_0.tmp_1"),
+            "save_infer_model_scale_0.tmp_1"
+        );
     }
 }

@@ -95,8 +95,8 @@ pub fn parse_npy(bytes: &[u8], what: &str) -> Result<HostTensor, NpyError> {
         .ok_or_else(|| bad(format!("header of {len} bytes runs past the file end")))?;
     // Version 3 allows UTF-8 in the header; 1 and 2 are latin-1, whose ASCII subset is
     // all a valid header for a plain dtype uses.
-    let text = std::str::from_utf8(&bytes[start..end])
-        .map_err(|_| bad("header is not text".into()))?;
+    let text =
+        std::str::from_utf8(&bytes[start..end]).map_err(|_| bad("header is not text".into()))?;
     let header = parse_header(text).map_err(bad)?;
     let unsupported = |msg: String| NpyError::Unsupported {
         what: what.to_string(),
@@ -125,7 +125,11 @@ pub fn npy_bytes(t: &HostTensor) -> Vec<u8> {
     let (d, data) = match descr(t.dtype) {
         Some(d) => (d, std::borrow::Cow::Borrowed(&t.data)),
         None => {
-            let v: Vec<u8> = t.to_f32_vec().iter().flat_map(|x| x.to_le_bytes()).collect();
+            let v: Vec<u8> = t
+                .to_f32_vec()
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect();
             ("<f4", std::borrow::Cow::Owned(v))
         }
     };
@@ -224,7 +228,10 @@ impl Lexer<'_> {
         if self.eat(c) {
             Ok(())
         } else {
-            Err(format!("expected '{}' at header byte {}", c as char, self.i))
+            Err(format!(
+                "expected '{}' at header byte {}",
+                c as char, self.i
+            ))
         }
     }
     fn string(&mut self) -> Result<String, String> {

@@ -155,7 +155,8 @@ pub fn fix_dims(
             .is_some_and(|n| inputs.iter().any(|i| i == n))
     }) {
         let name = v.name.clone().unwrap_or_default();
-        let Some(type_proto::Value::TensorType(t)) = v.r#type.as_mut().and_then(|t| t.value.as_mut())
+        let Some(type_proto::Value::TensorType(t)) =
+            v.r#type.as_mut().and_then(|t| t.value.as_mut())
         else {
             continue;
         };
@@ -292,12 +293,12 @@ mod tests {
             }],
             graph: Some(GraphProto {
                 input: vec![
+                    input("ids", 7, vec![Some(D::DimParam("batch".into())), None]),
                     input(
-                        "ids",
-                        7,
-                        vec![Some(D::DimParam("batch".into())), None],
+                        "img",
+                        1,
+                        vec![Some(D::DimValue(3)), Some(D::DimParam("?".into()))],
                     ),
-                    input("img", 1, vec![Some(D::DimValue(3)), Some(D::DimParam("?".into()))]),
                 ],
                 initializer: vec![TensorProto {
                     name: Some("table".into()),

@@ -23,7 +23,10 @@ fn python() -> Option<PathBuf> {
     let c = cache()?;
     let py = c.join("hf-venv/bin/python");
     if !py.exists() || !c.join("py-ort/onnxruntime").exists() {
-        eprintln!("skip: no {} or py-ort (scripts/fetch_onnx_models.sh)", py.display());
+        eprintln!(
+            "skip: no {} or py-ort (scripts/fetch_onnx_models.sh)",
+            py.display()
+        );
         return None;
     }
     Some(py)
@@ -34,7 +37,10 @@ fn model(rel: &str) -> Option<PathBuf> {
     if p.exists() {
         Some(p)
     } else {
-        eprintln!("skip: {} is missing (scripts/fetch_onnx_models.sh)", p.display());
+        eprintln!(
+            "skip: {} is missing (scripts/fetch_onnx_models.sh)",
+            p.display()
+        );
         None
     }
 }
@@ -46,7 +52,11 @@ fn scratch(tag: &str) -> PathBuf {
 }
 
 /// rlx's outputs and ORT's for `inputs` (all dims of the model fixed by the inputs' shapes).
-fn both(path: &Path, inputs: &[(&str, HostTensor)], tag: &str) -> Option<Vec<(HostTensor, HostTensor)>> {
+fn both(
+    path: &Path,
+    inputs: &[(&str, HostTensor)],
+    tag: &str,
+) -> Option<Vec<(HostTensor, HostTensor)>> {
     let py = python()?;
     let dir = scratch(tag);
     let mut args = vec![];
@@ -86,7 +96,13 @@ fn both(path: &Path, inputs: &[(&str, HostTensor)], tag: &str) -> Option<Vec<(Ho
     for (name, g) in m.outputs.iter().zip(got) {
         let fname: String = name
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect();
         let want = rlx_io::read_npy(dir.join("ort").join(format!("{fname}.npy"))).unwrap();
         assert_eq!(g.shape, want.shape, "output {name}: shape");
@@ -132,7 +148,10 @@ fn bert_inputs(rng: &mut Rng, batch: usize, seq: usize) -> Vec<(&'static str, Ho
 fn image(rng: &mut Rng, batch: usize) -> Vec<(&'static str, HostTensor)> {
     let n = batch * 3 * 48 * 192;
     let v = rng.uniforms(n, -1.0, 1.0);
-    vec![("x", HostTensor::from_f64_as(&[batch, 3, 48, 192], &v, DType::F32))]
+    vec![(
+        "x",
+        HostTensor::from_f64_as(&[batch, 3, 48, 192], &v, DType::F32),
+    )]
 }
 
 #[test]
