@@ -140,7 +140,8 @@ pub fn npy_bytes(t: &HostTensor) -> Vec<u8> {
     };
     let mut header = format!("{{'descr': '{d}', 'fortran_order': False, 'shape': {shape}, }}");
     // The data must start on a 64-byte boundary; the header ends in a newline.
-    let v1 = 10 + header.len() + 1 <= u16::MAX as usize;
+    // v1 stores the padded header length (up to 64 more bytes) in 16 bits.
+    let v1 = header.len() + 65 <= u16::MAX as usize;
     let prefix = if v1 { 10 } else { 12 };
     let pad = (64 - (prefix + header.len() + 1) % 64) % 64;
     header.extend(std::iter::repeat_n(' ', pad));
@@ -328,7 +329,7 @@ mod tests {
     #[test]
     fn reads_numpys_own_header() {
         let mut h = b"{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }".to_vec();
-        while (10 + h.len() + 1) % 64 != 0 {
+        while !(10 + h.len() + 1).is_multiple_of(64) {
             h.push(b' ');
         }
         h.push(b'\n');
