@@ -6,6 +6,7 @@
 #   gguf/tiny-{llama,qwen2,gemma3}.gguf    seeded random weights (scripts/gen_gguf_arch.py),
 #                                          the files the committed llama.cpp references used
 #   onnx-node/                             the ONNX backend node suite (scripts/fetch_onnx_suite.sh)
+#   onnx/                                  real ONNX models (scripts/fetch_onnx_models.sh)
 #   hf/tiny-{llama,qwen2,llama-sharded}/   seeded random-weight Hugging Face folders
 #                                          (scripts/gen_hf_tiny.py), the files the committed
 #                                          transformers references (scripts/hf_ref.py) used
@@ -75,3 +76,6 @@ ls -ld "$cache"/hf/tiny-* "$cache/hf/all-MiniLM-L6-v2"
 
 # The ONNX backend node suite (crates/rlx-onnx/tests/node_suite.rs runs it).
 bash "$here/fetch_onnx_suite.sh" >/dev/null
+
+# Real ONNX models (crates/rlx-onnx/tests/real_models.rs).
+bash "$here/fetch_onnx_models.sh" >/dev/null

@@ -1,4 +1,4 @@
-//! `rlx`: run the demo, inspect graphs, train, generate, embed, run ONNX test cases.
+//! `rlx`: run the demo, inspect graphs, train, generate, embed, run ONNX models and test cases.
 mod bench;
 mod bench_embed;
 mod bench_llm;
@@ -7,7 +7,9 @@ mod embed;
 mod generate;
 mod inspect;
 mod inspect_gguf;
+mod inspect_onnx;
 mod onnx_test;
+mod run_onnx;
 mod train;
 
 use clap::{Parser, Subcommand};
@@ -42,14 +44,23 @@ enum Cmd {
         #[arg(long)]
         save: Option<PathBuf>,
     },
-    /// Print a serialized graph (JSON or binary) and check it, or a GGUF model's metadata
-    /// and tensor table.
+    /// Print a serialized graph (JSON or binary) and check it, a GGUF model's metadata
+    /// and tensor table, or an ONNX model's inputs, outputs, opsets, op counts and the ops
+    /// rlx cannot import.
     Inspect {
         file: PathBuf,
         /// Also run the optimisation pipeline and show the graph after every pass.
         #[arg(long)]
         optimized: bool,
+        /// ONNX: the size of a symbolic dim for the trial import, NAME=N (repeatable).
+        #[arg(long = "dim", value_name = "NAME=N")]
+        dims: Vec<String>,
+        /// ONNX: a whole input shape for the trial import, NAME=D0,D1,… (repeatable).
+        #[arg(long = "shape", value_name = "NAME=D0,D1,...")]
+        shapes: Vec<String>,
     },
+    /// Run an ONNX model on .npy or random inputs; outputs to .npy, timings printed.
+    Run(run_onnx::RunArgs),
     /// Time matmul, a MiniLM-shaped encoder and the MNIST CNN training step; print a table.
     Bench {
         /// cpu, cuda or cuda:N (default: the best available)
@@ -170,7 +181,19 @@ fn main() -> ExitCode {
             save,
         } => parse_device(device.as_deref())
             .and_then(|d| demo::run(d, seq, width, heads, save.as_deref())),
-        Cmd::Inspect { file, optimized } => inspect::run(&file, optimized),
+        Cmd::Inspect {
+            file,
+            optimized,
+            dims,
+            shapes,
+        } => {
+            if !inspect_gguf::is_gguf(&file) && inspect_onnx::is_onnx(&file) {
+                inspect_onnx::run(&file, &dims, &shapes)
+            } else {
+                inspect::run(&file, optimized)
+            }
+        }
+        Cmd::Run(args) => run_onnx::run(&args),
         Cmd::Train { what } => train::run(what),
         Cmd::OnnxTest {
             dirs,

@@ -6,6 +6,7 @@
 mod attrs;
 mod ctx;
 mod error;
+pub mod inspect;
 mod model;
 pub mod ops;
 pub mod proto;
