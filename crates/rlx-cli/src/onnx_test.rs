@@ -4,6 +4,7 @@
 use crate::CliError;
 use rlx::prelude::Device;
 use rlx_onnx::suite;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub fn run(dirs: &[PathBuf], device: Device, failures: Option<&Path>) -> Result<(), CliError> {
@@ -18,11 +19,36 @@ pub fn run(dirs: &[PathBuf], device: Device, failures: Option<&Path>) -> Result<
         }
         cases.extend(found);
     }
-    let results = suite::run_cases(&cases, device);
-    for (name, outcome) in &results {
-        println!("{name}: {outcome}");
+    let full = suite::run_cases_full(&cases, device);
+    // On a GPU a pass that ran some nodes on the CPU says which (the dispatch report's view).
+    let mut leaned: BTreeMap<String, usize> = BTreeMap::new();
+    let mut passes_with_fallback = 0;
+    for (name, r) in &full {
+        if r.fallback.is_empty() {
+            println!("{name}: {}", r.outcome);
+        } else {
+            println!("{name}: {} [cpu fallback: {}]", r.outcome, r.fallback.join("; "));
+            if r.outcome.passed() {
+                passes_with_fallback += 1;
+                for f in &r.fallback {
+                    let kind = f.split(" (").next().unwrap_or(f).to_string();
+                    *leaned.entry(kind).or_default() += 1;
+                }
+            }
+        }
     }
+    let results: Vec<(String, suite::Outcome)> =
+        full.into_iter().map(|(n, r)| (n, r.outcome)).collect();
     println!("{}", suite::summary(&results));
+    if device != Device::Cpu {
+        let mut top: Vec<_> = leaned.into_iter().collect();
+        top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let top: Vec<String> = top.iter().take(12).map(|(k, n)| format!("{k} {n}")).collect();
+        println!(
+            "{passes_with_fallback} of the passing cases ran some node on the CPU (op kinds: {})",
+            if top.is_empty() { "none".to_string() } else { top.join(", ") }
+        );
+    }
     if let Some(path) = failures {
         // The CI list (crates/rlx-onnx/tests/data/node_expected_failures.txt): name, category.
         let mut text = String::from(

@@ -127,10 +127,26 @@ fn to_outcome(e: OnnxError) -> Outcome {
 
 /// Run one case folder on `device`.
 pub fn run_case(dir: &Path, device: Device) -> Outcome {
-    match run_case_inner(dir, device) {
+    run_case_full(dir, device).outcome
+}
+
+/// One case's outcome and, on a device other than the CPU, the op kinds of the nodes that
+/// ran on the CPU instead (each once, with the lowering's first reason): a GPU pass that
+/// leaned on the CPU is visible, not silent.
+#[derive(Clone, Debug)]
+pub struct CaseRun {
+    pub outcome: Outcome,
+    pub fallback: Vec<String>,
+}
+
+/// [`run_case`] with the case's CPU fallbacks.
+pub fn run_case_full(dir: &Path, device: Device) -> CaseRun {
+    let mut fallback = vec![];
+    let outcome = match run_case_inner(dir, device, &mut fallback) {
         Ok(o) => o,
         Err(e) => to_outcome(e),
-    }
+    };
+    CaseRun { outcome, fallback }
 }
 
 /// A case imported and its inputs read: the model (specialised on the inputs where a node
@@ -178,7 +194,11 @@ pub fn prepare(dir: &Path) -> Result<Prepared, OnnxError> {
     })
 }
 
-fn run_case_inner(dir: &Path, device: Device) -> Result<Outcome, OnnxError> {
+fn run_case_inner(
+    dir: &Path,
+    device: Device,
+    fallback: &mut Vec<String>,
+) -> Result<Outcome, OnnxError> {
     let Prepared {
         model,
         feeds,
@@ -192,6 +212,17 @@ fn run_case_inner(dir: &Path, device: Device) -> Result<Outcome, OnnxError> {
         exe.set_param_typed(name, v.clone()).map_err(rt)?;
     }
     let got = exe.run_typed(&feeds).map_err(rt)?;
+    // After the run: graphs with dynamic dims are lowered at their first run.
+    if device != Device::Cpu {
+        for (_, kind, why) in exe.dispatch() {
+            if let Some(why) = why {
+                let entry = format!("{} ({why})", kind.name());
+                if !fallback.iter().any(|f| f.starts_with(kind.name())) {
+                    fallback.push(entry);
+                }
+            }
+        }
+    }
     if got.len() != outputs.len() {
         return Err(OnnxError::Graph(format!(
             "{} outputs, {} expected",
@@ -310,16 +341,27 @@ pub fn case_name(dir: &Path) -> String {
 /// Run many cases in parallel (rayon); results in the order given. A panic inside a case
 /// is caught and reported as an error of that case.
 pub fn run_cases(dirs: &[PathBuf], device: Device) -> Vec<(String, Outcome)> {
+    run_cases_full(dirs, device)
+        .into_iter()
+        .map(|(n, r)| (n, r.outcome))
+        .collect()
+}
+
+/// [`run_cases`] with each case's CPU fallbacks.
+pub fn run_cases_full(dirs: &[PathBuf], device: Device) -> Vec<(String, CaseRun)> {
     dirs.par_iter()
         .map(|d| {
-            let o = std::panic::catch_unwind(|| run_case(d, device)).unwrap_or_else(|p| {
+            let o = std::panic::catch_unwind(|| run_case_full(d, device)).unwrap_or_else(|p| {
                 let msg = p
                     .downcast_ref::<String>()
                     .cloned()
                     .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_default();
-                Outcome::Error {
-                    reason: format!("panic: {msg}"),
+                CaseRun {
+                    outcome: Outcome::Error {
+                        reason: format!("panic: {msg}"),
+                    },
+                    fallback: vec![],
                 }
             });
             (case_name(d), o)
