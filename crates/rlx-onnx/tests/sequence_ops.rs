@@ -114,7 +114,12 @@ fn model(m: &OneNode) -> Vec<u8> {
     };
     let g = GraphProto {
         name: Some("g".into()),
-        input: m.ins.iter().flatten().map(|i| value(i.name, &i.dims)).collect(),
+        input: m
+            .ins
+            .iter()
+            .flatten()
+            .map(|i| value(i.name, &i.dims))
+            .collect(),
         output: m.outs.iter().map(|(n, d)| value(n, d)).collect(),
         node: vec![node],
         ..Default::default()
@@ -148,7 +153,12 @@ fn run(m: &OneNode) -> Vec<Vec<f64>> {
         exe.set_param_typed(name, v.clone()).unwrap();
     }
     let feeds: Vec<(&str, HostTensor)> = (m.ins.iter().flatten())
-        .map(|i| (i.name, HostTensor::from_f64_as(&i.dims, &i.data, DType::F64)))
+        .map(|i| {
+            (
+                i.name,
+                HostTensor::from_f64_as(&i.dims, &i.data, DType::F64),
+            )
+        })
         .collect();
     let outs = exe.run_typed(&feeds).unwrap();
     outs.iter().map(|t| t.to_f64_vec()).collect()
@@ -377,11 +387,17 @@ fn linear_attention_rejects_what_it_does_not_do() {
     a.push(attr_s("update_rule", "linear"));
     a.push(attr_i("mystery", 1));
     let e = case(&three, a);
-    assert!(e.contains("my_LinearAttention") && e.contains("mystery"), "{e}");
+    assert!(
+        e.contains("my_LinearAttention") && e.contains("mystery"),
+        "{e}"
+    );
     let mut a = heads();
     a.push(attr_s("update_rule", "linear"));
     let e = case(&[Some(&q), Some(&q), Some(&q), None, Some(&decay)], a);
-    assert!(e.contains("my_LinearAttention") && e.contains("decay"), "{e}");
+    assert!(
+        e.contains("my_LinearAttention") && e.contains("decay"),
+        "{e}"
+    );
     // The default rule (gated_delta) needs decay and beta.
     let e = case(&three, heads());
     assert!(e.contains("requires decay"), "{e}");
@@ -404,7 +420,10 @@ fn linear_attention_rejects_what_it_does_not_do() {
         outs: &[("y", vec![1, 4097, 2]), ("state", vec![1, 1, 2, 2])],
         attrs: a,
     });
-    assert!(e.contains("my_LinearAttention") && e.contains("4097"), "{e}");
+    assert!(
+        e.contains("my_LinearAttention") && e.contains("4097"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -501,7 +520,10 @@ fn causal_conv_with_state_rejects_what_it_does_not_do() {
         })
     };
     let e = case(&w, vec![attr_s("activation", "gelu")]);
-    assert!(e.contains("my_CausalConvWithState") && e.contains("gelu"), "{e}");
+    assert!(
+        e.contains("my_CausalConvWithState") && e.contains("gelu"),
+        "{e}"
+    );
     let e = case(&w, vec![attr_i("ndim", 1)]);
     assert!(e.contains("ndim"), "{e}");
     let w3 = In {

@@ -77,7 +77,11 @@ fn flex_attention(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     } else {
         DType::F32
     };
-    let (q, k, v) = (cast_to(c, q0, dt)?, cast_to(c, k0, dt)?, cast_to(c, v0, dt)?);
+    let (q, k, v) = (
+        cast_to(c, q0, dt)?,
+        cast_to(c, k0, dt)?,
+        cast_to(c, v0, dt)?,
+    );
     // Each KV head's group of query heads as one block of G·L rows.
     let qg = reshape(c, q, &[b, hkv, g * l, e])?;
     let kt = c.add(

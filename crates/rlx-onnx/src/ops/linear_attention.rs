@@ -68,7 +68,10 @@ fn per_head(
     let d = c.static_dims(x)?;
     let ok = d.len() == 3 && d[0] == b && d[1] == t && widths.iter().any(|&w| w * h == d[2]);
     if !ok {
-        let want: Vec<String> = widths.iter().map(|w| format!("[{b}, {t}, {}]", w * h)).collect();
+        let want: Vec<String> = widths
+            .iter()
+            .map(|w| format!("[{b}, {t}, {}]", w * h))
+            .collect();
         return Err(c.err(format!("{what} is {d:?}, expected {}", want.join(" or "))));
     }
     let x = cast_to(c, x, dt)?;
