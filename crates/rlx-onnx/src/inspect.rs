@@ -108,9 +108,12 @@ pub fn info(model: &ModelProto) -> ModelInfo {
             format!("{domain}::{op}")
         };
         *counts.entry(key.clone()).or_default() += 1;
+        if registry.contains_key(key.as_str()) {
+            continue;
+        }
         if key != op {
             unknown.insert(key, format!("domain \"{domain}\" is not imported"));
-        } else if !registry.contains_key(op.as_str()) {
+        } else {
             unknown.insert(key, "no translator for this op type".into());
         }
     }

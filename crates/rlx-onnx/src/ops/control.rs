@@ -20,7 +20,7 @@ pub(super) fn register(r: &mut super::Registry) {
 const MAX_UNROLL: usize = 4096;
 
 /// Translate `body` with its inputs bound to `args`; its outputs, in order.
-fn inline(
+pub(super) fn inline(
     c: &mut ImportCtx,
     n: &NodeProto,
     body: &GraphProto,

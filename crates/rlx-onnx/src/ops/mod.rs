@@ -1,16 +1,20 @@
 //! The op registry: ONNX `op_type` → translator, one file per op family. A translator
 //! answers `Ok(Some(outputs))` (one node per ONNX output, in order), `Ok(None)` ("not mine":
 //! the dispatcher reports the op unsupported), or `Err` (broken, or a specific attribute /
-//! dtype rlx does not do — always naming node, op type and opset).
+//! dtype rlx does not do — always naming node, op type and opset). An op of a domain other
+//! than the default one is keyed "domain::op_type".
 mod attention;
 mod bitwise;
+mod causal_conv;
 mod control;
 mod conv_transpose;
 mod einsum;
 mod elementwise;
+mod flex_attention;
 mod grid_sample;
 mod index;
 mod layout;
+mod linear_attention;
 mod loss;
 mod matmul;
 mod misc;
@@ -45,13 +49,16 @@ pub fn registry() -> Registry {
     let mut r = Registry::new();
     attention::register(&mut r);
     bitwise::register(&mut r);
+    causal_conv::register(&mut r);
     control::register(&mut r);
     conv_transpose::register(&mut r);
     einsum::register(&mut r);
     grid_sample::register(&mut r);
     elementwise::register(&mut r);
+    flex_attention::register(&mut r);
     index::register(&mut r);
     layout::register(&mut r);
+    linear_attention::register(&mut r);
     loss::register(&mut r);
     matmul::register(&mut r);
     misc::register(&mut r);
@@ -81,14 +88,20 @@ pub(crate) fn translate(
     ctx.begin(node);
     let op_type = node.op_type.as_deref().unwrap_or("");
     let domain = node.domain.as_deref().unwrap_or("");
-    if !(domain.is_empty() || domain == "ai.onnx") {
+    // Ops of another domain are registered as "domain::op_type" (ai.onnx.preview's).
+    let key = if domain.is_empty() || domain == "ai.onnx" {
+        op_type.to_string()
+    } else {
+        format!("{domain}::{op_type}")
+    };
+    if key != op_type && !registry.contains_key(key.as_str()) {
         let v = opsets.iter().find(|(d, _)| d == domain).map(|o| o.1);
         return Err(ctx.unsupported(format!(
             "domain \"{domain}\" (opset {})",
             v.map_or("?".into(), |v| v.to_string())
         )));
     }
-    let Some(f) = registry.get(op_type) else {
+    let Some(f) = registry.get(key.as_str()) else {
         return Err(ctx.unsupported("op type"));
     };
     let outs = f(ctx, node)?.ok_or_else(|| ctx.unsupported("op type"))?;
