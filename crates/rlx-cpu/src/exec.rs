@@ -480,8 +480,17 @@ impl CpuExecutable {
         slots: &mut [Option<Storage>],
         node: &Node,
     ) -> Result<(), CpuError> {
-        let Op::CacheWrite { axis } = node.op else {
-            return Err(no_value(node));
+        // RopeCacheWrite rotates the new rows first, with the Rope thunk itself, so the
+        // fused op writes exactly what Rope then CacheWrite would.
+        let (axis, rope) = match node.op {
+            Op::CacheWrite { axis } => (axis, None),
+            Op::RopeCacheWrite {
+                axis,
+                head_dim,
+                n_rot,
+                style,
+            } => (axis, Some((head_dim, n_rot, style))),
+            _ => return Err(no_value(node)),
         };
         let err = |msg: String| CpuError::Op {
             node: label(node),
@@ -505,6 +514,50 @@ impl CpuExecutable {
             let pos = match read(pos) {
                 Some(Buf::I64(s)) if s.len() == 1 => s[0],
                 _ => return Err(err("pos must be one I64 value".into())),
+            };
+            let new_vals = match rope {
+                None => new_vals,
+                Some((head_dim, n_rot, style)) => {
+                    let view = |j: usize| -> Result<TensorView, CpuError> {
+                        Ok(TensorView {
+                            shape: &plan.shapes[j],
+                            dtype: self.graph.nodes[j].shape.dtype,
+                            data: read(j).ok_or_else(|| no_value(&self.graph.nodes[j]))?,
+                        })
+                    };
+                    let (cos, sin) = (view(node.inputs[3].0)?, view(node.inputs[4].0)?);
+                    let x = TensorView {
+                        data: new_vals.as_buf(),
+                        ..view(new)?
+                    };
+                    let mut out = match &new_vals {
+                        Storage::F32(v) => Storage::F32(vec![0.0; v.len()]),
+                        Storage::F64(v) => Storage::F64(vec![0.0; v.len()]),
+                        _ => return Err(err("Rope needs float rows".into())),
+                    };
+                    let data = match &mut out {
+                        Storage::F32(v) => BufMut::F32(v),
+                        Storage::F64(v) => BufMut::F64(v),
+                        _ => return Err(err("Rope needs float rows".into())),
+                    };
+                    let out_view = OutView {
+                        shape: &plan.shapes[new],
+                        dtype: x.dtype,
+                        data,
+                    };
+                    crate::ops::attention::rope(head_dim, n_rot, style, &[x, cos, sin], out_view)
+                        .map_err(|e| match e {
+                        CpuError::Op { msg, .. } => err(msg),
+                        other => other,
+                    })?;
+                    // The unfused Rope's output is rounded to its storage dtype here too.
+                    match &mut out {
+                        Storage::F32(v) => normalise(BufMut::F32(v), x.dtype),
+                        Storage::F64(v) => normalise(BufMut::F64(v), x.dtype),
+                        _ => {}
+                    }
+                    out
+                }
             };
             (new_vals, pos)
         };

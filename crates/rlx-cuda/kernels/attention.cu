@@ -8,9 +8,11 @@
 // a row sit in one warp, so row max / sum are 3 shuffles and the probabilities a warp
 // writes to shared memory are read back only by that warp.
 //
-// attn_split_* + attn_combine_*: few query rows (decode). One block per (query row,
-// chunk of keys), threads across keys; partial (max, sum, unnormalised output) per chunk
-// are merged by attn_combine (or written directly when there is one chunk).
+// attn_split_*: few query rows (decode). One block per (query row, chunk of keys), threads
+// across keys; each chunk's partial (max, sum, unnormalised output) goes to `part`, and the
+// last block of a row to finish (an atomic ticket per row) merges the row's partials and
+// writes the output, so decode attention is one launch. With no ticket buffer the partials
+// are left for attn_combine_* (the older two-launch path); one chunk writes directly.
 //
 // Semantics follow the CPU thunk: s = (q.k) * scale, then cap * tanh(s / cap), then the
 // mask; a row that sees no key is zeros.
@@ -610,11 +612,13 @@ ATT_MMA_ALL(bf16, __nv_bfloat16)
 // reduction buffer, and ATT_SPLIT_THREADS * 4 floats for the P.V partial sums.
 #define ATT_SPLIT_THREADS 128
 
+// The keys [j0, j1) of one chunk (or the whole row when a.nsplit == 1).
 template <typename T>
-__device__ __forceinline__ void attn_split_body(const T* __restrict__ q, const T* __restrict__ k,
-                                                const T* __restrict__ v,
-                                                const u8* __restrict__ keep, T* __restrict__ out,
-                                                float* __restrict__ part, const AttnArgs& a) {
+__device__ __forceinline__ void attn_split_chunk(const T* __restrict__ q, const T* __restrict__ k,
+                                                 const T* __restrict__ v,
+                                                 const u8* __restrict__ keep, T* __restrict__ out,
+                                                 float* __restrict__ part, const AttnArgs& a,
+                                                 const int j0, const int j1) {
     extern __shared__ float4 att_smem4[];
     float* smem = reinterpret_cast<float*>(att_smem4);
     const int D4 = (a.d + 3) & ~3;
@@ -630,10 +634,6 @@ __device__ __forceinline__ void attn_split_body(const T* __restrict__ q, const T
     const int bh = (int)(rowid / a.sq);
     const int b = bh / a.heads, h = bh - b * a.heads, kvh = h / a.group;
 
-    int lo, hi;
-    att_range(a, i, lo, hi);
-    const int c0 = split * a.chunk;
-    const int j0 = max(lo, c0), j1 = min(hi, min(c0 + a.chunk, a.sk));
 
     const T* qrow = q + b * a.q_b + h * a.q_h + (i64)i * a.q_s;
     const T* kb = k + b * a.k_b + kvh * a.k_h;
@@ -760,23 +760,24 @@ __device__ __forceinline__ void attn_split_body(const T* __restrict__ q, const T
     }
 }
 
-// Merge the chunks of one query row: one block per row, threads across columns.
+// Merge the a.nsplit partials of query row `rowid` into its output row, threads across
+// columns. The partials were written by other blocks: __ldcg reads them from L2, never from
+// a stale L1 line. A chunk that saw no key has max -inf and no output columns.
 template <typename T>
-__device__ __forceinline__ void attn_combine_body(const float* __restrict__ part,
-                                                  T* __restrict__ out, const AttnArgs& a) {
-    const i64 rowid = blockIdx.x;
+__device__ __forceinline__ void att_merge_row(const float* __restrict__ part, T* __restrict__ out,
+                                              const AttnArgs& a, const i64 rowid) {
     const int i = (int)(rowid % a.sq);
     const int bh = (int)(rowid / a.sq);
     const int b = bh / a.heads, h = bh - b * a.heads;
     const i64 w = a.dv + 2;
     const float* pr = part + rowid * a.nsplit * w;
     float mx = -INFINITY;
-    for (int s = 0; s < a.nsplit; ++s) mx = fmaxf(mx, pr[s * w]);
+    for (int s = 0; s < a.nsplit; ++s) mx = fmaxf(mx, __ldcg(pr + s * w));
     float sum = 0.f;
     if (mx != -INFINITY) {
         for (int s = 0; s < a.nsplit; ++s) {
-            const float ms = pr[s * w];
-            if (ms != -INFINITY) sum += pr[s * w + 1] * expf(ms - mx);
+            const float ms = __ldcg(pr + s * w);
+            if (ms != -INFINITY) sum += __ldcg(pr + s * w + 1) * expf(ms - mx);
         }
     }
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
@@ -785,20 +786,66 @@ __device__ __forceinline__ void attn_combine_body(const float* __restrict__ part
         float t = 0.f;
         if (mx != -INFINITY) {
             for (int s = 0; s < a.nsplit; ++s) {
-                const float ms = pr[s * w];
-                if (ms != -INFINITY) t += pr[s * w + 2 + col] * expf(ms - mx);
+                const float ms = __ldcg(pr + s * w);
+                if (ms != -INFINITY) t += __ldcg(pr + s * w + 2 + col) * expf(ms - mx);
             }
         }
         stf(orow, col, t * inv);
     }
 }
 
+// One block of the split kernel. `ticket` (a.nsplit > 1 only) holds one counter per query
+// row, zero between launches: every block of the row takes a ticket after publishing its
+// partial, even a block whose chunk lies past the row's keys (it publishes an empty
+// partial), so the taker of the last ticket sees them all; it merges, then puts the counter
+// back to zero for the next replay of the captured graph.
+template <typename T>
+__device__ __forceinline__ void attn_split_body(const T* __restrict__ q, const T* __restrict__ k,
+                                                const T* __restrict__ v,
+                                                const u8* __restrict__ keep, T* __restrict__ out,
+                                                float* __restrict__ part,
+                                                unsigned int* __restrict__ ticket,
+                                                const AttnArgs& a) {
+    const i64 rowid = blockIdx.x;  // (b * heads + h) * sq + i
+    const int split = blockIdx.y;
+    int lo, hi;
+    att_range(a, (int)(rowid % a.sq), lo, hi);
+    const int c0 = split * a.chunk;
+    const int j0 = max(lo, c0), j1 = min(hi, min(c0 + a.chunk, a.sk));
+    if (j0 < j1 || a.nsplit == 1) {
+        attn_split_chunk<T>(q, k, v, keep, out, part, a, j0, j1);
+    } else if (threadIdx.x == 0) {
+        // Past the written keys (a KV cache longer than the valid length) or outside the
+        // mask: skip the loads, publish an empty partial.
+        float* pr = part + (rowid * a.nsplit + split) * (i64)(a.dv + 2);
+        pr[0] = -INFINITY;
+        pr[1] = 0.f;
+    }
+    if (a.nsplit == 1 || !ticket) return;
+    __shared__ unsigned int att_last;
+    __threadfence();  // this thread's partial writes before the ticket below
+    __syncthreads();
+    if (threadIdx.x == 0) att_last = atomicAdd(ticket + rowid, 1u) == (unsigned)a.nsplit - 1;
+    __syncthreads();
+    if (!att_last) return;
+    __threadfence();  // the other blocks' partials, published before their tickets
+    att_merge_row<T>(part, out, a, rowid);
+    if (threadIdx.x == 0) ticket[rowid] = 0u;
+}
+
+// The two-launch merge: one block per row, threads across columns.
+template <typename T>
+__device__ __forceinline__ void attn_combine_body(const float* __restrict__ part,
+                                                  T* __restrict__ out, const AttnArgs& a) {
+    att_merge_row<T>(part, out, a, blockIdx.x);
+}
+
 #define ATT_SPLIT(sfx, T)                                                                     \
     extern "C" __global__ void __launch_bounds__(ATT_SPLIT_THREADS)                           \
         attn_split_##sfx(const T* q, const T* k, const T* v, const u8* keep, T* out,          \
-                         float* part, AttnArgs a) {                                           \
+                         float* part, unsigned int* ticket, AttnArgs a) {                     \
         att_apply_past(a);                                                                    \
-        attn_split_body<T>(q, k, v, keep, out, part, a);                                      \
+        attn_split_body<T>(q, k, v, keep, out, part, ticket, a);                              \
     }                                                                                         \
     extern "C" __global__ void attn_combine_##sfx(const float* part, T* out, AttnArgs a) {    \
         attn_combine_body<T>(part, out, a);                                                   \

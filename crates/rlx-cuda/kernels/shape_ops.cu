@@ -217,6 +217,26 @@ __device__ __forceinline__ float mul_add(float a, float c, float b, float s) {
     return __fadd_rn(__fmul_rn(a, c), __fmul_rn(b, s));
 }
 
+// Element e (< rows * hd, head row r = e / hd, dim d < nrot) of rope(x) as a float.
+template <typename X, typename C>
+__device__ __forceinline__ float rope_at(const X* __restrict__ x, const C* __restrict__ cs,
+                                         const C* __restrict__ sn, const Dims8& cv, i64 e, i64 r,
+                                         i64 d, i64 half, int style) {
+    i64 crow = dims_offset(cv, r) * half;
+    if (style == 0) {
+        i64 i = d < half ? d : d - half;
+        float c = ldf(cs, crow + i), s = ldf(sn, crow + i);
+        float a = ldf(x, e);
+        if (d < half) return mul_sub(a, c, ldf(x, e + half), s);
+        return mul_add(a, c, ldf(x, e - half), s);
+    }
+    i64 i = d >> 1;
+    float c = ldf(cs, crow + i), s = ldf(sn, crow + i);
+    float a = ldf(x, e);
+    if ((d & 1) == 0) return mul_sub(a, c, ldf(x, e + 1), s);
+    return mul_add(a, c, ldf(x, e - 1), s);
+}
+
 template <typename X, typename C>
 __device__ __forceinline__ void rope(const X* __restrict__ x, const C* __restrict__ cs,
                                      const C* __restrict__ sn, X* __restrict__ out,
@@ -229,22 +249,31 @@ __device__ __forceinline__ void rope(const X* __restrict__ x, const C* __restric
             out[e] = x[e];
             continue;
         }
-        i64 crow = dims_offset(cv, r) * half;
-        float v;
-        if (style == 0) {
-            i64 i = d < half ? d : d - half;
-            float c = ldf(cs, crow + i), s = ldf(sn, crow + i);
-            float a = ldf(x, e);
-            if (d < half) v = mul_sub(a, c, ldf(x, e + half), s);
-            else v = mul_add(a, c, ldf(x, e - half), s);
-        } else {
-            i64 i = d >> 1;
-            float c = ldf(cs, crow + i), s = ldf(sn, crow + i);
-            float a = ldf(x, e);
-            if ((d & 1) == 0) v = mul_sub(a, c, ldf(x, e + 1), s);
-            else v = mul_add(a, c, ldf(x, e - 1), s);
-        }
-        stf(out, e, v);
+        stf(out, e, rope_at<X, C>(x, cs, sn, cv, e, r, d, half, style));
+    }
+}
+
+// ---- RopeCacheWrite: rope(x) written straight into the cache, laid out as CacheWrite's
+// `outer` blocks of s rows of `inner` elements (x is contiguous, so element e of x is
+// element rem = e mod s*inner of block o = e / (s*inner)); position *pos as in CacheWrite,
+// and the same rounding as rope followed by a copy.
+template <typename X, typename C>
+__device__ __forceinline__ void rope_cache_write(X* __restrict__ cache, const X* __restrict__ x,
+                                                 const i64* __restrict__ pos,
+                                                 const C* __restrict__ cs,
+                                                 const C* __restrict__ sn, const Dims8& cv,
+                                                 i64 outer, i64 c, i64 s, i64 inner, i64 hd,
+                                                 i64 nrot, int style) {
+    const i64 p = *pos;
+    if (p < 0 || p > c - s) return;
+    const i64 row = s * inner, n = outer * row, half = nrot / 2;
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += stride) {
+        const i64 o = e / row, rem = e - o * row;
+        const i64 r = e / hd, d = e - r * hd;
+        X* dst = cache + (o * c + p) * inner + rem;
+        if (d >= nrot) *dst = x[e];
+        else stf(dst, 0, rope_at<X, C>(x, cs, sn, cv, e, r, d, half, style));
     }
 }
 
@@ -253,6 +282,12 @@ __device__ __forceinline__ void rope(const X* __restrict__ x, const C* __restric
                                                 Dims8 cv, i64 rows, i64 hd, i64 nrot,          \
                                                 int style) {                                   \
         rope<X, C>(x, cs, sn, out, cv, rows, hd, nrot, style);                                \
+    }                                                                                         \
+    extern "C" __global__ void rope_cache_write_##xs##_##cs_(                                 \
+        X* cache, const X* x, const i64* pos, const C* cs, const C* sn, Dims8 cv, i64 outer,  \
+        i64 c, i64 s, i64 inner, i64 hd, i64 nrot, int style) {                               \
+        rope_cache_write<X, C>(cache, x, pos, cs, sn, cv, outer, c, s, inner, hd, nrot,       \
+                               style);                                                        \
     }
 #define RLX_ROPE_COS(xs, X)                                                                   \
     RLX_ROPE_KERNEL(xs, X, f32, float)                                                        \

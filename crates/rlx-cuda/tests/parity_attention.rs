@@ -2,11 +2,14 @@
 //! GQA, decode on the split-over-keys path, keep-masks of several dtypes, softcap, score
 //! scale, v_head_dim ≠ head_dim, all three layouts, odd lengths, the usual head dims), Rope
 //! and FusedSwiGLU come from rlx-testutil's transformer case table; below them the test that
-//! forces each tile variant of the attention lowering.
+//! forces each tile variant of the attention lowering, and a decode loop over a long KV
+//! cache replayed from one captured graph (the one-launch split attention's tickets and
+//! the fused RopeCacheWrite, step after step).
 mod common;
 use common::*;
 use rlx_cuda::CudaOptions;
-use rlx_ir::{AttentionLayout as L, MaskKind as M};
+use rlx_ir::{AttentionLayout as L, AttentionSpec, DType, Graph, HostTensor, MaskKind as M};
+use rlx_ir::{RopeStyle, Shape};
 use rlx_testutil::case::{draw_inputs, Check};
 use rlx_testutil::cases::transformer::{attention_case, Attn, GPU_FLOATS, PLAIN};
 
@@ -52,6 +55,80 @@ fn attention_every_tile_variant() {
                     OpKindSet::empty(),
                 );
             }
+        }
+    }
+}
+
+/// SmolLM2's attention shapes (9 query / 3 KV heads of 64) over a 1024-row cache: the split
+/// path runs 16 chunks a row, so each step's last block per row merges through the ticket,
+/// and the chunks past `pos` publish empty partials. The optimised graph (k's Rope fused
+/// into its cache write) replays one captured CUDA graph for every step, at positions from
+/// an empty cache to a full one; each step matches the CPU running the unfused graph, and
+/// the k cache is bit-equal to the CPU's after every step (Rope rounds like the CPU's).
+#[test]
+fn decode_steps_replay_fused_rope_cache_and_one_launch_attention() {
+    if !gpu() {
+        return;
+    }
+    let mut rng = Rng::new("decode_steps_replay_fused_rope_cache_and_one_launch_attention");
+    let (ctx, h, hkv, d) = (1024usize, 9usize, 3usize, 64usize);
+    let (w, half) = (hkv * d, d / 2);
+    for dt in GPU_FLOATS {
+        let mut g = Graph::new("decode");
+        let cache = |g: &mut Graph, n: &str| g.param(n, Shape::new(&[1, ctx, w], dt)).unwrap();
+        let (kc, vc) = (cache(&mut g, "k_cache"), cache(&mut g, "v_cache"));
+        let q = g.input("q", Shape::new(&[1, 1, h * d], dt)).unwrap();
+        let k = g.input("k", Shape::new(&[1, 1, w], dt)).unwrap();
+        let v = g.input("v", Shape::new(&[1, 1, w], dt)).unwrap();
+        let pos = g.input("pos", Shape::new(&[1], DType::I64)).unwrap();
+        let cos = g.input("cos", Shape::new(&[1, 1, half], dt)).unwrap();
+        let sin = g.input("sin", Shape::new(&[1, 1, half], dt)).unwrap();
+        let qr = g.rope(q, cos, sin, d, d, RopeStyle::Half).unwrap();
+        let kr = g.rope(k, cos, sin, d, d, RopeStyle::Half).unwrap();
+        let kw = g.cache_write(kc, kr, pos, 1).unwrap();
+        let vw = g.cache_write(vc, v, pos, 1).unwrap();
+        let spec = AttentionSpec::new(h, d).causal();
+        let o = g.attention_cached(qr, kw, vw, pos, spec).unwrap();
+        // The written cache is an output too, so every step checks its bits.
+        g.set_outputs(vec![o, kw]);
+        let fused = rlx_opt::optimize(&g).unwrap();
+        let kinds = |k: OpKind| fused.nodes.iter().filter(|n| n.op.kind() == k).count();
+        assert_eq!(kinds(OpKind::RopeCacheWrite), 1, "{dt}: k's Rope fused");
+
+        let mut cpu = rlx_cpu::CpuExecutable::new(g.clone()).unwrap();
+        let opts = CudaOptions {
+            cuda_graph: true,
+            ..CudaOptions::strict()
+        };
+        let mut gpu = compile_gpu(&fused, opts);
+        let on_cpu: Vec<_> = (gpu.dispatch().into_iter())
+            .filter(|(_, _, why)| why.is_some())
+            .collect();
+        assert!(on_cpu.is_empty(), "{dt}: CPU fallbacks {on_cpu:?}");
+        let zeros = HostTensor::from_f64_as(&[1, ctx, w], &vec![0.0; ctx * w], dt);
+        for name in ["k_cache", "v_cache"] {
+            cpu.set_param(name, &zeros).unwrap();
+            gpu.set_param(name, &zeros).unwrap();
+        }
+        let steps = (0..12).chain(500..506).chain(ctx - 6..ctx);
+        for p in steps {
+            let t = |n: &'static str, dims: &[usize], v: Vec<f64>| {
+                (n, HostTensor::from_f64_as(dims, &v, dt))
+            };
+            let ins = [
+                t("q", &[1, 1, h * d], rng.normals(h * d)),
+                t("k", &[1, 1, w], rng.normals(w)),
+                t("v", &[1, 1, w], rng.normals(w)),
+                t("cos", &[1, 1, half], rng.uniforms(half, -1.0, 1.0)),
+                t("sin", &[1, 1, half], rng.uniforms(half, -1.0, 1.0)),
+                ("pos", HostTensor::from_i64(&[1], &[p as i64])),
+            ];
+            let want = cpu.run(&ins).unwrap();
+            let got = gpu.run(&ins).unwrap();
+            let tol = tol(dt, rlx_cuda::Precision::F32);
+            compare(&format!("{dt} pos {p}"), &got[0], &want[0], tol);
+            // Rope rounds each value once into dt, on either side, from the same f32 math.
+            assert!(got[1].data == want[1].data, "{dt} pos {p}: k caches differ");
         }
     }
 }

@@ -138,6 +138,12 @@ fn op_text(node: &Node) -> String {
             format!("{scheme:?}{norm}{res}")
         }
         Op::CacheWrite { axis } => format!("axis={axis}"),
+        Op::RopeCacheWrite {
+            axis,
+            head_dim,
+            n_rot,
+            style,
+        } => format!("axis={axis}, head_dim={head_dim}, n_rot={n_rot}, style={style:?}"),
         Op::LayerNorm { axis, eps } | Op::RmsNorm { axis, eps } => {
             format!("axis={axis}, eps={}", num(*eps))
         }

@@ -586,6 +586,17 @@ pub enum Op {
     CacheWrite {
         axis: usize,
     },
+    /// cache, new, pos, cos, sin: `CacheWrite(cache, Rope(new, cos, sin), pos)` as one op,
+    /// made by fusion (`rlx_opt::FuseRopeCacheWrite`): a decode step rotates each key row
+    /// and writes it to the cache in one pass instead of two launches and a round trip.
+    /// In place like `CacheWrite`; the rotated rows round to the cache's dtype exactly
+    /// where the unfused Rope's output would.
+    RopeCacheWrite {
+        axis: usize,
+        head_dim: usize,
+        n_rot: usize,
+        style: RopeStyle,
+    },
 
     // ---- vision (NCHW / OIHW)
     /// x, w, [bias]

@@ -81,7 +81,7 @@ impl OpKind {
             GatherElements | GatherND | ScatterElements | ScatterND | OneHot | Range => {
                 OpGroup::Index
             }
-            Attention | Rope | FusedSwiGLU | CacheWrite => OpGroup::Transformer,
+            Attention | Rope | FusedSwiGLU | CacheWrite | RopeCacheWrite => OpGroup::Transformer,
             Conv | Pool | ResizeNearest2x | Conv2dBackwardInput | Conv2dBackwardWeight
             | MaxPool2dBackward => OpGroup::Vision,
             ElementwiseRegion | BatchElementwiseRegion | TransformRegion => OpGroup::Region,
@@ -104,6 +104,7 @@ impl OpKind {
                 | FusedResidualLN
                 | FusedResidualRmsNorm
                 | FusedSwiGLU
+                | RopeCacheWrite
                 | ElementwiseRegion
                 | BatchElementwiseRegion
                 | TransformRegion
@@ -120,7 +121,7 @@ impl OpKind {
     /// planner aliases them to input 0 like a view, but the backend runs them, and passes
     /// never remove them while the graph keeps their cache (see `Op::CacheWrite`).
     pub fn is_in_place(self) -> bool {
-        matches!(self, OpKind::CacheWrite)
+        matches!(self, OpKind::CacheWrite | OpKind::RopeCacheWrite)
     }
 
     /// Ops that only move or relabel data; the memory planner may alias some of them to
@@ -250,7 +251,7 @@ mod tests {
         assert_eq!(s.iter().count(), 2);
         assert_eq!(OpKindSet::all().iter().count(), OpKind::COUNT);
         let fused = OpKindSet::filter(OpKind::is_fused);
-        assert_eq!(fused.iter().count(), 8);
+        assert_eq!(fused.iter().count(), 9);
         assert!(fused.iter().all(|k| !k.is_chainable() && !k.is_leaf()));
     }
 }

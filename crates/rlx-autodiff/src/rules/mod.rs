@@ -196,6 +196,6 @@ pub fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
         Op::DequantMatMul { .. } | Op::FusedDequantMatMul { .. } | Op::Dequantize { .. } => {
             no_rule(node)
         }
-        Op::CacheWrite { .. } => no_rule(node),
+        Op::CacheWrite { .. } | Op::RopeCacheWrite { .. } => no_rule(node),
     }
 }

@@ -180,6 +180,12 @@ pub fn eval(node: &Node, ins: &[TensorView], out: OutView) -> Result<(), CpuErro
         // ---- transformer
         // Written in place by the executor (it borrows the cache leaf), never as a thunk.
         Op::CacheWrite { axis: _ } => Err(op_err("CacheWrite runs in place in the executor")),
+        Op::RopeCacheWrite {
+            axis: _,
+            head_dim: _,
+            n_rot: _,
+            style: _,
+        } => Err(op_err("RopeCacheWrite runs in place in the executor")),
         Op::Attention(spec) => attention::attention(spec, ins, out),
         Op::Rope {
             head_dim,

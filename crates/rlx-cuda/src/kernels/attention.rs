@@ -1,6 +1,6 @@
 //! Family functions of `kernels/attention.cu`: the SIMT flash forward (`attn_fwd_*`), the
-//! tensor-core forward (`attn_mma_*`), the decode split over keys (`attn_split_*` +
-//! `attn_combine_*`) and the keep-mask conversion. `lower/transformer_attention.rs` picks
+//! tensor-core forward (`attn_mma_*`), the decode split over keys (`attn_split_*`, which
+//! merges its chunks itself, or + `attn_combine_*`) and the keep-mask conversion. `lower/transformer_attention.rs` picks
 //! the path and the variant; these own the names and argument order.
 use super::{Kernel, Lib, Sfx};
 use crate::lower::KArgs;
@@ -85,10 +85,12 @@ pub fn attn_mma(d: usize, warps: usize, sfx: Sfx, io: AttnIo, a: AttnArgs) -> Ke
     Kernel::new(Lib::Attention, name, io.ptrs().pod(a))
 }
 
-/// `attn_split_<sfx>(q, k, v, keep, out, part, a)`: `part` holds the f32 chunk partials
-/// when `a.nsplit > 1` (else 0).
-pub fn attn_split(sfx: Sfx, io: AttnIo, part: u64, a: AttnArgs) -> Kernel {
-    let args = io.ptrs().ptr(part).pod(a);
+/// `attn_split_<sfx>(q, k, v, keep, out, part, ticket, a)`: `part` holds the f32 chunk
+/// partials when `a.nsplit > 1` (else 0); `ticket` is one u32 a query row, zero at the
+/// first launch (the kernel leaves it zero): the row's last block merges its partials. With
+/// `ticket` 0 the partials are left for [`attn_combine`].
+pub fn attn_split(sfx: Sfx, io: AttnIo, part: u64, ticket: u64, a: AttnArgs) -> Kernel {
+    let args = io.ptrs().ptr(part).ptr(ticket).pod(a);
     Kernel::new(Lib::Attention, format!("attn_split_{}", sfx.name()), args)
 }
 

@@ -140,6 +140,38 @@ pub fn rope(
     Kernel::new(Lib::ShapeOps, name, args)
 }
 
+/// `rope_cache_write_<xs>_<cs>(cache, x, pos, cos, sin, cv, outer, C, S, inner, hd, nrot,
+/// style)`: `rope` of x (contiguous, `outer` × `S` rows of `inner` elements) written into
+/// the cache at row `*pos` of `C`, as `cache_write` lays rows out.
+#[allow(clippy::too_many_arguments)]
+pub fn rope_cache_write(
+    xs: Sfx,
+    cs: Sfx,
+    (cache, x, pos, cos, sin): (u64, u64, u64, u64, u64),
+    cv: Dims8,
+    [outer, c, s, inner]: [i64; 4],
+    hd: i64,
+    nrot: i64,
+    style: i32,
+) -> Kernel {
+    let args = KArgs::new()
+        .ptr(cache)
+        .ptr(x)
+        .ptr(pos)
+        .ptr(cos)
+        .ptr(sin)
+        .dims(cv)
+        .i64(outer)
+        .i64(c)
+        .i64(s)
+        .i64(inner)
+        .i64(hd)
+        .i64(nrot)
+        .i32(style);
+    let name = format!("rope_cache_write_{}_{}", xs.name(), cs.name());
+    Kernel::new(Lib::ShapeOps, name, args)
+}
+
 /// `cache_write_<unit>(cache, new, pos, outer, C, S, inner)`: `outer` × `S` rows of `inner`
 /// units into the cache at row `*pos` of `C`; units B1..B16.
 pub fn cache_write(

@@ -348,7 +348,7 @@ fn every_kernel() -> Vec<Kernel> {
             let fv = attention::FlashVariant { rows, cv, dq, kj };
             v.push(attention::attn_fwd(fv, s, io, a));
         }
-        v.push(attention::attn_split(s, io, 6, a));
+        v.push(attention::attn_split(s, io, 6, 7, a));
         v.push(attention::attn_combine(s, 1, 2, a));
     }
     for s in [Sfx::F16, Sfx::BF16] {
@@ -421,6 +421,17 @@ fn every_kernel() -> Vec<Kernel> {
     for xs in FLOATS {
         for cs in FLOATS {
             v.push(shape_ops::rope(xs, cs, (1, 2, 3, 4), d, 5, 6, 7, 0));
+            let rcw = (1, 2, 3, 4, 5);
+            v.push(shape_ops::rope_cache_write(
+                xs,
+                cs,
+                rcw,
+                d,
+                [6, 7, 8, 9],
+                10,
+                11,
+                0,
+            ));
         }
     }
     v

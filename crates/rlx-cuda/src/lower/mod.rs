@@ -365,6 +365,12 @@ pub(crate) fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         } => shape::slice(ctx, axes, starts, ends, steps),
         Op::Attention(spec) => transformer::attention(ctx, spec),
         Op::CacheWrite { axis } => transformer::cache_write(ctx, *axis),
+        Op::RopeCacheWrite {
+            axis,
+            head_dim,
+            n_rot,
+            style,
+        } => transformer::rope_cache_write(ctx, *axis, *head_dim, *n_rot, *style),
         Op::Rope {
             head_dim,
             n_rot,
@@ -434,7 +440,7 @@ fn lowers(kind: OpKind) -> bool {
         | SoftmaxCrossEntropyWithLogits
         | SoftmaxCrossEntropyBackward => true,
         Reshape | Expand | Transpose | Narrow | Concat | Gather | Pad | Slice => true,
-        Attention | Rope | FusedSwiGLU | CacheWrite => true,
+        Attention | Rope | FusedSwiGLU | CacheWrite | RopeCacheWrite => true,
         Conv | Pool | ResizeNearest2x | Conv2dBackwardInput | Conv2dBackwardWeight
         | MaxPool2dBackward => true,
         ElementwiseRegion | BatchElementwiseRegion | TransformRegion => true,

@@ -1,5 +1,6 @@
 //! CUDA lowering of the transformer ops: Attention (`transformer_attention.rs`, kernels in
-//! `kernels/attention.cu`), Rope (`transformer_rope.rs`, kernels in `kernels/shape_ops.cu`)
+//! `kernels/attention.cu`), Rope and RopeCacheWrite (`transformer_rope.rs`, kernels in
+//! `kernels/shape_ops.cu`)
 //! and FusedSwiGLU (a kernel from the elementwise generator).
 #[path = "transformer_attention.rs"]
 mod attention_impl;
@@ -16,6 +17,16 @@ pub(crate) fn attention(ctx: &mut NodeCtx, spec: &AttentionSpec) -> Lowered {
 
 pub(crate) fn rope(ctx: &mut NodeCtx, head_dim: usize, n_rot: usize, style: RopeStyle) -> Lowered {
     rope_impl::rope(ctx, head_dim, n_rot, style)
+}
+
+pub(crate) fn rope_cache_write(
+    ctx: &mut NodeCtx,
+    axis: usize,
+    head_dim: usize,
+    n_rot: usize,
+    style: RopeStyle,
+) -> Lowered {
+    rope_impl::rope_cache_write(ctx, axis, head_dim, n_rot, style)
 }
 
 /// CacheWrite: the output *is* the cache leaf (the memory plan aliases it), so this copies

@@ -4,7 +4,8 @@
 //! buffer): `attn_mma_*` (f16/bf16, head_dim == v_head_dim in {32, 64, 128}) runs both
 //! products on tensor cores; `attn_fwd_*` is the SIMT kernel for everything else (f32, odd
 //! head sizes); when there are few query rows (decode) `attn_split_*` spreads each row's
-//! keys over blocks and `attn_combine_*` merges the chunks. The layouts differ only in
+//! keys over blocks and the last block of a row to finish merges the chunks (one launch;
+//! `attn_combine_*` is the kernel of the older two-launch merge, kept for comparison). The layouts differ only in
 //! element strides, which are computed here, so one kernel serves Packed, Bshd and Bhsd.
 //! Over a KV cache (`AttentionSpec::past`) the kernels read `past` from device memory and
 //! walk only the `past + Sq` written keys, so one captured launch serves every step.
@@ -298,21 +299,21 @@ fn lower_split(ctx: &mut NodeCtx, io: &Io, a: &mut AttnArgs, rows: usize) -> Low
     a.chunk = chunk as i32;
     a.nsplit = nsplit as i32;
     let smem = 4 * (d.div_ceil(4) * 4 + chunk + 32 + 4 * THREADS as usize);
-    let part = if nsplit > 1 {
-        ctx.scratch(rows * nsplit * (dv + 2) * 4)?
+    // Partials and the per-row tickets: plan-lifetime scratch of their own, zeroed at
+    // allocation; the kernel puts every ticket back to zero, so each replay of a captured
+    // graph starts from zero with no memset node.
+    let (part, ticket) = if nsplit > 1 {
+        (
+            ctx.scratch(rows * nsplit * (dv + 2) * 4)?,
+            ctx.scratch(rows * 4)?,
+        )
     } else {
-        0
+        (0, 0)
     };
-    let kernel = k::attn_split(sfx, io.ptrs, part, *a);
+    let kernel = k::attn_split(sfx, io.ptrs, part, ticket, *a);
     allow_smem(ctx, &kernel, smem)?;
     let grid = [fits_i32(rows)? as u32, nsplit as u32, 1];
-    ctx.run(kernel, grid, [THREADS, 1, 1], smem as u32)?;
-    if nsplit > 1 {
-        let block = (dv.div_ceil(32) * 32).min(256) as u32;
-        let kernel = k::attn_combine(sfx, part, io.ptrs.out, *a);
-        ctx.run(kernel, [rows as u32, 1, 1], [block, 1, 1], 0)?;
-    }
-    Ok(())
+    ctx.run(kernel, grid, [THREADS, 1, 1], smem as u32)
 }
 
 /// Above 48 KiB a kernel must opt in to its dynamic shared memory (once per function; the

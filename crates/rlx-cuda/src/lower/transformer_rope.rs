@@ -1,19 +1,31 @@
-//! Rope: rotary position embedding of q/k heads (kernels in `kernels/shape_ops.cu`, beside
-//! the row copies it shares its launch shape with).
+//! Rope: rotary position embedding of q/k heads, and RopeCacheWrite: the rotated key rows
+//! written straight into a KV cache (kernels in `kernels/shape_ops.cu`, beside the row
+//! copies and the cache write they share their launch shape with).
 use super::super::shape::move_ops::{coalesce, dims8, istrides};
-use super::super::{LowerError, Lowered, NodeCtx};
+use super::super::{DevTensor, Dims8, LowerError, Lowered, NodeCtx};
 use crate::kernels::{shape_ops, Sfx};
 use crate::unsupported;
 use rlx_ir::ops::attention::rope_view;
 use rlx_ir::{Dim, RopeStyle};
 
-pub(super) fn rope(ctx: &mut NodeCtx, head_dim: usize, n_rot: usize, style: RopeStyle) -> Lowered {
-    let (x, cos, sin, out) = (
-        ctx.input(0)?.clone(),
-        ctx.input(1)?.clone(),
-        ctx.input(2)?.clone(),
-        ctx.out.clone(),
-    );
+/// What both Rope kernels take beyond their pointers: x's and the tables' storage, the
+/// tables' row of each head row (`cv`), and the style code.
+struct RopePlan {
+    xs: Sfx,
+    cs: Sfx,
+    cv: Dims8,
+    style: i32,
+}
+
+/// Check x / cos / sin (and that `out` is shaped like x) and plan the broadcast of the
+/// tables onto x's head rows.
+fn plan(
+    x: &DevTensor,
+    cos: &DevTensor,
+    sin: &DevTensor,
+    out: &DevTensor,
+    (head_dim, n_rot, style): (usize, usize, RopeStyle),
+) -> Result<RopePlan, LowerError> {
     let xs = Sfx::float(x.dtype)?;
     let cs = Sfx::float(cos.dtype)?;
     if sin.dtype != cos.dtype || sin.dims != cos.dims {
@@ -63,16 +75,65 @@ pub(super) fn rope(ctx: &mut NodeCtx, head_dim: usize, n_rot: usize, style: Rope
     }
     let (d, s) = coalesce(&lead, &[&st]);
     let cv = dims8(&d, &s[0])?;
-    let n = x.numel();
-    if n == 0 {
-        return Ok(());
-    }
     let style = match style {
         RopeStyle::Half => 0,
         RopeStyle::Interleaved => 1,
     };
+    Ok(RopePlan { xs, cs, cv, style })
+}
+
+pub(super) fn rope(ctx: &mut NodeCtx, head_dim: usize, n_rot: usize, style: RopeStyle) -> Lowered {
+    let (x, cos, sin, out) = (
+        ctx.input(0)?.clone(),
+        ctx.input(1)?.clone(),
+        ctx.input(2)?.clone(),
+        ctx.out.clone(),
+    );
+    let p = plan(&x, &cos, &sin, &out, (head_dim, n_rot, style))?;
+    let n = x.numel();
+    if n == 0 {
+        return Ok(());
+    }
     let ptrs = (x.ptr, cos.ptr, sin.ptr, out.ptr);
     let (rows, hd, nrot) = ((n / head_dim) as i64, head_dim as i64, n_rot as i64);
-    let kernel = shape_ops::rope(xs, cs, ptrs, cv, rows, hd, nrot, style);
+    let kernel = shape_ops::rope(p.xs, p.cs, ptrs, p.cv, rows, hd, nrot, p.style);
     ctx.run_1d(kernel, n)
+}
+
+/// RopeCacheWrite (cache, new, pos, cos, sin): the output is the cache leaf (aliased by the
+/// memory plan, as for CacheWrite); one kernel rotates the new rows into it at `*pos`.
+pub(super) fn rope_cache_write(
+    ctx: &mut NodeCtx,
+    axis: usize,
+    head_dim: usize,
+    n_rot: usize,
+    style: RopeStyle,
+) -> Lowered {
+    let [cache, new, pos, cos, sin] = [0, 1, 2, 3, 4].map(|i| ctx.input(i).cloned());
+    let (cache, new, pos, cos, sin) = (cache?, new?, pos?, cos?, sin?);
+    if ctx.out.ptr != cache.ptr {
+        return Err(LowerError::internal(
+            ctx.node,
+            "the memory plan did not alias the cache write to its cache",
+        ));
+    }
+    if pos.dtype != rlx_ir::DType::I64 || pos.numel() != 1 || new.dtype != cache.dtype {
+        unsupported!("pos must be one i64 and new rows the cache's dtype");
+    }
+    let r = cache.rank();
+    if axis >= r || new.rank() != r {
+        unsupported!("axis {axis} of cache {:?} / new {:?}", cache.dims, new.dims);
+    }
+    // Rope's output is shaped like its x: check the tables against `new` itself.
+    let p = plan(&new, &cos, &sin, &new, (head_dim, n_rot, style))?;
+    let outer: usize = cache.dims[..axis].iter().product();
+    let inner: usize = cache.dims[axis + 1..].iter().product();
+    if new.numel() == 0 {
+        return Ok(());
+    }
+    let dims = [outer, cache.dims[axis], new.dims[axis], inner].map(|v| v as i64);
+    let ptrs = (cache.ptr, new.ptr, pos.ptr, cos.ptr, sin.ptr);
+    let (hd, nrot) = (head_dim as i64, n_rot as i64);
+    let kernel = shape_ops::rope_cache_write(p.xs, p.cs, ptrs, p.cv, dims, hd, nrot, p.style);
+    ctx.run_1d(kernel, new.numel())
 }

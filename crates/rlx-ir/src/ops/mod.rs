@@ -105,6 +105,12 @@ fn route(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
         // Transformer
         Attention(spec) => transformer::attention(spec, inputs),
         CacheWrite { axis } => transformer::cache_write(*axis, inputs),
+        RopeCacheWrite {
+            axis,
+            head_dim,
+            n_rot,
+            style: _,
+        } => transformer::rope_cache_write(*axis, *head_dim, *n_rot, inputs),
         Rope {
             head_dim,
             n_rot,

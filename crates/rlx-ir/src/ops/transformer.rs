@@ -369,7 +369,44 @@ pub(crate) fn cache_write(axis: usize, inputs: &[&Shape]) -> Result<Shape, Strin
     Ok(cache.clone())
 }
 
+/// cache, new, pos, cos, sin: the Rope rule on (new, cos, sin), then the CacheWrite rule
+/// on the rotated rows (Rope keeps the shape and dtype of `new`).
+pub(crate) fn rope_cache_write(
+    axis: usize,
+    head_dim: usize,
+    n_rot: usize,
+    inputs: &[&Shape],
+) -> Result<Shape, String> {
+    arity(OpKind::RopeCacheWrite, inputs, 5, 5)?;
+    let rotated = rope(head_dim, n_rot, &[inputs[1], inputs[3], inputs[4]])?;
+    cache_write(axis, &[inputs[0], &rotated, inputs[2]])
+}
+
 impl Graph {
+    /// `cache_write(cache, rope(new, cos, sin, …), pos, axis)` as one in-place op (see
+    /// `Op::RopeCacheWrite`); returns the written cache.
+    #[allow(clippy::too_many_arguments)]
+    pub fn rope_cache_write(
+        &mut self,
+        cache: NodeId,
+        new: NodeId,
+        pos: NodeId,
+        cos: NodeId,
+        sin: NodeId,
+        axis: usize,
+        head_dim: usize,
+        n_rot: usize,
+        style: crate::RopeStyle,
+    ) -> Result<NodeId, IrError> {
+        let op = Op::RopeCacheWrite {
+            axis,
+            head_dim,
+            n_rot,
+            style,
+        };
+        self.add_node(op, &[cache, new, pos, cos, sin])
+    }
+
     /// Write `new` into `cache` at run-time position `pos` along `axis`, in place; returns
     /// the written cache (read it through this node). See `Op::CacheWrite`.
     pub fn cache_write(

@@ -89,6 +89,13 @@ pub fn every_op() -> Graph {
     };
     push(&mut g, fused, &[x, w, c, x], &bs512);
     push(&mut g, Op::CacheWrite { axis: 1 }, &[x, x, ids], &bs512);
+    let rcw = Op::RopeCacheWrite {
+        axis: 1,
+        head_dim: 64,
+        n_rot: 32,
+        style: RopeStyle::Interleaved,
+    };
+    push(&mut g, rcw, &[x, x, ids, c, c], &bs512);
     push(
         &mut g,
         Op::LayerNorm {

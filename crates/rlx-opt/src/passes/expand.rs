@@ -3,7 +3,7 @@
 //! A backend says which fused ops it executes ([`Expand::new`] with a predicate, or
 //! [`Expand::keeping`] with op kind names); every other `FusedMatMulBiasAct`,
 //! `FusedDequantMatMul`,
-//! `FusedResidualLN`, `FusedResidualRmsNorm`, `FusedSwiGLU`, `ElementwiseRegion`,
+//! `FusedResidualLN`, `FusedResidualRmsNorm`, `FusedSwiGLU`, `RopeCacheWrite`, `ElementwiseRegion`,
 //! `BatchElementwiseRegion` and `TransformRegion` is rewritten into the primitive ops it
 //! stands for, in the order the fused kernels compute (so f32/f64 results are the same up
 //! to the rounding the fused kernel skips between steps).
@@ -224,6 +224,21 @@ fn expand(rb: &mut Rebuilder, n: &Node) -> Result<NodeId, OptError> {
             } else {
                 rb.add(Op::Concat { axis: 0 }, &outs)
             }
+        }
+        Op::RopeCacheWrite {
+            axis,
+            head_dim,
+            n_rot,
+            style,
+        } => {
+            need(5)?;
+            let rope = Op::Rope {
+                head_dim: *head_dim,
+                n_rot: *n_rot,
+                style: *style,
+            };
+            let r = rb.add(rope, &[ins[1], ins[3], ins[4]])?;
+            rb.add(Op::CacheWrite { axis: *axis }, &[ins[0], r, ins[2]])
         }
         Op::TransformRegion { steps } => {
             need(1)?;

@@ -1,10 +1,12 @@
 //! Case table of the KV-cache pieces of the transformer group: `CacheWrite` (rows written
-//! in place at a run-time position, every axis and dtype) and attention over a cache
+//! in place at a run-time position, every axis and dtype), `RopeCacheWrite` (the rows
+//! rotated on the way in: every x layout, both pairings, partial rotation, per-batch
+//! angles) and attention over a cache
 //! (`AttentionSpec::past`: only `past + Sq` keys valid, queries at `past + i`), each with a
 //! plain f64 loop for an oracle. The position is drawn fresh per run, from an empty cache
 //! to a full one.
 use super::transformer::{attention_case, GPU_FLOATS, PLAIN};
-use super::transformer_oracle::{Attn, LAYOUTS};
+use super::transformer_oracle::{Attn, CosForm, RopeCase, XLayout, LAYOUTS, STYLES, XLAYOUTS};
 use crate::case::{Case, Draw, Input};
 use rlx_ir::{DType, Graph, MaskKind, Shape};
 
@@ -101,5 +103,87 @@ pub fn attention_cached() -> Vec<Case> {
             .dtypes(&GPU_FLOATS)
             .no_grad(),
     );
+    cases
+}
+
+/// `RopeCacheWrite` of the rope problem `r` (its x is the new rows) into a cache of `c`
+/// rows along the sequence axis of r's layout, at a random position.
+fn rope_cache_write_case(r: RopeCase, c: usize) -> Case {
+    let (xd, cd) = (r.x_dims(), r.cos_dims());
+    let axis = match r.layout {
+        XLayout::Bhsd => 2,
+        XLayout::Rows => 0,
+        XLayout::Bshd | XLayout::Packed => 1,
+    };
+    let mut cache_dims = xd.clone();
+    cache_dims[axis] = c;
+    let inputs = vec![
+        Input::new("cache", &cache_dims, Draw::Normal(1.0)),
+        Input::new("new", &xd, Draw::Normal(1.0)),
+        Input::new("pos", &[1], Draw::Ints(0, (c - r.s) as i64)).of(DType::I64),
+        Input::new("cos", &cd, Draw::Uniform(-1.0, 1.0)),
+        Input::new("sin", &cd, Draw::Uniform(-1.0, 1.0)),
+    ];
+    let (cdims, nd, tdims) = (cache_dims.clone(), xd.clone(), cd.clone());
+    let build = move |dt: DType| {
+        let mut g = Graph::new("rope_cache_write");
+        let cache = g.input("cache", Shape::new(&cdims, dt)).unwrap();
+        let new = g.input("new", Shape::new(&nd, dt)).unwrap();
+        let pos = g.input("pos", Shape::new(&[1], DType::I64)).unwrap();
+        let cos = g.input("cos", Shape::new(&tdims, dt)).unwrap();
+        let sin = g.input("sin", Shape::new(&tdims, dt)).unwrap();
+        let w = g
+            .rope_cache_write(cache, new, pos, cos, sin, axis, r.d, r.n_rot, r.style)
+            .unwrap();
+        g.set_outputs(vec![w]);
+        g
+    };
+    let outer: usize = cache_dims[..axis].iter().product();
+    let inner: usize = cache_dims[axis + 1..].iter().product();
+    let s = r.s;
+    Case::new(
+        format!(
+            "rope_cache_write {:?} {:?} x {xd:?} cos {cd:?} n_rot {} into {c} rows",
+            r.style, r.layout, r.n_rot
+        ),
+        inputs,
+        build,
+    )
+    .out(&cache_dims)
+    .oracle(move |v, _| {
+        // Rotate in f64 (the Rope oracle), then copy the rows in at pos.
+        let rotated = r.oracle(&v[1], &v[3], &v[4]);
+        let (mut out, pos) = (v[0].clone(), v[2][0] as usize);
+        for o in 0..outer {
+            for row in 0..s {
+                for e in 0..inner {
+                    out[(o * c + pos + row) * inner + e] = rotated[(o * s + row) * inner + e];
+                }
+            }
+        }
+        out
+    })
+    .no_grad()
+}
+
+pub fn rope_cache_write() -> Vec<Case> {
+    let mut cases = vec![];
+    for l in XLAYOUTS {
+        for st in STYLES {
+            // (b, s, h, d, n_rot, cos form, cache rows): decode, prefill, partial rotation
+            // with per-batch angles, the SmolLM2 key row (3 heads of 64).
+            let problems = [
+                (1, 1, 2, 8, 8, CosForm::Seq, 20),
+                (2, 5, 3, 8, 4, CosForm::PerBatch, 11),
+                (1, 1, 3, 64, 64, CosForm::Seq, 300),
+            ];
+            for (b, s, h, d, n_rot, form, c) in problems {
+                let r = RopeCase::new(l, (b, s, h, d), n_rot, st).cos(form);
+                let case = rope_cache_write_case(r, c);
+                cases.push(case.clone().dtypes(&GPU_FLOATS));
+                cases.push(case.dtypes(&[DType::F64]).no_parity());
+            }
+        }
+    }
     cases
 }
