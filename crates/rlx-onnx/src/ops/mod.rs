@@ -4,6 +4,7 @@
 //! dtype rlx does not do — always naming node, op type and opset).
 mod attention;
 mod bitwise;
+mod cast_lowp;
 mod control;
 mod conv_transpose;
 mod einsum;
@@ -17,6 +18,7 @@ mod misc;
 mod nn;
 mod norm;
 mod quant;
+mod quant_lowp;
 mod reduce;
 mod resize;
 mod rnn;
