@@ -323,7 +323,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     if let Some(d) = &args.output {
         std::fs::create_dir_all(d).map_err(|e| usage(format!("{}: {e}", d.display())))?;
     }
-    for (name, t) in model.outputs.iter().zip(&out) {
+    for (k, (name, t)) in model.outputs.iter().zip(&out).enumerate() {
         let v = t.to_f64_vec();
         let finite: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
         let mean = finite.iter().sum::<f64>() / finite.len().max(1) as f64;
@@ -337,6 +337,16 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
             let p = d.join(format!("{}.npy", file_name(name)));
             rlx_io::write_npy(&p, t).map_err(|e| usage(e.to_string()))?;
             print!(" -> {}", p.display());
+        }
+        // NumPy has no dtype for these: say what the written values stand for.
+        if let Some(code) = model.output_types.get(k).copied().flatten() {
+            if let Some(l) = rlx_onnx::lowp::Lowp::of(code) {
+                print!(
+                    " (ONNX type {}, written as its {} carrier: the exact values)",
+                    rlx_onnx::tensor::onnx_dtype_name(code),
+                    l.carrier()
+                );
+            }
         }
         println!();
     }

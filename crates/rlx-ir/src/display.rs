@@ -123,6 +123,7 @@ fn op_text(node: &Node) -> String {
         Op::Binary(b) => format!("{b:?}"),
         Op::Compare(c) => format!("{c:?}"),
         Op::Cast { to } => format!("to={to}"),
+        Op::FloatRound { format, saturate } => format!("{format:?} saturate={saturate}"),
         Op::FusedMatMulBiasAct { activation } => match activation {
             Some(a) => format!("act={a:?}"),
             None => "act=none".into(),

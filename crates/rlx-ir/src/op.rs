@@ -1,6 +1,6 @@
 //! The op set. Parameters live here so every crate sees one definition; each op's shape
 //! rule and builder live in `ops/<group>.rs`.
-use crate::{DType, Dim};
+use crate::{DType, Dim, MiniFloat};
 use serde::{Deserialize, Serialize};
 
 /// Unary elementwise functions.
@@ -453,6 +453,13 @@ pub enum Op {
     /// - → Bool is `x != 0` (NaN is true, `256 → true`); Bool → any type is 0 or 1.
     Cast {
         to: DType,
+    },
+    /// A float tensor rounded onto the grid of a low-precision float format, as that
+    /// format's f32 carrier (the output is always F32; see [`MiniFloat`] for the rounding,
+    /// overflow, NaN and −0 rules). Rounding is done from the input's exact value, once.
+    FloatRound {
+        format: MiniFloat,
+        saturate: bool,
     },
     StopGradient,
 

@@ -62,7 +62,9 @@ impl OpKind {
         use OpKind::*;
         match self {
             Input | Param | Constant => OpGroup::Leaf,
-            Activation | Binary | Compare | Where | Cast | StopGradient => OpGroup::Elementwise,
+            Activation | Binary | Compare | Where | Cast | FloatRound | StopGradient => {
+                OpGroup::Elementwise
+            }
             MatMul | FusedMatMulBiasAct | DequantMatMul | FusedDequantMatMul | Dequantize => {
                 OpGroup::Linalg
             }

@@ -7,6 +7,7 @@ mod attrs;
 mod ctx;
 mod error;
 pub mod inspect;
+pub mod lowp;
 mod model;
 pub mod ops;
 pub mod proto;

@@ -20,6 +20,9 @@ pub struct OnnxModel {
     pub inputs: Vec<String>,
     /// Graph output names, in order (the graph's outputs follow it).
     pub outputs: Vec<String>,
+    /// The ONNX element type code of each output, where the model declares it: an output
+    /// of a low-precision type (`lowp::Lowp`) is held in its carrier dtype.
+    pub output_types: Vec<Option<i32>>,
     /// Inputs whose values were baked in from `ImportOptions::specialize` (the graph is
     /// valid only for those values; they must still be fed, and are otherwise unused).
     pub specialized: Vec<String>,
@@ -170,8 +173,13 @@ pub fn import_model_with(
     }
     let mut outs = vec![];
     let mut names = vec![];
+    let mut types = vec![];
     for v in &graph.output {
         let name = v.name.clone().unwrap_or_default();
+        types.push(match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+            Some(type_proto::Value::TensorType(t)) => t.elem_type,
+            _ => None,
+        });
         if !ctx.is_defined(&name) {
             return Err(OnnxError::Graph(format!(
                 "output \"{name}\" is not produced by any node"
@@ -190,6 +198,7 @@ pub fn import_model_with(
         opsets,
         inputs,
         outputs: names,
+        output_types: types,
         specialized: ctx.specialized,
     })
 }

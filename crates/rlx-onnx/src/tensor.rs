@@ -1,6 +1,8 @@
 //! `TensorProto` → `HostTensor`: every dtype rlx can hold, from `raw_data` (little-endian) or
 //! the typed fields, and external data files. ONNX integer types rlx lacks widen without loss
-//! (I8/I16/U16 → I32, U32/U64 → I64; a U64 above i64::MAX is an error), so values survive.
+//! (I8/I16/U16 → I32, U32/U64 → I64; a U64 above i64::MAX is an error), so values survive;
+//! the float8 / float4 / 4-bit / 2-bit types are unpacked into their carriers (`lowp.rs`).
+use crate::lowp::{int32_bytes, Lowp};
 use crate::proto::{tensor_proto::DataType as P, TensorProto};
 use crate::OnnxError;
 use half::{bf16, f16};
@@ -10,6 +12,9 @@ use std::path::{Component, Path};
 
 /// The rlx dtype an ONNX element type code is held in, or None when rlx has no way to hold it.
 pub fn rlx_dtype(code: i32) -> Option<DType> {
+    if let Some(l) = Lowp::of(code) {
+        return Some(l.carrier());
+    }
     Some(match P::try_from(code).ok()? {
         P::Float => DType::F32,
         P::Double => DType::F64,
@@ -85,11 +90,13 @@ pub fn decode_tensor(t: &TensorProto, base_dir: Option<&Path>) -> Result<HostTen
         .iter()
         .try_fold(1usize, |n, &d| n.checked_mul(d))
         .ok_or_else(|| terr(&name, format!("dims {dims:?} overflow")))?;
-    let esize = raw_size(p);
-    let want_raw = numel
-        .checked_mul(esize)
-        .filter(|&b| b <= isize::MAX as usize)
-        .ok_or_else(|| terr(&name, format!("dims {dims:?} are too large")))?;
+    let lowp = Lowp::of(code);
+    let want_raw = match lowp {
+        Some(l) => l.packed_len(numel),
+        None => numel.checked_mul(raw_size(p)),
+    }
+    .filter(|&b| b <= isize::MAX as usize)
+    .ok_or_else(|| terr(&name, format!("dims {dims:?} are too large")))?;
 
     let external = t.data_location == Some(1);
     let raw: Option<Vec<u8>> = if external {
@@ -97,6 +104,14 @@ pub fn decode_tensor(t: &TensorProto, base_dir: Option<&Path>) -> Result<HostTen
     } else {
         t.raw_data.clone()
     };
+    if let Some(l) = lowp {
+        let packed = match raw {
+            Some(raw) => raw,
+            None => int32_bytes(&t.int32_data).map_err(|m| terr(&name, m))?,
+        };
+        let out = l.unpack(&packed, numel).map_err(|m| terr(&name, m))?;
+        return HostTensor::new(&dims, dtype, out).map_err(|e| terr(&name, e.to_string()));
+    }
     let mut out = Vec::with_capacity(numel.saturating_mul(dtype.size_bytes()).min(1 << 30));
     if let Some(raw) = raw {
         if raw.len() != want_raw {

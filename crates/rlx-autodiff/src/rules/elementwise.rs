@@ -1,8 +1,9 @@
-//! VJP rules of the Elementwise group: Activation, Binary, Compare, Where, Cast, StopGradient.
+//! VJP rules of the Elementwise group: Activation, Binary, Compare, Where, Cast, FloatRound,
+//! StopGradient.
 use super::Grads;
 use crate::util::{compare, neg, scalar_like, scale, select, unbroadcast};
 use crate::AdError;
-use rlx_ir::{Activation, BinaryOp, CompareOp, Graph, Node, NodeId};
+use rlx_ir::{Activation, BinaryOp, CompareOp, Graph, MiniFloat, Node, NodeId};
 use std::f64::consts::{PI, SQRT_2};
 
 pub(crate) fn activation(g: &mut Graph, node: &Node, dy: NodeId, act: Activation) -> Grads {
@@ -32,6 +33,27 @@ pub(crate) fn cast(g: &mut Graph, node: &Node, dy: NodeId) -> Grads {
     } else {
         None
     }])
+}
+
+/// Straight-through, as PyTorch's fake-quantize (`fake_quantize_per_tensor_affine`'s
+/// backward is `dy · mask`, the mask true where the value was not clamped): rounding itself
+/// has derivative zero almost everywhere, which would stop all learning, so the cotangent
+/// passes unchanged where `x` lies in the format's range and is zero where the op saturates
+/// or overflows. E8M0 ignores the sign, so its range is `[2^−127, 2^127]`.
+pub(crate) fn float_round(g: &mut Graph, node: &Node, dy: NodeId, format: MiniFloat) -> Grads {
+    let x = node.inputs[0];
+    let from = g.shape(x)?.dtype;
+    let (lo, hi) = match format {
+        MiniFloat::E8M0 { .. } => (2f64.powi(-127), 2f64.powi(127)),
+        f => (-f.max(), f.max()),
+    };
+    let (lo, hi) = (scalar_like(g, lo, x)?, scalar_like(g, hi, x)?);
+    let above = compare(g, CompareOp::Ge, x, lo)?;
+    let below = compare(g, CompareOp::Le, x, hi)?;
+    let zero = scalar_like(g, 0.0, dy)?;
+    let d = select(g, above, dy, zero)?;
+    let d = select(g, below, d, zero)?;
+    Ok(vec![Some(g.cast(d, from)?)])
 }
 
 // Not differentiable: Compare's bool output and StopGradient never become active, so these

@@ -90,6 +90,10 @@ pub fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
         Op::Compare(_) => elementwise::compare_op(),
         Op::Where => elementwise::where_(g, node, dy, needs),
         Op::Cast { to: _ } => elementwise::cast(g, node, dy),
+        Op::FloatRound {
+            format,
+            saturate: _,
+        } => elementwise::float_round(g, node, dy, *format),
         Op::StopGradient => elementwise::stop_gradient(),
 
         // ---- linalg

@@ -54,6 +54,7 @@ pub mod cache_write;
 mod chain;
 mod conv;
 pub mod elementwise;
+pub mod float_round;
 pub mod fused_dequant_matmul;
 pub mod index;
 pub mod linalg;
@@ -99,6 +100,9 @@ pub fn eval(node: &Node, ins: &[TensorView], out: OutView) -> Result<(), CpuErro
         Op::Compare(op) => elementwise::compare(*op, ins, out),
         Op::Where => elementwise::where_(ins, out),
         Op::Cast { to } => elementwise::cast(*to, ins, out),
+        Op::FloatRound { format, saturate } => {
+            float_round::float_round(*format, *saturate, ins, out)
+        }
         Op::StopGradient => elementwise::stop_gradient(ins, out),
 
         // ---- linalg

@@ -1,5 +1,6 @@
 //! The ONNX-import ops that have no CUDA kernel yet: Tile, CumSum, TopK and the index group
-//! (GatherElements, GatherND, ScatterElements, ScatterND, OneHot, Range). Each answers
+//! (GatherElements, GatherND, ScatterElements, ScatterND, OneHot, Range), and FloatRound
+//! (float8 / float4 rounding: rare, and cheap on the host). Each answers
 //! `Unsupported`, so the node runs on the CPU thunks with explicit copies at its boundary
 //! and the dispatch report lists it as a fallback; `lowers` in `mod.rs` lists them as not
 //! native. A kernel replaces one arm here (and its entry in [`FALLBACK`]).
@@ -7,7 +8,7 @@ use super::Lowered;
 use rlx_ir::OpKind;
 
 /// The kinds this file answers for: every one falls back to the CPU.
-pub const FALLBACK: [OpKind; 9] = [
+pub const FALLBACK: [OpKind; 10] = [
     OpKind::Tile,
     OpKind::CumSum,
     OpKind::TopK,
@@ -17,6 +18,7 @@ pub const FALLBACK: [OpKind; 9] = [
     OpKind::ScatterND,
     OpKind::OneHot,
     OpKind::Range,
+    OpKind::FloatRound,
 ];
 
 /// The answer for a kind without a kernel.

@@ -420,6 +420,11 @@ pub(crate) fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         Op::ScatterND { reduction: _ } => index::no_kernel(OpKind::ScatterND),
         Op::OneHot { axis: _, depth: _ } => index::no_kernel(OpKind::OneHot),
         Op::Range { len: _ } => index::no_kernel(OpKind::Range),
+        // Rounding to a float8 / float4 grid is rare and cheap on the host; the CPU runs it.
+        Op::FloatRound {
+            format: _,
+            saturate: _,
+        } => index::no_kernel(OpKind::FloatRound),
     }
 }
 
@@ -448,6 +453,7 @@ fn lowers(kind: OpKind) -> bool {
         // Listed as fallbacks, so the dispatch report shows them running on the CPU.
         Tile | CumSum | TopK => false,
         GatherElements | GatherND | ScatterElements | ScatterND | OneHot | Range => false,
+        FloatRound => false,
     }
 }
 

@@ -1,4 +1,5 @@
-//! Shape rules and builders: Activation, Binary, Compare, Where, Cast, StopGradient.
+//! Shape rules and builders: Activation, Binary, Compare, Where, Cast, FloatRound,
+//! StopGradient.
 use super::{arity, require_float};
 use crate::{
     broadcast_dims, Activation, BinaryOp, CompareOp, DType, Graph, IrError, NodeId, Op, OpKind,
@@ -21,6 +22,13 @@ pub(crate) fn stop_gradient(inputs: &[&Shape]) -> Result<Shape, String> {
 pub(crate) fn cast(to: DType, inputs: &[&Shape]) -> Result<Shape, String> {
     arity(OpKind::Cast, inputs, 1, 1)?;
     Ok(inputs[0].with_dtype(to))
+}
+
+/// Any float input; the result is its format's f32 carrier.
+pub(crate) fn float_round(inputs: &[&Shape]) -> Result<Shape, String> {
+    arity(OpKind::FloatRound, inputs, 1, 1)?;
+    require_float(OpKind::FloatRound, inputs, &[0])?;
+    Ok(inputs[0].with_dtype(DType::F32))
 }
 
 /// Two operands of one dtype, broadcast; the result has dtype `out` (or theirs).
@@ -80,6 +88,15 @@ impl Graph {
     }
     pub fn cast(&mut self, x: NodeId, to: DType) -> Result<NodeId, IrError> {
         self.add_node(Op::Cast { to }, &[x])
+    }
+    /// `x` rounded onto `format`'s grid, as F32 (see `Op::FloatRound`).
+    pub fn float_round(
+        &mut self,
+        x: NodeId,
+        format: crate::MiniFloat,
+        saturate: bool,
+    ) -> Result<NodeId, IrError> {
+        self.add_node(Op::FloatRound { format, saturate }, &[x])
     }
     pub fn maximum(&mut self, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
         self.binary(BinaryOp::Max, a, b)

@@ -40,6 +40,10 @@ fn route(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
         Compare(_) => elementwise::compare(inputs),
         Where => elementwise::where_(inputs),
         Cast { to } => elementwise::cast(*to, inputs),
+        FloatRound {
+            format: _,
+            saturate: _,
+        } => elementwise::float_round(inputs),
         StopGradient => elementwise::stop_gradient(inputs),
         // Linalg
         MatMul => linalg::matmul(inputs),

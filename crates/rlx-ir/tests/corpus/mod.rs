@@ -67,6 +67,13 @@ pub fn every_op() -> Graph {
     for to in DType::ALL {
         push(&mut g, Op::Cast { to }, &[x], &bs512.with_dtype(to));
     }
+    for (k, format) in MiniFloat::ALL.into_iter().enumerate() {
+        let op = Op::FloatRound {
+            format,
+            saturate: k % 2 == 0,
+        };
+        push(&mut g, op, &[x], &bs512.with_dtype(DType::F32));
+    }
     push(&mut g, Op::StopGradient, &[x], &bs512);
     let mm = push(&mut g, Op::MatMul, &[x, w], &bs512);
     g.set_name(mm, "proj").unwrap();

@@ -278,11 +278,15 @@ fn cast(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let code = Attrs(n)
         .i("to")
         .ok_or_else(|| c.err("needs attribute `to`"))?;
-    let to = cast_target(c, code)?;
+    let code32 = i32::try_from(code).map_err(|_| c.err(format!("bad type code {code}")))?;
     if let Some(out) = n.output.first() {
         // Consumers that need the exact ONNX type (a QuantizeLinear zero point) read it.
-        c.onnx_types.insert(out.clone(), code as i32);
+        c.onnx_types.insert(out.clone(), code32);
     }
+    if let Some(y) = super::cast_lowp::cast(c, n, x, code32)? {
+        return one(y);
+    }
+    let to = cast_target(c, code)?;
     one(cast_to(c, x, to)?)
 }
 
@@ -297,6 +301,14 @@ pub(super) fn cast_to(c: &mut ImportCtx, x: NodeId, to: DType) -> Result<NodeId,
 
 fn cast_like(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let (x, like) = (c.input(n, 0)?, c.input(n, 1)?);
+    if let Some(code) = c.onnx_type(n, 1) {
+        if let Some(out) = n.output.first() {
+            c.onnx_types.insert(out.clone(), code);
+        }
+        if let Some(y) = super::cast_lowp::cast(c, n, x, code)? {
+            return one(y);
+        }
+    }
     let to = c.dtype(like)?;
     one(cast_to(c, x, to)?)
 }

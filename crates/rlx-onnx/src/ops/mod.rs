@@ -5,6 +5,7 @@
 //! than the default one is keyed "domain::op_type".
 mod attention;
 mod bitwise;
+mod cast_lowp;
 mod causal_conv;
 mod control;
 mod conv_transpose;
@@ -21,6 +22,7 @@ mod misc;
 mod nn;
 mod norm;
 mod quant;
+mod quant_lowp;
 mod reduce;
 mod resize;
 mod rnn;

@@ -1,9 +1,10 @@
 //! QuantizeLinear / DequantizeLinear (per-tensor or per-axis scale and zero point) composed
 //! from Cast, elementwise math and the exact half-to-even Round of `rounding.rs`. Blocked
-//! quantization and the float8 / 4-bit / 2-bit types are unsupported.
+//! quantization is unsupported; the float8 / float4 types go through `quant_lowp.rs`.
 use super::rounding::round;
 use super::{one, Registry, Translated};
 use crate::attrs::Attrs;
+use crate::lowp::Lowp;
 use crate::proto::{tensor_proto::DataType as P, NodeProto};
 use crate::tensor::onnx_dtype_name;
 use crate::{ImportCtx, OnnxError};
@@ -199,7 +200,12 @@ fn dynamic_quantize(c: &mut ImportCtx, n: &NodeProto) -> Translated {
 }
 
 /// A per-axis `[C]` scale / zero point reshaped to broadcast along `axis` of x; scalars as is.
-fn along(c: &mut ImportCtx, n: &NodeProto, v: NodeId, x: NodeId) -> Result<NodeId, OnnxError> {
+pub(super) fn along(
+    c: &mut ImportCtx,
+    n: &NodeProto,
+    v: NodeId,
+    x: NodeId,
+) -> Result<NodeId, OnnxError> {
     if Attrs(n).i_or("block_size", 0) != 0 {
         return Err(c.unsupported("blocked quantization"));
     }
@@ -225,6 +231,10 @@ fn range_of(c: &ImportCtx, code: i32) -> Result<(f64, f64, DType), OnnxError> {
         Ok(P::Uint16) => (0.0, 65535.0, DType::I32),
         Ok(P::Int16) => (-32768.0, 32767.0, DType::I32),
         Ok(P::Int32) => (i32::MIN as f64, i32::MAX as f64, DType::I32),
+        _ if Lowp::of(code).and_then(Lowp::int_range).is_some() => {
+            let (lo, hi) = Lowp::of(code).and_then(Lowp::int_range).unwrap_or_default();
+            (lo as f64, hi as f64, DType::I32)
+        }
         _ => return Err(c.unsupported(format!("quantizing to {}", onnx_dtype_name(code)))),
     })
 }
@@ -239,6 +249,9 @@ fn quantize(c: &mut ImportCtx, n: &NodeProto) -> Translated {
             .ok_or_else(|| c.unsupported("a computed zero point"))?,
         (None, _) => P::Uint8 as i32,
     };
+    if let Some(Lowp::Float(m)) = Lowp::of(code) {
+        return super::quant_lowp::quantize_float(c, n, (x, s, zp), m);
+    }
     let (lo, hi, out) = range_of(c, code)?;
     let dt = c.dtype(x)?;
     let s = super::elementwise::cast_to(c, s, dt)?;
@@ -259,7 +272,9 @@ fn quantize(c: &mut ImportCtx, n: &NodeProto) -> Translated {
 fn dequantize(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let (x, s) = (c.input(n, 0)?, c.input(n, 1)?);
     if let Some(code) = c.onnx_type(n, 0) {
-        range_of(c, code)?;
+        if !matches!(Lowp::of(code), Some(Lowp::Float(_))) {
+            range_of(c, code)?;
+        }
     }
     let dt = c.dtype(s)?;
     let mut y = super::elementwise::cast_to(c, x, dt)?;

@@ -398,6 +398,10 @@ fn size(c: &mut ImportCtx, n: &NodeProto) -> Translated {
 fn constant(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let a = Attrs(n);
     let t = if let Some(t) = a.t("value") {
+        // A consumer that needs the exact ONNX type (a zero point, a float8 value) reads it.
+        if let (Some(out), Some(code)) = (n.output.first(), t.data_type) {
+            c.onnx_types.insert(out.clone(), code);
+        }
         decode_tensor(t, None)?
     } else if let Some(v) = a.f("value_float") {
         HostTensor::from_f32(&[], &[v])
