@@ -2,13 +2,14 @@
 tests (crates/rlx-onnx/tests/real_models.rs) and the peer for bench/cpu_onnx_vs_ort.sh.
 
   PY scripts/ort_run.py MODEL.onnx --input NAME=FILE.npy ... [--output DIR] [--threads 2]
-                        [--iters N]
+                        [--iters N] [--no-opt]
 
 PY is a Python with numpy (the venv of scripts/hf_ref_env.sh); onnxruntime comes from the
 interpreter if it has it, else from $RLX_CACHE/py-ort (scripts/ort_bench.py installs it there).
 Writes DIR/<output name>.npy (names with characters other than [A-Za-z0-9._-] get "_" for
 them, as `rlx run` does). Session: THREADS intra-op threads, 1 inter-op, sequential, all
-graph optimisations. With --iters N, prints `ort median_ms X` over N runs after a warm-up.
+graph optimisations (none with --no-opt: the ONNX semantics node by node, which ORT's fused
+int8 kernels depart from — see tests/real_models.rs). With --iters N, prints `ort median_ms X` over N runs after a warm-up.
 """
 
 import argparse
@@ -39,13 +40,15 @@ def main():
     ap.add_argument("--output")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iters", type=int, default=0)
+    ap.add_argument("--no-opt", action="store_true")
     args = ap.parse_args()
     ort = import_ort()
     so = ort.SessionOptions()
     so.intra_op_num_threads = args.threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_DISABLE_ALL if args.no_opt
+                                   else ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
     # Errors only: the PP-OCR file's unused initializers otherwise fill the log.
     so.log_severity_level = 3
     sess = ort.InferenceSession(args.model, so, providers=["CPUExecutionProvider"])
