@@ -27,7 +27,11 @@ pub fn run(dirs: &[PathBuf], device: Device, failures: Option<&Path>) -> Result<
         if r.fallback.is_empty() {
             println!("{name}: {}", r.outcome);
         } else {
-            println!("{name}: {} [cpu fallback: {}]", r.outcome, r.fallback.join("; "));
+            println!(
+                "{name}: {} [cpu fallback: {}]",
+                r.outcome,
+                r.fallback.join("; ")
+            );
             if r.outcome.passed() {
                 passes_with_fallback += 1;
                 for f in &r.fallback {
@@ -43,10 +47,18 @@ pub fn run(dirs: &[PathBuf], device: Device, failures: Option<&Path>) -> Result<
     if device != Device::Cpu {
         let mut top: Vec<_> = leaned.into_iter().collect();
         top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let top: Vec<String> = top.iter().take(12).map(|(k, n)| format!("{k} {n}")).collect();
+        let top: Vec<String> = top
+            .iter()
+            .take(12)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
         println!(
             "{passes_with_fallback} of the passing cases ran some node on the CPU (op kinds: {})",
-            if top.is_empty() { "none".to_string() } else { top.join(", ") }
+            if top.is_empty() {
+                "none".to_string()
+            } else {
+                top.join(", ")
+            }
         );
     }
     if let Some(path) = failures {

@@ -203,7 +203,10 @@ fn draws(
             .zip(w.to_f64_vec())
             .map(|(a, b)| (a - b).abs())
             .fold(0.0, f64::max);
-        println!("{tag} draw {i}: rel-L2 {:.3e}, max |rlx - ort| {worst:.3e}", rel_l2(g, w));
+        println!(
+            "{tag} draw {i}: rel-L2 {:.3e}, max |rlx - ort| {worst:.3e}",
+            rel_l2(g, w)
+        );
         v.push((rel_l2(g, w), worst));
     }
     Some(v)
