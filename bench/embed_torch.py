@@ -116,6 +116,13 @@ class Bert:
         return ctx.transpose(1, 2).reshape(b, s, h)
 
     def __call__(self, ids, mask):
+        x = self.hidden(ids, mask)
+        m = mask[:, :, None].to(x.dtype)
+        pooled = (x * m).sum(1) / m.sum(1).clamp(min=1e-9)
+        return F.normalize(pooled.float(), dim=-1)
+
+    def hidden(self, ids, mask):
+        """The encoder's last_hidden_state (what the ONNX export outputs)."""
         keep = mask.bool()
         s = ids.shape[1]
         w = self.w
@@ -129,9 +136,7 @@ class Bert:
             x = self.ln(a + x, p + "attention.output.LayerNorm")
             f = F.gelu(self.lin(x, p + "intermediate.dense"))
             x = self.ln(self.lin(f, p + "output.dense") + x, p + "output.LayerNorm")
-        m = mask[:, :, None].to(x.dtype)
-        pooled = (x * m).sum(1) / m.sum(1).clamp(min=1e-9)
-        return F.normalize(pooled.float(), dim=-1)
+        return x
 
 
 def pad(rows, device):

@@ -19,28 +19,9 @@ import time
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from embed_torch import Bert  # noqa: E402
-
-
-def hidden(bert, ids, mask):
-    """The encoder's last_hidden_state: Bert.__call__ without pooling."""
-    keep = mask.bool()
-    s = ids.shape[1]
-    w = bert.w
-    x = (w["embeddings.word_embeddings.weight"][ids]
-         + w["embeddings.position_embeddings.weight"][:s][None]
-         + w["embeddings.token_type_embeddings.weight"][0][None, None])
-    x = bert.ln(x, "embeddings.LayerNorm")
-    for i in range(bert.layers):
-        p = f"encoder.layer.{i}."
-        a = bert.lin(bert.attention(x, keep, p), p + "attention.output.dense")
-        x = bert.ln(a + x, p + "attention.output.LayerNorm")
-        f = F.gelu(bert.lin(x, p + "intermediate.dense"))
-        x = bert.ln(bert.lin(f, p + "output.dense") + x, p + "output.LayerNorm")
-    return x
 
 
 def main():
@@ -53,12 +34,12 @@ def main():
     dev = torch.device("cuda")
     bert = Bert(a.model_dir, dev, torch.float32)
     torch.backends.cuda.matmul.allow_tf32 = False
-    compiled = torch.compile(lambda i, m: hidden(bert, i, m))
+    compiled = torch.compile(bert.hidden)
     for n, d in enumerate(a.inputs):
         ids_np = np.load(os.path.join(d, "input_ids.npy"))
         mask_np = np.load(os.path.join(d, "attention_mask.npy"))
         ids_h, mask_h = torch.from_numpy(ids_np), torch.from_numpy(mask_np)
-        for mode, fn in (("eager", lambda i, m: hidden(bert, i, m)), ("compile", compiled)):
+        for mode, fn in (("eager", bert.hidden), ("compile", compiled)):
             def step():
                 with torch.no_grad():
                     return fn(ids_h.to(dev), mask_h.to(dev)).cpu()
