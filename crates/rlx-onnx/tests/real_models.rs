@@ -212,11 +212,6 @@ fn draws(
     Some(v)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// QOperator MiniLM (DynamicQuantizeLinear before every MatMulInteger) against ORT without
 /// graph optimisations, i.e. the ONNX semantics node by node. Such a model is chaotic at
 /// rounding ties: on some inputs one activation lands within an ulp of k + ½ steps, the two
