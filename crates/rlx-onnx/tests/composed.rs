@@ -2,6 +2,8 @@
 //! model against an independent plain f64 loop: Atan / Asin / Acos, CumProd (every
 //! exclusive / reverse combination), Pad's edge / reflect / wrap modes, Det, DFT and an
 //! unrolled Scan. Inputs are random (seeded), in f64 so the comparison is tight.
+mod common;
+use common::*;
 use prost::Message;
 use rlx_ir::HostTensor;
 use rlx_onnx::load_bytes;
@@ -30,54 +32,6 @@ fn value(name: &str, dt: P, dims: &[usize]) -> ValueInfoProto {
             })),
             ..Default::default()
         }),
-        ..Default::default()
-    }
-}
-
-fn node(op: &str, ins: &[&str], outs: &[&str], attribute: Vec<AttributeProto>) -> NodeProto {
-    NodeProto {
-        op_type: Some(op.into()),
-        name: Some(format!("{op}_{}", outs[0])),
-        input: ins.iter().map(|s| s.to_string()).collect(),
-        output: outs.iter().map(|s| s.to_string()).collect(),
-        attribute,
-        ..Default::default()
-    }
-}
-
-fn attr_i(name: &str, v: i64) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        i: Some(v),
-        r#type: Some(2),
-        ..Default::default()
-    }
-}
-
-fn attr_s(name: &str, v: &str) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        s: Some(v.as_bytes().to_vec()),
-        r#type: Some(3),
-        ..Default::default()
-    }
-}
-
-fn attr_g(name: &str, g: GraphProto) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        g: Some(g),
-        r#type: Some(5),
-        ..Default::default()
-    }
-}
-
-fn init_i64(name: &str, dims: &[i64], v: &[i64]) -> TensorProto {
-    TensorProto {
-        name: Some(name.into()),
-        dims: dims.to_vec(),
-        data_type: Some(P::Int64 as i32),
-        int64_data: v.to_vec(),
         ..Default::default()
     }
 }

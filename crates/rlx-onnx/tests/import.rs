@@ -1,12 +1,13 @@
 //! Import on hand-built models: a `Shape → Gather → Concat → Reshape` chain folds to a static
 //! Reshape; initializers become params (large floats) or constants; an unsupported op is an
 //! error naming node, op type and opset; Gemm against a plain f64 loop.
+mod common;
+use common::*;
 use prost::Message;
 use rlx_ir::{HostTensor, Op, OpKind};
 use rlx_onnx::proto::{
-    tensor_proto::DataType as P, tensor_shape_proto, type_proto, AttributeProto, GraphProto,
-    ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto,
-    ValueInfoProto,
+    tensor_proto::DataType as P, tensor_shape_proto, type_proto, GraphProto, ModelProto,
+    OperatorSetIdProto, TensorShapeProto, TypeProto, ValueInfoProto,
 };
 use rlx_onnx::{load_bytes, OnnxError};
 use rlx_runtime::{Device, Session};
@@ -35,55 +36,6 @@ fn value(name: &str, dt: P, dims: &[i64]) -> ValueInfoProto {
             })),
             ..Default::default()
         }),
-        ..Default::default()
-    }
-}
-
-fn node(op: &str, ins: &[&str], outs: &[&str], attrs: Vec<AttributeProto>) -> NodeProto {
-    NodeProto {
-        op_type: Some(op.into()),
-        name: Some(format!("{op}_{}", outs[0])),
-        input: ins.iter().map(|s| s.to_string()).collect(),
-        output: outs.iter().map(|s| s.to_string()).collect(),
-        attribute: attrs,
-        ..Default::default()
-    }
-}
-
-fn attr_i(name: &str, v: i64) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        i: Some(v),
-        r#type: Some(2),
-        ..Default::default()
-    }
-}
-
-fn attr_f(name: &str, v: f32) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        f: Some(v),
-        r#type: Some(1),
-        ..Default::default()
-    }
-}
-
-fn init_i64(name: &str, dims: &[i64], v: &[i64]) -> TensorProto {
-    TensorProto {
-        name: Some(name.into()),
-        dims: dims.to_vec(),
-        data_type: Some(P::Int64 as i32),
-        int64_data: v.to_vec(),
-        ..Default::default()
-    }
-}
-
-fn init_f32(name: &str, dims: &[i64], v: &[f32]) -> TensorProto {
-    TensorProto {
-        name: Some(name.into()),
-        dims: dims.to_vec(),
-        data_type: Some(P::Float as i32),
-        raw_data: Some(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
         ..Default::default()
     }
 }

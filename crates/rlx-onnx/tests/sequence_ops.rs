@@ -5,6 +5,8 @@
 //! Swish, kernel size one, inputs shorter than the kernel) and FlexAttention (GQA, score_mod /
 //! prob_mod subgraphs with their own initializers). Shapes and values are random (seeded),
 //! in f64 so the comparison is tight; rejected attributes and inputs name the node.
+mod common;
+use common::*;
 use prost::Message;
 use rlx_ir::{DType, HostTensor};
 use rlx_onnx::load_bytes;
@@ -33,42 +35,6 @@ fn value(name: &str, dims: &[usize]) -> ValueInfoProto {
             })),
             ..Default::default()
         }),
-        ..Default::default()
-    }
-}
-
-fn attr_i(name: &str, v: i64) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        i: Some(v),
-        r#type: Some(2),
-        ..Default::default()
-    }
-}
-
-fn attr_f(name: &str, v: f32) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        f: Some(v),
-        r#type: Some(1),
-        ..Default::default()
-    }
-}
-
-fn attr_s(name: &str, v: &str) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        s: Some(v.as_bytes().to_vec()),
-        r#type: Some(3),
-        ..Default::default()
-    }
-}
-
-fn attr_g(name: &str, g: GraphProto) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        g: Some(g),
-        r#type: Some(5),
         ..Default::default()
     }
 }

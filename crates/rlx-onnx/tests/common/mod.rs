@@ -1,0 +1,76 @@
+//! Proto builders shared by the hand-built-model tests (composed.rs, import.rs,
+//! sequence_ops.rs): attributes by type, one node, integer and f32 initializers. Each test
+//! file uses a subset, hence the dead-code allowance.
+#![allow(dead_code)]
+use rlx_onnx::proto::{
+    tensor_proto::DataType as P, AttributeProto, GraphProto, NodeProto, TensorProto,
+};
+
+/// A node named after its op and first output.
+pub fn node(op: &str, ins: &[&str], outs: &[&str], attribute: Vec<AttributeProto>) -> NodeProto {
+    NodeProto {
+        op_type: Some(op.into()),
+        name: Some(format!("{op}_{}", outs[0])),
+        input: ins.iter().map(|s| s.to_string()).collect(),
+        output: outs.iter().map(|s| s.to_string()).collect(),
+        attribute,
+        ..Default::default()
+    }
+}
+
+// AttributeProto.type codes: FLOAT 1, INT 2, STRING 3, GRAPH 5.
+pub fn attr_f(name: &str, v: f32) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        f: Some(v),
+        r#type: Some(1),
+        ..Default::default()
+    }
+}
+
+pub fn attr_i(name: &str, v: i64) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        i: Some(v),
+        r#type: Some(2),
+        ..Default::default()
+    }
+}
+
+pub fn attr_s(name: &str, v: &str) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        s: Some(v.as_bytes().to_vec()),
+        r#type: Some(3),
+        ..Default::default()
+    }
+}
+
+pub fn attr_g(name: &str, g: GraphProto) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        g: Some(g),
+        r#type: Some(5),
+        ..Default::default()
+    }
+}
+
+pub fn init_i64(name: &str, dims: &[i64], v: &[i64]) -> TensorProto {
+    TensorProto {
+        name: Some(name.into()),
+        dims: dims.to_vec(),
+        data_type: Some(P::Int64 as i32),
+        int64_data: v.to_vec(),
+        ..Default::default()
+    }
+}
+
+pub fn init_f32(name: &str, dims: &[i64], v: &[f32]) -> TensorProto {
+    TensorProto {
+        name: Some(name.into()),
+        dims: dims.to_vec(),
+        data_type: Some(P::Float as i32),
+        raw_data: Some(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        ..Default::default()
+    }
+}
