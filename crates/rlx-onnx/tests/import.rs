@@ -196,3 +196,69 @@ fn dim_param_becomes_a_dynamic_dim() {
         vec![rlx_ir::Dim::dynamic("batch"), rlx_ir::Dim::Static(4)]
     );
 }
+
+/// DynamicQuantizeLinear against the operator's definition computed here in f64: scale =
+/// (max(0, x_max) − min(0, x_min)) / 255, zero point = saturate(round(−min / scale)), y =
+/// saturate(round(x / scale) + zp), rounding half to even; and an all-zero x, whose range is
+/// empty, gets scale 1 and zero point 0 (as ONNX Runtime and the reference evaluator) instead
+/// of 0 and NaN quotients.
+#[test]
+fn dynamic_quantize_linear_matches_its_definition() {
+    let mut rng = Rng::new("dynamic_quantize_linear_matches_its_definition");
+    let g = GraphProto {
+        name: Some("dql".into()),
+        input: vec![value("x", P::Float, &[3, 7])],
+        output: vec![
+            value("y", P::Uint8, &[3, 7]),
+            value("s", P::Float, &[]),
+            value("z", P::Uint8, &[]),
+        ],
+        node: vec![node(
+            "DynamicQuantizeLinear",
+            &["x"],
+            &["y", "s", "z"],
+            vec![],
+        )],
+        ..Default::default()
+    };
+    let m = load_bytes(&model(g, 11), None, "dql").unwrap();
+    let exe = Session::new(Device::Cpu).compile(m.graph.clone()).unwrap();
+    let shift = rng.range(-1.5, 1.5);
+    let random: Vec<f32> = rng
+        .normals(21)
+        .iter()
+        .map(|&v| (v + shift) as f32)
+        .collect();
+    for x in [random, vec![0.0f32; 21]] {
+        let out = exe
+            .run_typed(&[("x", HostTensor::from_f32(&[3, 7], &x))])
+            .unwrap();
+        let hi = x.iter().fold(0.0f64, |a, &v| a.max(v as f64));
+        let lo = x.iter().fold(0.0f64, |a, &v| a.min(v as f64));
+        // f32 like the op: the scale is an f32 value.
+        let scale = if hi == lo {
+            1.0
+        } else {
+            ((hi - lo) as f32 / 255.0) as f64
+        };
+        let zp = (-lo / scale).round_ties_even().clamp(0.0, 255.0);
+        let want: Vec<i64> = x
+            .iter()
+            .map(|&v| ((v as f64 / scale).round_ties_even() + zp).clamp(0.0, 255.0) as i64)
+            .collect();
+        assert_eq!(out[1].to_f64_vec(), vec![scale], "scale");
+        assert_eq!(out[2].to_i64_vec(), vec![zp as i64], "zero point");
+        let got = out[0].to_i64_vec();
+        // x / scale in f32 vs f64 may land on opposite sides of a tie: one step at most,
+        // and only where the f64 quotient sits within 1e-4 of k + ½.
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            let q = x[i] as f64 / scale;
+            let near_tie = (q - q.floor() - 0.5).abs() < 1e-4;
+            assert!(
+                g == w || (near_tie && (g - w).abs() == 1),
+                "y[{i}] = {g}, want {w} (x {}, scale {scale})",
+                x[i]
+            );
+        }
+    }
+}

@@ -161,7 +161,7 @@ fn qlinear_matmul(c: &mut ImportCtx, n: &NodeProto) -> Translated {
 }
 
 /// uint8 quantization with scale and zero point from the data's range (widened to hold 0):
-/// scale = (max − min) / 255, zero point = saturate(round(−min / scale)).
+/// scale = (max − min) / 255 (1 when max = min = 0), zero point = saturate(round(−min / scale)).
 fn dynamic_quantize(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let x = c.input(n, 0)?;
     let dt = c.dtype(x)?;
@@ -184,6 +184,11 @@ fn dynamic_quantize(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let span = c.add(Op::Binary(B::Sub), &[mx, mn])?;
     let q255 = c.scalar(255.0, dt)?;
     let scale = c.add(Op::Binary(B::Div), &[span, q255])?;
+    // An all-zero x has no range: scale 1 (as ONNX Runtime and the reference evaluator
+    // take it) rather than 0, whose quotients would be NaN.
+    let flat = c.add(Op::Compare(rlx_ir::CompareOp::Eq), &[span, zero])?;
+    let one_s = c.scalar(1.0, dt)?;
+    let scale = c.add(Op::Where, &[flat, one_s, scale])?;
     let neg = c.add(Op::Binary(B::Sub), &[zero, mn])?;
     let zf = c.add(Op::Binary(B::Div), &[neg, scale])?;
     let zf = round(c, zf)?;
