@@ -8,33 +8,11 @@ use prost::Message;
 use rlx_ir::HostTensor;
 use rlx_onnx::load_bytes;
 use rlx_onnx::proto::{
-    tensor_proto::DataType as P, tensor_shape_proto, type_proto, AttributeProto, GraphProto,
-    ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto,
-    ValueInfoProto,
+    tensor_proto::DataType as P, AttributeProto, GraphProto, ModelProto, NodeProto,
+    OperatorSetIdProto, TensorProto,
 };
 use rlx_runtime::{Device, Session};
 use rlx_testutil::Rng;
-
-fn value(name: &str, dt: P, dims: &[usize]) -> ValueInfoProto {
-    use tensor_shape_proto::{dimension::Value as D, Dimension};
-    let dim = (dims.iter())
-        .map(|&d| Dimension {
-            value: Some(D::DimValue(d as i64)),
-            ..Default::default()
-        })
-        .collect();
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(dt as i32),
-                shape: Some(TensorShapeProto { dim }),
-            })),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
 
 /// Import a one-graph model, run it on the CPU with one f64 input `x`, return output 0.
 fn run(g: GraphProto, opset: i64, dims: &[usize], x: &[f64]) -> HostTensor {

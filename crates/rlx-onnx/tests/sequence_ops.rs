@@ -11,33 +11,11 @@ use prost::Message;
 use rlx_ir::{DType, HostTensor};
 use rlx_onnx::load_bytes;
 use rlx_onnx::proto::{
-    tensor_proto::DataType as P, tensor_shape_proto, type_proto, AttributeProto, GraphProto,
-    ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto,
-    ValueInfoProto,
+    tensor_proto::DataType as P, AttributeProto, GraphProto, ModelProto, NodeProto,
+    OperatorSetIdProto, TensorProto,
 };
 use rlx_runtime::{Device, Session};
 use rlx_testutil::Rng;
-
-fn value(name: &str, dims: &[usize]) -> ValueInfoProto {
-    use tensor_shape_proto::{dimension::Value as D, Dimension};
-    let dim = (dims.iter())
-        .map(|&d| Dimension {
-            value: Some(D::DimValue(d as i64)),
-            ..Default::default()
-        })
-        .collect();
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(P::Double as i32),
-                shape: Some(TensorShapeProto { dim }),
-            })),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
 
 fn scalar_init(name: &str, v: f64) -> TensorProto {
     TensorProto {
@@ -84,9 +62,9 @@ fn model(m: &OneNode) -> Vec<u8> {
             .ins
             .iter()
             .flatten()
-            .map(|i| value(i.name, &i.dims))
+            .map(|i| value(i.name, P::Double, &i.dims))
             .collect(),
-        output: m.outs.iter().map(|(n, d)| value(n, d)).collect(),
+        output: m.outs.iter().map(|(n, d)| value(n, P::Double, d)).collect(),
         node: vec![node],
         ..Default::default()
     };
@@ -505,8 +483,8 @@ fn causal_conv_with_state_rejects_what_it_does_not_do() {
 fn modifier(op: &str, x: &str, c: f64, dims: &[usize]) -> GraphProto {
     GraphProto {
         name: Some(format!("{op}_mod")),
-        input: vec![value(x, dims)],
-        output: vec![value(&format!("{x}_out"), dims)],
+        input: vec![value(x, P::Double, dims)],
+        output: vec![value(&format!("{x}_out"), P::Double, dims)],
         initializer: vec![scalar_init(&format!("{x}_c"), c)],
         node: vec![NodeProto {
             op_type: Some(op.into()),

@@ -3,8 +3,31 @@
 //! file uses a subset, hence the dead-code allowance.
 #![allow(dead_code)]
 use rlx_onnx::proto::{
-    tensor_proto::DataType as P, AttributeProto, GraphProto, NodeProto, TensorProto,
+    tensor_proto::DataType as P, tensor_shape_proto, type_proto, AttributeProto, GraphProto,
+    NodeProto, TensorProto, TensorShapeProto, TypeProto, ValueInfoProto,
 };
+
+/// A tensor value of element type `dt` with static dims.
+pub fn value(name: &str, dt: P, dims: &[usize]) -> ValueInfoProto {
+    use tensor_shape_proto::{dimension::Value as D, Dimension};
+    let dim = (dims.iter())
+        .map(|&d| Dimension {
+            value: Some(D::DimValue(d as i64)),
+            ..Default::default()
+        })
+        .collect();
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(dt as i32),
+                shape: Some(TensorShapeProto { dim }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
 
 /// A node named after its op and first output.
 pub fn node(op: &str, ins: &[&str], outs: &[&str], attribute: Vec<AttributeProto>) -> NodeProto {
