@@ -171,6 +171,352 @@ __device__ void dq_gemv(const T* x, const u8* w, T* y, const T* gamma, const T* 
     }
 }
 
+// ---- Staged GEMV (decode, M ≤ 8): dq_gemv_st_<scheme>_m<MM>_<sfx> ----
+// The block first stages h — x, rms_norm(x)·gamma (glu = 0), or silu(gate)·up over the two
+// halves of x's rows (glu = 1: gate first, 2: up first) — for its M rows in shared memory as
+// f32: 36 floats per 32-value unit (4 of padding, so the eight lanes of a quarter warp reading
+// eight consecutive units' float4s hit 32 distinct banks), each unit's Σh after them (the
+// offset terms of Q4_0/Q4_1/Q5_x and the K-quants' mins need it). Then each group of `lpr`
+// lanes (a power of two ≤ 32) computes one output column, lane i of the group taking 32-value
+// units i, i + lpr, …; a lane requests its first unit's bytes before the staging and its next
+// unit's before using the current one, so weight loads overlap everything else. Rows of 18
+// units (K = 576) no longer leave most of a warp idle, and x is read once per block instead
+// of once per column.
+#define GS_STRIDE 36
+
+__device__ __forceinline__ unsigned ld_u16(const u8* p) { return *reinterpret_cast<const unsigned short*>(p); }
+__device__ __forceinline__ unsigned ld_u32(const u8* p) { return *reinterpret_cast<const unsigned*>(p); }
+__device__ __forceinline__ float h16_lo(unsigned v) { return __half2float(__ushort_as_half((unsigned short)(v & 0xffffu))); }
+__device__ __forceinline__ float h16_hi(unsigned v) { return __half2float(__ushort_as_half((unsigned short)(v >> 16))); }
+// The low (hi = 0) or high nibble of byte j of a little-endian word.
+__device__ __forceinline__ float nib(unsigned q, int j, int hi) { return (float)((q >> (8 * j + 4 * hi)) & 15u); }
+
+// Σ_e q_e·h_e over one 32-value unit whose quants are the nibbles of four words (byte j of
+// word i: element 4i + j in the low nibble, 16 + 4i + j in the high one), as in Q4_0 / Q4_1.
+__device__ __forceinline__ float dot_nib16(const unsigned* q, const float4* h) {
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const float4 lo = h[i], hi = h[4 + i];
+        s = fmaf(nib(q[i], 0, 0), lo.x, s);
+        s = fmaf(nib(q[i], 1, 0), lo.y, s);
+        s = fmaf(nib(q[i], 2, 0), lo.z, s);
+        s = fmaf(nib(q[i], 3, 0), lo.w, s);
+        s = fmaf(nib(q[i], 0, 1), hi.x, s);
+        s = fmaf(nib(q[i], 1, 1), hi.y, s);
+        s = fmaf(nib(q[i], 2, 1), hi.z, s);
+        s = fmaf(nib(q[i], 3, 1), hi.w, s);
+    }
+    return s;
+}
+
+// The same with a fifth bit per element (bit e of qh), as in Q5_0 / Q5_1.
+__device__ __forceinline__ float dot_nib16_h(const unsigned* q, unsigned qh, const float4* h) {
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const float4 lo = h[i], hi = h[4 + i];
+        const float* l = &lo.x;
+        const float* u = &hi.x;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int e = 4 * i + j;
+            s = fmaf(nib(q[i], j, 0) + (float)(((qh >> e) & 1u) << 4), l[j], s);
+            s = fmaf(nib(q[i], j, 1) + (float)(((qh >> (e + 16)) & 1u) << 4), u[j], s);
+        }
+    }
+    return s;
+}
+
+// 32-value unit u of a packed row: `load` its bytes into registers, `dot` with h (the unit's
+// 32 staged values) and hs (their sum). Blocks are 2-byte aligned in every scheme (4-byte in
+// Q4_1, Q5_1, Q4_K, Q5_K), so the loads are u16 / u32 words, never single bytes.
+template <int S>
+struct GsUnit;
+
+template <>
+struct GsUnit<Q8_0> {
+    unsigned v[9];  // d, then 32 i8 as 8 words
+    __device__ __forceinline__ void load(const u8* row, i64 u) {
+        const u8* b = row + u * 34;
+        v[0] = ld_u16(b);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[1 + i] = ld_u16(b + 2 + 4 * i) | (ld_u16(b + 4 + 4 * i) << 16);
+    }
+    __device__ __forceinline__ float dot(const float4* h, float) const {
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const float4 x = h[i];
+            const int q = (int)v[1 + i];
+            s = fmaf((float)((q << 24) >> 24), x.x, s);
+            s = fmaf((float)((q << 16) >> 24), x.y, s);
+            s = fmaf((float)((q << 8) >> 24), x.z, s);
+            s = fmaf((float)(q >> 24), x.w, s);
+        }
+        return h16_lo(v[0]) * s;
+    }
+};
+
+template <>
+struct GsUnit<Q4_0> {
+    unsigned v[5];
+    __device__ __forceinline__ void load(const u8* row, i64 u) {
+        const u8* b = row + u * 18;
+        v[0] = ld_u16(b);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v[1 + i] = ld_u16(b + 2 + 4 * i) | (ld_u16(b + 4 + 4 * i) << 16);
+    }
+    __device__ __forceinline__ float dot(const float4* h, float hs) const {
+        return h16_lo(v[0]) * (dot_nib16(v + 1, h) - 8.f * hs);
+    }
+};
+
+template <>
+struct GsUnit<Q4_1> {
+    unsigned v[5];
+    __device__ __forceinline__ void load(const u8* row, i64 u) {
+        const u8* b = row + u * 20;
+#pragma unroll
+        for (int i = 0; i < 5; ++i) v[i] = ld_u32(b + 4 * i);
+    }
+    __device__ __forceinline__ float dot(const float4* h, float hs) const {
+        return fmaf(h16_lo(v[0]), dot_nib16(v + 1, h), h16_hi(v[0]) * hs);
+    }
+};
+
+template <>
+struct GsUnit<Q5_0> {
+    unsigned v[6];  // d, qh, 4 nibble words
+    __device__ __forceinline__ void load(const u8* row, i64 u) {
+        const u8* b = row + u * 22;
+        v[0] = ld_u16(b);
+        v[1] = ld_u16(b + 2) | (ld_u16(b + 4) << 16);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v[2 + i] = ld_u16(b + 6 + 4 * i) | (ld_u16(b + 8 + 4 * i) << 16);
+    }
+    __device__ __forceinline__ float dot(const float4* h, float hs) const {
+        return h16_lo(v[0]) * (dot_nib16_h(v + 2, v[1], h) - 16.f * hs);
+    }
+};
+
+template <>
+struct GsUnit<Q5_1> {
+    unsigned v[6];
+    __device__ __forceinline__ void load(const u8* row, i64 u) {
+        const u8* b = row + u * 24;
+#pragma unroll
+        for (int i = 0; i < 6; ++i) v[i] = ld_u32(b + 4 * i);
+    }
+    __device__ __forceinline__ float dot(const float4* h, float hs) const {
+        return fmaf(h16_lo(v[0]), dot_nib16_h(v + 2, v[1], h), h16_hi(v[0]) * hs);
+    }
+};
+
+// Q4_K / Q5_K: unit u is sub-block j = u % 8 of super-block u / 8: its 6-bit scale and min,
+// the 32 bytes whose low (even j) or high (odd j) nibbles are its quants, and for Q5_K the 32
+// bytes whose bit j is its fifth bit.
+template <int S>
+struct GsUnitK {
+    unsigned dd, sm, q[8], qh[8];
+    int j;
+    __device__ __forceinline__ void load(const u8* row, i64 u) {
+        const u8* b = row + (u >> 3) * block_bytes<S>();
+        j = (int)(u & 7);
+        dd = ld_u32(b);
+        // The bytes k_scale_min reads for sub-block j: s[j], s[j + 4] (j < 4) or s[j + 4],
+        // s[j − 4], s[j] (j ≥ 4), packed as four bytes.
+        const u8* s = b + 4;
+        sm = j < 4 ? (unsigned)s[j] | ((unsigned)s[j + 4] << 8)
+                   : (unsigned)s[j + 4] | ((unsigned)s[j - 4] << 8) | ((unsigned)s[j] << 16);
+        const u8* qs = b + (S == Q5_K ? 48 : 16) + 32 * (j >> 1);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) q[i] = ld_u32(qs + 4 * i);
+        if (S == Q5_K) {
+#pragma unroll
+            for (int i = 0; i < 8; ++i) qh[i] = ld_u32(b + 16 + 4 * i);
+        }
+    }
+    __device__ __forceinline__ float dot(const float4* h, float hs) const {
+        int sc, m;
+        if (j < 4) {
+            sc = (int)(sm & 63u);
+            m = (int)((sm >> 8) & 63u);
+        } else {
+            const unsigned a = sm & 255u, c = (sm >> 8) & 255u, e = (sm >> 16) & 255u;
+            sc = (int)((a & 15u) | ((c >> 6) << 4));
+            m = (int)((a >> 4) | ((e >> 6) << 4));
+        }
+        const int sh = 4 * (j & 1);
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const float4 x = h[i];
+            const float* xv = &x.x;
+#pragma unroll
+            for (int t = 0; t < 4; ++t) {
+                float qv = (float)((q[i] >> (8 * t + sh)) & 15u);
+                if (S == Q5_K) qv += (float)(((qh[i] >> (8 * t + j)) & 1u) << 4);
+                s = fmaf(qv, xv[t], s);
+            }
+        }
+        return (h16_lo(dd) * (float)sc) * s - (h16_hi(dd) * (float)m) * hs;
+    }
+};
+template <>
+struct GsUnit<Q4_K> : GsUnitK<Q4_K> {};
+template <>
+struct GsUnit<Q5_K> : GsUnitK<Q5_K> {};
+
+// Q6_K: unit u is 32-value group g = u % 4 of half hh = (u / 4) % 2 of super-block u / 8.
+template <>
+struct GsUnit<Q6_K> {
+    unsigned lo[8], hi[8], sc, d;
+    int g;
+    __device__ __forceinline__ void load(const u8* row, i64 u) {
+        const u8* b = row + (u >> 3) * 210;
+        g = (int)(u & 3);
+        const int hh = (int)((u >> 2) & 1);
+        const u8* pl = b + 64 * hh + 32 * (g & 1);
+        const u8* ph = b + 128 + 32 * hh;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            lo[i] = ld_u16(pl + 4 * i) | (ld_u16(pl + 4 * i + 2) << 16);
+            hi[i] = ld_u16(ph + 4 * i) | (ld_u16(ph + 4 * i + 2) << 16);
+        }
+        sc = ld_u16(b + 192 + 8 * hh + 2 * g);
+        d = ld_u16(b + 208);
+    }
+    __device__ __forceinline__ float dot(const float4* h, float) const {
+        const int ls = g < 2 ? 0 : 4, hs2 = 2 * g;
+        float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const float4 x = h[i];
+            const float* xv = &x.x;
+            float s = 0.f;
+#pragma unroll
+            for (int t = 0; t < 4; ++t) {
+                const int q = (int)((lo[i] >> (8 * t + ls)) & 15u) |
+                              (int)(((hi[i] >> (8 * t + hs2)) & 3u) << 4);
+                s = fmaf((float)(q - 32), xv[t], s);
+            }
+            if (i < 4) s0 += s; else s1 += s;
+        }
+        const float sc0 = (float)(signed char)(sc & 255u), sc1 = (float)(signed char)(sc >> 8);
+        const float dd = h16_lo(d);
+        return (dd * sc0) * s0 + (dd * sc1) * s1;
+    }
+};
+
+// PDL (programmatic dependent launch, sm_90): wait for the previous kernel's results, and let
+// the next kernel's blocks start early. Both are no-ops for a kernel launched without the
+// attribute.
+__device__ __forceinline__ void pdl_wait() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_next() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
+template <int S, typename T, int MM>
+__device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const T* res, int M,
+                           i64 N, i64 K, float eps, int glu, int lpr) {
+    extern __shared__ float4 gs_sh4[];
+    float* sh = reinterpret_cast<float*>(gs_sh4);
+    const int units = (int)(K >> 5);
+    float* hsum = sh + (i64)M * units * GS_STRIDE;
+    float* red = hsum + M * units;
+    const int tid = threadIdx.x, lane = tid & 31, gi = lane & (lpr - 1);
+    const i64 n = (i64)blockIdx.x * (blockDim.x / lpr) + tid / lpr;
+    const bool live = n < N;
+    const u8* row = w + (live ? n : 0) * ((K / block_len<S>()) * block_bytes<S>());
+    GsUnit<S> cur;
+    if (live && gi < units) cur.load(row, gi);
+    pdl_wait();
+    const i64 xs = glu ? 2 * K : K;
+    for (int m = 0; m < M; ++m) {
+        const T* xm = x + m * xs;
+        float scale = 1.f;
+        if (gamma != nullptr) {
+            float ss = 0.f;
+            for (i64 k = tid; k < K; k += blockDim.x) {
+                const float v = ldf(xm, k);
+                ss = fmaf(v, v, ss);
+            }
+            scale = rsqrtf(block_sum(ss, red) / (float)K + eps);
+        }
+        // blockDim and K are multiples of 32, so each warp stages whole units.
+        for (i64 k = tid; k < K; k += blockDim.x) {
+            float v;
+            if (glu == 0) {
+                v = ldf(xm, k);
+                if (gamma != nullptr) v *= scale * ldf(gamma, k);
+            } else {
+                const float gt = ldf(xm, glu == 1 ? k : K + k), up = ldf(xm, glu == 1 ? K + k : k);
+                v = up * (gt / (1.0f + expf(-gt)));
+            }
+            const i64 uu = (i64)m * units + (k >> 5);
+            sh[uu * GS_STRIDE + lane] = v;
+            const float s = warp_sum(v);
+            if (lane == 0) hsum[uu] = s;
+        }
+    }
+    __syncthreads();
+    float acc[MM];
+#pragma unroll
+    for (int m = 0; m < MM; ++m) acc[m] = 0.f;
+    if (live) {
+        for (int u = gi; u < units; u += lpr) {
+            GsUnit<S> nxt;
+            const bool more = u + lpr < units;
+            if (more) nxt.load(row, u + lpr);
+#pragma unroll
+            for (int m = 0; m < MM; ++m) {
+                if (m < M) {
+                    const i64 uu = (i64)m * units + u;
+                    acc[m] += cur.dot(gs_sh4 + uu * (GS_STRIDE / 4), hsum[uu]);
+                }
+            }
+            if (more) cur = nxt;
+        }
+    }
+    pdl_launch_next();
+#pragma unroll
+    for (int m = 0; m < MM; ++m) {
+        if (m < M) {
+            float v = acc[m];
+            for (int o = lpr >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+            if (live && gi == 0) {
+                if (res != nullptr) v += ldf(res, (i64)m * N + n);
+                stf(y, (i64)m * N + n, v);
+            }
+        }
+    }
+}
+
+// h[m, k] = silu(gate)·up over the halves of x's rows ([gate | up] for glu 1, [up | gate]
+// for 2), the staged GEMV's SwiGLU formula, for the products too large for it.
+template <typename T>
+__device__ void dq_swiglu(const T* x, T* h, i64 M, i64 K, int glu) {
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < M * K;
+         i += (i64)gridDim.x * blockDim.x) {
+        const i64 m = i / K, k = i - m * K;
+        const T* xm = x + m * 2 * K;
+        const float gt = ldf(xm, glu == 1 ? k : K + k), up = ldf(xm, glu == 1 ? K + k : k);
+        stf(h, i, up * (gt / (1.0f + expf(-gt))));
+    }
+}
+#define RLX_DQ_SWIGLU(sfx, T)                                                                 \
+    extern "C" __global__ void dq_swiglu_##sfx(const T* x, T* h, i64 M, i64 K, int glu) {     \
+        dq_swiglu<T>(x, h, M, K, glu);                                                        \
+    }
+RLX_FLOAT_TYPES(RLX_DQ_SWIGLU)
+
 // out[r, k] = W[r, k] for `rows` rows of K values (a chunk of the weight, row-major).
 template <int S, typename T>
 __device__ void dq_dequant(const u8* w, T* out, i64 rows, i64 K) {
@@ -187,6 +533,16 @@ __device__ void dq_dequant(const u8* w, T* out, i64 rows, i64 K) {
                                                       const T* gamma, const T* res, int M,   \
                                                       i64 N, i64 K, float eps) {             \
         dq_gemv<S, T>(x, w, y, gamma, res, M, N, K, eps);                                    \
+    }                                                                                        \
+    extern "C" __global__ void dq_gemv_st_##name##_m1_##sfx(                                 \
+        const T* x, const u8* w, T* y, const T* gamma, const T* res, int M, i64 N, i64 K,    \
+        float eps, int glu, int lpr) {                                                       \
+        dq_gemv_st<S, T, 1>(x, w, y, gamma, res, M, N, K, eps, glu, lpr);                    \
+    }                                                                                        \
+    extern "C" __global__ void dq_gemv_st_##name##_m8_##sfx(                                 \
+        const T* x, const u8* w, T* y, const T* gamma, const T* res, int M, i64 N, i64 K,    \
+        float eps, int glu, int lpr) {                                                       \
+        dq_gemv_st<S, T, GEMV_MAX_M>(x, w, y, gamma, res, M, N, K, eps, glu, lpr);           \
     }                                                                                        \
     extern "C" __global__ void dq_dequant_##name##_##sfx(const u8* w, T* out, i64 rows,       \
                                                          i64 K) {                            \

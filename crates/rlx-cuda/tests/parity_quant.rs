@@ -4,7 +4,8 @@
 //! (`parity_linalg`).
 mod common;
 use common::*;
-use rlx_ir::{DType, Graph, QuantScheme, Shape};
+use rlx_cuda::CudaOptions;
+use rlx_ir::{DType, Graph, Op, QuantScheme, Shape};
 use rlx_testutil::cases::linalg::SCHEMES;
 
 fn dq_graph(xsh: &[usize], n: usize, scheme: QuantScheme, dt: DType) -> Graph {
@@ -113,6 +114,78 @@ fn fused_dequant_matmul_norm_and_residual() {
                         g
                     };
                     let what = format!("{scheme:?} m={m} norm={norm} residual={residual}");
+                    parity(&what, &build, &feeds, dt);
+                }
+            }
+        }
+    }
+}
+
+/// Every launch shape of the decode GEMV (forced one by one: the staged kernel's six
+/// lanes-per-column × warps shapes, then the warp-per-column kernel's two) and the prefill
+/// path, for every scheme, with each fusion around the product: the RMS norm of x, the SwiGLU
+/// of x's halves (either order) and the residual. A variant index past a candidate list runs
+/// its last entry (a SwiGLU product has no warp-per-column candidate).
+#[test]
+fn fused_dequant_matmul_every_gemv_variant_and_swiglu() {
+    if !common::gpu() {
+        return;
+    }
+    let mut rng = Rng::new("fused_dequant_matmul_every_gemv_variant_and_swiglu");
+    let (n, k) = (200, 512);
+    let vals: Vec<f32> = rng.normals(n * k).iter().map(|&v| v as f32).collect();
+    for scheme in SCHEMES {
+        let (w, rb) = packed_weight(scheme, &vals, n, k);
+        for (m, variants) in [(1usize, 8usize), (3, 8), (40, 1)] {
+            for (norm, glu, residual) in [
+                (true, None, false),
+                (false, Some(true), true),
+                (false, Some(false), false),
+                (false, None, true),
+            ] {
+                let xk = if glu.is_some() { 2 * k } else { k };
+                let gamma: Vec<f64> = rng.normals(k).iter().map(|v| 1.0 + 0.3 * v).collect();
+                let feeds = vec![
+                    normal(&mut rng, "x", &[m, xk]),
+                    w.clone(),
+                    feed("gamma", &[k], gamma),
+                    normal(&mut rng, "r", &[m, n]),
+                ];
+                let build = |d: DType| {
+                    let mut g = Graph::new("fused_dequant_matmul");
+                    let x = g.input("x", Shape::new(&[m, xk], d)).unwrap();
+                    let wi = g.input("w", Shape::new(&[n, rb], DType::U8)).unwrap();
+                    let gi = g.input("gamma", Shape::new(&[k], d)).unwrap();
+                    let ri = g.input("r", Shape::new(&[m, n], d)).unwrap();
+                    let mut ins = vec![x, wi];
+                    if norm {
+                        ins.push(gi);
+                    }
+                    if residual {
+                        ins.push(ri);
+                    }
+                    let op = Op::FusedDequantMatMul {
+                        scheme,
+                        norm_eps: norm.then_some(1e-5),
+                        residual,
+                        glu,
+                    };
+                    let z = g.add_node(op, &ins).unwrap();
+                    g.set_outputs(vec![z, gi, ri]);
+                    g
+                };
+                for variant in 0..variants {
+                    let what = format!(
+                        "{scheme:?} m={m} norm={norm} glu={glu:?} residual={residual} variant {variant}"
+                    );
+                    let opts = CudaOptions {
+                        force_variant: Some(variant),
+                        ..CudaOptions::strict()
+                    };
+                    parity_with(&what, &build, &feeds, DType::F32, opts, OpKindSet::empty());
+                }
+                for dt in [DType::F16, DType::BF16] {
+                    let what = format!("{scheme:?} m={m} norm={norm} glu={glu:?} {dt} tuned");
                     parity(&what, &build, &feeds, dt);
                 }
             }

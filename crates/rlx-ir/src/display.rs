@@ -133,10 +133,12 @@ fn op_text(node: &Node) -> String {
             scheme,
             norm_eps,
             residual,
+            glu,
         } => {
             let norm = norm_eps.map_or(String::new(), |e| format!(", rms_norm eps={e}"));
+            let glu = glu.map_or(String::new(), |g| format!(", swiglu gate_first={g}"));
             let res = if *residual { ", +residual" } else { "" };
-            format!("{scheme:?}{norm}{res}")
+            format!("{scheme:?}{norm}{glu}{res}")
         }
         Op::CacheWrite { axis } => format!("axis={axis}"),
         Op::RopeCacheWrite {

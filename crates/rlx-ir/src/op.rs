@@ -476,10 +476,14 @@ pub enum Op {
     /// x, packed weight, [gamma `[K]`], [residual `[.., N]`]:
     /// `rms_norm(x)·gamma @ Wᵀ + residual`, the norm over the last dim with `norm_eps` when
     /// present (made by fusion: a decode step's norm, GEMV and residual add in one kernel).
+    /// With `glu = Some(gate_first)` (and no norm) x is `[.., 2K]` and the product takes
+    /// `silu(gate)·up` of its halves, `FusedSwiGLU { gate_first }`'s value (the down
+    /// projection of a SwiGLU MLP reading the gate/up product directly).
     FusedDequantMatMul {
         scheme: QuantScheme,
         norm_eps: Option<f32>,
         residual: bool,
+        glu: Option<bool>,
     },
     /// Packed U8 rows `[.., K/block_len * block_bytes]` → f32 `[.., K]`: the blocks of
     /// `scheme` decoded (a quantized embedding table's gathered rows).

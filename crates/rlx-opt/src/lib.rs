@@ -44,8 +44,8 @@ pub use memory::{
 pub use pass::{kind_counts, Pass, PassReport, Pipeline};
 pub use passes::{
     Autocast, ConstEvaluator, ConstFold, Cse, Dce, Expand, FuseDequantMatMul, FuseElementwise,
-    FuseMatMulBiasAct, FuseResidualNorm, FuseRopeCacheWrite, FuseSwiGLU, Simplify,
-    DEFAULT_FOLD_LIMIT,
+    FuseMatMulBiasAct, FuseResidualNorm, FuseRopeCacheWrite, FuseSwiGLU, FuseSwiGLUDequantMatMul,
+    Simplify, DEFAULT_FOLD_LIMIT,
 };
 
 /// The full pipeline ([`Pipeline::full`], no constant folding) run once; the optimised graph.

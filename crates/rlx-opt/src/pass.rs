@@ -105,6 +105,7 @@ impl Pipeline {
             .with(crate::FuseResidualNorm::new())
             .with(crate::FuseDequantMatMul)
             .with(crate::FuseSwiGLU)
+            .with(crate::FuseSwiGLUDequantMatMul)
             .with(crate::FuseRopeCacheWrite)
             .with(crate::FuseElementwise)
             .with(crate::Dce)

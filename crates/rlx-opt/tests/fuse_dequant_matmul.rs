@@ -6,7 +6,7 @@ mod common;
 use common::compare::cpu;
 use common::{count, Rng, Val};
 use rlx_ir::{DType, Graph, Op, OpKind, QuantScheme, Shape};
-use rlx_opt::{Expand, FuseDequantMatMul, Pass};
+use rlx_opt::{Expand, FuseDequantMatMul, FuseSwiGLU, FuseSwiGLUDequantMatMul, Pass};
 use std::collections::HashMap;
 
 const K: usize = 64;
@@ -109,6 +109,7 @@ fn norm_gemv_residual_fuse_into_one_node() {
                     scheme,
                     norm_eps: norm.then_some(1e-6),
                     residual,
+                    glu: None,
                 };
                 let fused: Vec<&Op> = (h.nodes.iter())
                     .filter(|n| n.op.kind() == OpKind::FusedDequantMatMul)
@@ -150,6 +151,7 @@ fn shared_norm_or_product_is_left_alone() {
         scheme,
         norm_eps: None,
         residual: true,
+        glu: None,
     };
     assert_eq!(fused, vec![&want]);
     // A product someone else reads keeps its add; the norm still fuses into the product.
@@ -176,4 +178,70 @@ fn shared_norm_or_product_is_left_alone() {
     let h = FuseDequantMatMul.run(&g).unwrap();
     assert_eq!(count(&h, OpKind::FusedDequantMatMul), 0);
     assert_eq!(count(&h, OpKind::DequantMatMul), 1);
+}
+
+/// `silu(gate)·up` of a gate/up product's halves → down GEMV (+ residual): the SwiGLU folds
+/// into the down product (`glu: Some(gate_first)`), with the CPU's values unchanged bit for
+/// bit, fused and expanded back; a SwiGLU someone else reads stays.
+#[test]
+fn swiglu_folds_into_the_down_product() {
+    let mut rng = Rng::new("swiglu_folds_into_the_down_product");
+    let scheme = QuantScheme::Q4_1;
+    for m in [1usize, 4, 11] {
+        for gate_first in [true, false] {
+            for (residual, shared) in [(true, false), (false, false), (true, true)] {
+                let what =
+                    format!("m={m} gate_first={gate_first} residual={residual} shared={shared}");
+                let rb = K / scheme.block_len() * scheme.block_bytes();
+                let mut g = Graph::new("glu");
+                let x = g
+                    .input("x", Shape::new(&[1, m, 2 * K], DType::F32))
+                    .unwrap();
+                let w = g.input("w", Shape::new(&[N, rb], DType::U8)).unwrap();
+                let r = g.input("r", Shape::new(&[1, m, N], DType::F32)).unwrap();
+                let a = g.narrow(x, -1, 0, K).unwrap();
+                let b = g.narrow(x, -1, K, K).unwrap();
+                let (gate, up) = if gate_first { (a, b) } else { (b, a) };
+                let act = g.activation(rlx_ir::Activation::Silu, gate).unwrap();
+                let hmul = g.mul(act, up).unwrap();
+                let y = g.dequant_matmul(hmul, w, scheme).unwrap();
+                let top = if residual { g.add(y, r).unwrap() } else { y };
+                let mut outs = vec![top, r];
+                if shared {
+                    outs.push(hmul);
+                }
+                g.set_outputs(outs);
+                let h = FuseSwiGLU.run(&FuseDequantMatMul.run(&g).unwrap()).unwrap();
+                assert_eq!(count(&h, OpKind::FusedSwiGLU), 1, "{what}: {h}");
+                let h = FuseSwiGLUDequantMatMul.run(&h).unwrap();
+                h.verify().unwrap();
+                let fused: Vec<&Op> = (h.nodes.iter())
+                    .filter(|n| n.op.kind() == OpKind::FusedDequantMatMul)
+                    .map(|n| &n.op)
+                    .collect();
+                if shared {
+                    assert_eq!(count(&h, OpKind::FusedSwiGLU), 1, "{what}");
+                    continue;
+                }
+                let want = Op::FusedDequantMatMul {
+                    scheme,
+                    norm_eps: None,
+                    residual,
+                    glu: Some(gate_first),
+                };
+                assert_eq!(fused, vec![&want], "{what}: {h}");
+                assert_eq!(count(&h, OpKind::FusedSwiGLU), 0, "{what}");
+                let mut f = feeds(scheme, m, &mut rng);
+                f.insert(
+                    "x".into(),
+                    Val::new(&[1, m, 2 * K], DType::F32, rng.normals(m * 2 * K)),
+                );
+                let base = bits(&cpu(&g, &f));
+                assert_eq!(bits(&cpu(&h, &f)), base, "{what}: fused values differ");
+                let e = Expand::all().run(&h).unwrap();
+                assert_eq!(count(&e, OpKind::FusedDequantMatMul), 0);
+                assert_eq!(bits(&cpu(&e, &f)), base, "{what}: expanded values differ");
+            }
+        }
+    }
 }

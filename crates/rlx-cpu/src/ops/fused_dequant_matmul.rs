@@ -1,8 +1,9 @@
-//! FusedDequantMatMul on the CPU: the RmsNorm, DequantMatMul and Add thunks it stands for,
+//! FusedDequantMatMul on the CPU: the RmsNorm or FusedSwiGLU, DequantMatMul and Add thunks it
+//! stands for,
 //! run in that order through a scratch row block, so its values are the unfused graph's bit
 //! for bit (the CPU gains nothing from one loop here; the op exists for the GPU's decode step,
 //! and the CPU runs it for fallbacks and verify mode).
-use super::{arity, linalg, norm};
+use super::{arity, attention, linalg, norm};
 use crate::error::op_err;
 use crate::{Buf, BufMut, CpuError, OutView, TensorView};
 use rlx_ir::{ComputeClass, QuantScheme};
@@ -11,38 +12,62 @@ pub fn fused_dequant_matmul(
     scheme: QuantScheme,
     norm_eps: Option<f32>,
     residual: bool,
+    glu: Option<bool>,
     ins: &[TensorView],
     mut out: OutView,
 ) -> Result<(), CpuError> {
     let want = 2 + usize::from(norm_eps.is_some()) + usize::from(residual);
     let ins = arity(ins, want, want)?;
     let (x, w) = (ins[0], ins[1]);
-    match norm_eps {
-        None => linalg::dequant_matmul(scheme, &[x, w], out.reborrow())?,
-        Some(eps) => {
-            let gamma = ins[2];
-            match x.data {
-                Buf::F32(_) => {
-                    let mut h = vec![0f32; x.numel()];
-                    normed(eps, x, gamma, BufMut::F32(&mut h))?;
-                    let hv = TensorView {
-                        data: Buf::F32(&h),
-                        ..x
-                    };
-                    linalg::dequant_matmul(scheme, &[hv, w], out.reborrow())?;
-                }
-                Buf::F64(_) => {
-                    let mut h = vec![0f64; x.numel()];
-                    normed(eps, x, gamma, BufMut::F64(&mut h))?;
-                    let hv = TensorView {
-                        data: Buf::F64(&h),
-                        ..x
-                    };
-                    linalg::dequant_matmul(scheme, &[hv, w], out.reborrow())?;
-                }
-                _ => return Err(op_err("x must hold float values")),
+    // The product's input: x, rms_norm(x)·gamma, or silu(gate)·up of x's halves.
+    let mut hshape = x.shape.to_vec();
+    if glu.is_some() {
+        match hshape.last_mut() {
+            Some(k) if k.is_multiple_of(2) => *k /= 2,
+            _ => {
+                return Err(op_err(format!(
+                    "a SwiGLU input {:?} needs an even row",
+                    x.shape
+                )))
             }
         }
+    }
+    let prepare = |h: BufMut| -> Result<(), CpuError> {
+        let hv = OutView {
+            shape: &hshape,
+            dtype: x.dtype,
+            data: h,
+        };
+        match (norm_eps, glu) {
+            (Some(eps), _) => norm::rms_norm(-1, eps, &[x, ins[2]], hv),
+            (None, Some(gate_first)) => attention::fused_swiglu(gate_first, &[x], hv),
+            (None, None) => Err(op_err("nothing to prepare")),
+        }
+    };
+    let n: usize = hshape.iter().product();
+    match (norm_eps.is_some() || glu.is_some(), x.data) {
+        (false, _) => linalg::dequant_matmul(scheme, &[x, w], out.reborrow())?,
+        (true, Buf::F32(_)) => {
+            let mut h = vec![0f32; n];
+            prepare(BufMut::F32(&mut h))?;
+            let hv = TensorView {
+                shape: &hshape,
+                dtype: x.dtype,
+                data: Buf::F32(&h),
+            };
+            linalg::dequant_matmul(scheme, &[hv, w], out.reborrow())?;
+        }
+        (true, Buf::F64(_)) => {
+            let mut h = vec![0f64; n];
+            prepare(BufMut::F64(&mut h))?;
+            let hv = TensorView {
+                shape: &hshape,
+                dtype: x.dtype,
+                data: Buf::F64(&h),
+            };
+            linalg::dequant_matmul(scheme, &[hv, w], out.reborrow())?;
+        }
+        _ => return Err(op_err("x must hold float values")),
     }
     if residual {
         let r = ins[want - 1];
@@ -53,16 +78,6 @@ pub fn fused_dequant_matmul(
         }?;
     }
     Ok(())
-}
-
-/// `RmsNorm(x, gamma)` over the last dim into `h` (x's shape and dtype).
-fn normed(eps: f32, x: TensorView, gamma: TensorView, h: BufMut) -> Result<(), CpuError> {
-    let out = OutView {
-        shape: x.shape,
-        dtype: x.dtype,
-        data: h,
-    };
-    norm::rms_norm(-1, eps, &[x, gamma], out)
 }
 
 /// The unfused graph's `Add(y, residual)`, elementwise over equal shapes.

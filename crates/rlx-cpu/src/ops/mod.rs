@@ -115,7 +115,10 @@ pub fn eval(node: &Node, ins: &[TensorView], out: OutView) -> Result<(), CpuErro
             scheme,
             norm_eps,
             residual,
-        } => fused_dequant_matmul::fused_dequant_matmul(*scheme, *norm_eps, *residual, ins, out),
+            glu,
+        } => fused_dequant_matmul::fused_dequant_matmul(
+            *scheme, *norm_eps, *residual, *glu, ins, out,
+        ),
         Op::Dequantize { scheme } => linalg::dequantize(*scheme, ins, out),
 
         // ---- norm

@@ -46,9 +46,43 @@ pub fn dq_gemv(
     Kernel::new(Lib::Quant, name, args)
 }
 
+/// `dq_gemv_st_<scheme>_m{1|8}_<sfx>(x, w, y, gamma, res, M, N, K, eps, glu, lpr)`: the
+/// staged GEMV (`m1` for M = 1, `m8` up to 8 rows); `glu` 0 = none, 1 = x's rows are
+/// [gate | up], 2 = [up | gate]; `lpr` lanes per output column.
+#[allow(clippy::too_many_arguments)]
+pub fn dq_gemv_st(
+    scheme: QuantScheme,
+    sfx: Sfx,
+    (x, w, y): (u64, u64, u64),
+    extras: GemvExtras,
+    (m, n, k): (i32, i64, i64),
+    glu: i32,
+    lpr: i32,
+) -> Kernel {
+    let args = (KArgs::new().ptr(x).ptr(w).ptr(y))
+        .ptr(extras.gamma)
+        .ptr(extras.residual)
+        .i32(m)
+        .i64(n)
+        .i64(k)
+        .f32(extras.eps)
+        .i32(glu)
+        .i32(lpr);
+    let mm = if m == 1 { 1 } else { 8 };
+    let name = format!("dq_gemv_st_{}_m{mm}_{}", scheme_name(scheme), sfx.name());
+    Kernel::new(Lib::Quant, name, args)
+}
+
 /// `dq_dequant_<scheme>_<sfx>(w, out, rows, K)`.
 pub fn dq_dequant(scheme: QuantScheme, sfx: Sfx, w: u64, out: u64, rows: i64, k: i64) -> Kernel {
     let args = KArgs::new().ptr(w).ptr(out).i64(rows).i64(k);
     let name = format!("dq_dequant_{}_{}", scheme_name(scheme), sfx.name());
     Kernel::new(Lib::Quant, name, args)
+}
+
+/// `dq_swiglu_<sfx>(x, h, M, K, glu)`: h[m, k] = silu(gate)·up of x's rows `[gate | up]`
+/// (glu 1) or `[up | gate]` (glu 2), before a prefill GEMM.
+pub fn dq_swiglu(sfx: Sfx, x: u64, h: u64, m: i64, k: i64, glu: i32) -> Kernel {
+    let args = KArgs::new().ptr(x).ptr(h).i64(m).i64(k).i32(glu);
+    Kernel::new(Lib::Quant, format!("dq_swiglu_{}", sfx.name()), args)
 }

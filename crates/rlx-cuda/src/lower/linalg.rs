@@ -9,6 +9,7 @@ use rlx_ir::{Activation, DType, QuantScheme};
 
 #[path = "linalg_quant.rs"]
 mod quant;
+pub(crate) use quant::Fusion;
 
 /// cuBLASLt's heuristic assumes well-aligned pointers (it is not told the real ones), and its
 /// vectorised / TMA kernels need 16 bytes; operands below that are staged through scratch.
@@ -121,13 +122,8 @@ pub(crate) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered 
     quant::dequant_matmul(ctx, scheme)
 }
 
-pub(crate) fn fused_dequant_matmul(
-    ctx: &mut NodeCtx,
-    scheme: QuantScheme,
-    norm_eps: Option<f32>,
-    residual: bool,
-) -> Lowered {
-    quant::fused_dequant_matmul(ctx, scheme, norm_eps, residual)
+pub(crate) fn fused_dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme, f: Fusion) -> Lowered {
+    quant::fused_dequant_matmul(ctx, scheme, f)
 }
 
 /// NumPy broadcast of two batch-dim lists.

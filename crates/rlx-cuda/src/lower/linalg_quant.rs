@@ -1,9 +1,11 @@
 //! CUDA lowering of DequantMatMul, FusedDequantMatMul and Dequantize, linalg ops (kernels in
 //! `kernels/quant.cu`). Decode-size products (M ≤ 8 rows) read the packed blocks directly in
-//! a warp-per-column GEMV, which also takes the fused op's RMS norm of x and residual add;
-//! larger M dequantise the weight chunk by chunk into a bounded scratch and hand each chunk
-//! to cuBLASLt (the fused op's norm then runs first into a scratch, and its residual is
-//! copied into the output for the GEMMs to accumulate onto).
+//! a GEMV that also takes the fused op's RMS norm or SwiGLU of x and its residual add: the
+//! staged GEMV (x's rows prepared once per block in shared memory, a few lanes per output
+//! column) wherever its shared memory fits, else the warp-per-column one. Larger M dequantise
+//! the weight chunk by chunk into a bounded scratch and hand each chunk to cuBLASLt (the
+//! fused op's norm or SwiGLU then runs first into a scratch, and its residual is copied into
+//! the output for the GEMMs to accumulate onto).
 use super::super::{DevTensor, KernelLaunch, Lowered, NodeCtx};
 use super::{gemm_input, gemm_output, gemm_output_done};
 use crate::gemm::GemmDesc;
@@ -41,26 +43,34 @@ pub(super) fn dequantize(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
     ctx.run_1d(kernel, rows * k)
 }
 
+/// Shared memory the staged GEMV may take (the default per-block limit).
+const GEMV_ST_SMEM: usize = 48 << 10;
+
+/// What a FusedDequantMatMul adds around its product (all absent for a DequantMatMul).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Fusion {
+    pub norm_eps: Option<f32>,
+    pub residual: bool,
+    /// `Some(gate_first)`: x's rows are `[gate | up]` (or `[up | gate]`) and the product
+    /// takes `silu(gate)·up`.
+    pub glu: Option<bool>,
+}
+
 pub(super) fn dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme) -> Lowered {
-    dequant_matmul_with(ctx, scheme, None, false)
+    dequant_matmul_with(ctx, scheme, Fusion::default())
 }
 
 /// FusedDequantMatMul: x, w, [gamma], [residual].
-pub(super) fn fused_dequant_matmul(
-    ctx: &mut NodeCtx,
-    scheme: QuantScheme,
-    norm_eps: Option<f32>,
-    residual: bool,
-) -> Lowered {
-    dequant_matmul_with(ctx, scheme, norm_eps, residual)
+pub(super) fn fused_dequant_matmul(ctx: &mut NodeCtx, scheme: QuantScheme, f: Fusion) -> Lowered {
+    dequant_matmul_with(ctx, scheme, f)
 }
 
-fn dequant_matmul_with(
-    ctx: &mut NodeCtx,
-    scheme: QuantScheme,
-    norm_eps: Option<f32>,
-    residual: bool,
-) -> Lowered {
+fn dequant_matmul_with(ctx: &mut NodeCtx, scheme: QuantScheme, f: Fusion) -> Lowered {
+    let Fusion {
+        norm_eps,
+        residual,
+        glu,
+    } = f;
     let (x, w, out) = (
         ctx.input(0)?.clone(),
         ctx.input(1)?.clone(),
@@ -81,14 +91,18 @@ fn dequant_matmul_with(
     if x.rank() == 0 {
         crate::unsupported!("x must have rank >= 1");
     }
-    let k = x.dims[x.rank() - 1];
+    let xk = x.dims[x.rank() - 1];
+    if glu.is_some() && (norm_eps.is_some() || !xk.is_multiple_of(2)) {
+        crate::unsupported!("a SwiGLU input needs an even row ({xk}) and no norm");
+    }
+    let k = if glu.is_some() { xk / 2 } else { xk };
     let n = w.dims[0];
     let bl = scheme.block_len();
     let rb = k / bl * scheme.block_bytes();
     if !k.is_multiple_of(bl) || w.dims[1] != rb {
         crate::unsupported!("weight {:?} does not pack [{n}, {k}] as {scheme:?}", w.dims);
     }
-    let m = x.numel().checked_div(k).unwrap_or(0);
+    let m = x.numel().checked_div(xk).unwrap_or(0);
     if out.numel() != m * n {
         crate::unsupported!("output {:?} does not hold {m}×{n}", out.dims);
     }
@@ -123,33 +137,21 @@ fn dequant_matmul_with(
             r => ctx.copy(out.ptr, r, out.bytes()),
         };
     }
+    let glu_mode = match glu {
+        None => 0,
+        Some(true) => 1,
+        Some(false) => 2,
+    };
     if m <= GEMV_MAX_M {
-        // One warp per output column; how many share a block decides how many SMs a small
-        // N reaches (576 columns in blocks of 8 warps leave most of an H200 idle), so 2, 4
-        // and 8 are timed once per shape and the fastest kept.
-        let ptrs = (x.ptr, w.ptr, out.ptr);
-        let mut cands = Vec::new();
-        for warps in [2usize, 4, 8] {
-            let blocks = n.div_ceil(warps);
-            if blocks > i32::MAX as usize {
-                crate::unsupported!("N = {n} is too large for one launch");
-            }
-            let kernel = quant::dq_gemv(scheme, sfx, ptrs, extras, m as i32, n as i64, k as i64);
-            cands.push(KernelLaunch::new(
-                kernel,
-                [blocks as u32, 1, 1],
-                [32 * warps as u32, 1, 1],
-                0,
-            ));
-        }
-        let fused = match (norm_eps.is_some(), residual) {
-            (false, false) => "",
-            (true, false) => " +norm",
-            (false, true) => " +residual",
-            (true, true) => " +norm +residual",
-        };
-        let key = format!("dq_gemv {scheme:?} {} m={m} n={n} k={k}{fused}", sfx.name());
-        return ctx.launch_fastest(&key, cands);
+        return gemv(
+            ctx,
+            scheme,
+            sfx,
+            (&x, &w, &out),
+            extras,
+            (m, n, k),
+            glu_mode,
+        );
     }
     // Chunks of whole 128-column groups keep every chunk's output offset aligned.
     let es = dt.size_bytes();
@@ -160,7 +162,16 @@ fn dequant_matmul_with(
     }
     let chunk = chunk.min(n);
     let wbuf = ctx.scratch(chunk * per_row)?;
-    let x = if extras.gamma == 0 {
+    let x = if glu_mode != 0 {
+        let h = ctx.scratch(m * k * es)?;
+        let kernel = quant::dq_swiglu(sfx, x.ptr, h, m as i64, k as i64, glu_mode);
+        ctx.run_1d(kernel, m * k)?;
+        DevTensor {
+            ptr: h,
+            dims: vec![m, k],
+            ..x
+        }
+    } else if extras.gamma == 0 {
         x
     } else {
         let h = ctx.scratch(x.bytes())?;
@@ -199,4 +210,75 @@ fn dequant_matmul_with(
         n0 += rows;
     }
     gemm_output_done(ctx, out.ptr, pc, out.bytes())
+}
+
+/// The decode GEMV (m ≤ 8 rows): launch shapes of the staged kernel (lanes per column ×
+/// warps per block) and, as a fallback and a candidate, the warp-per-column one, timed once
+/// per shape and the fastest kept.
+fn gemv(
+    ctx: &mut NodeCtx,
+    scheme: QuantScheme,
+    sfx: Sfx,
+    (x, w, out): (&DevTensor, &DevTensor, &DevTensor),
+    extras: GemvExtras,
+    (m, n, k): (usize, usize, usize),
+    glu: i32,
+) -> Lowered {
+    let ptrs = (x.ptr, w.ptr, out.ptr);
+    let (mi, ni, ki) = (m as i32, n as i64, k as i64);
+    let mut cands = Vec::new();
+    // Shared memory: 36 staged floats and one sum per 32-value unit per row, and 32 floats
+    // for the block reductions (kernels/quant.cu, dq_gemv_st).
+    let smem = (m * (k / 32) * 37 + 32) * 4;
+    // Block starts are 4-byte aligned in the schemes whose kernel reads u32 words.
+    let aligned = w.ptr.is_multiple_of(16);
+    if smem <= GEMV_ST_SMEM && aligned {
+        for (lpr, warps) in [(4usize, 8usize), (8, 8), (16, 8), (32, 8), (16, 4), (32, 4)] {
+            let cols = 32 * warps / lpr;
+            let blocks = n.div_ceil(cols);
+            if blocks > i32::MAX as usize {
+                crate::unsupported!("N = {n} is too large for one launch");
+            }
+            let kernel =
+                quant::dq_gemv_st(scheme, sfx, ptrs, extras, (mi, ni, ki), glu, lpr as i32);
+            cands.push(KernelLaunch::new(
+                kernel,
+                [blocks as u32, 1, 1],
+                [32 * warps as u32, 1, 1],
+                smem as u32,
+            ));
+        }
+    }
+    if glu == 0 {
+        // One warp per output column, 2 or 4 warps a block.
+        for warps in [2usize, 4] {
+            let blocks = n.div_ceil(warps);
+            if blocks > i32::MAX as usize {
+                crate::unsupported!("N = {n} is too large for one launch");
+            }
+            let kernel = quant::dq_gemv(scheme, sfx, ptrs, extras, mi, ni, ki);
+            cands.push(KernelLaunch::new(
+                kernel,
+                [blocks as u32, 1, 1],
+                [32 * warps as u32, 1, 1],
+                0,
+            ));
+        }
+    }
+    if cands.is_empty() {
+        crate::unsupported!(
+            "a SwiGLU GEMV of {m} × {k} needs {smem} B of shared memory (at most {GEMV_ST_SMEM})"
+        );
+    }
+    let fused = [
+        (extras.gamma != 0, " +norm"),
+        (glu != 0, " +swiglu"),
+        (extras.residual != 0, " +residual"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, s)| *s)
+    .collect::<String>();
+    let key = format!("dq_gemv {scheme:?} {} m={m} n={n} k={k}{fused}", sfx.name());
+    ctx.launch_fastest(&key, cands)
 }

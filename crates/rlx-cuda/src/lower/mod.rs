@@ -335,7 +335,15 @@ pub(crate) fn lower_node(ctx: &mut NodeCtx) -> Lowered {
             scheme,
             norm_eps,
             residual,
-        } => linalg::fused_dequant_matmul(ctx, *scheme, *norm_eps, *residual),
+            glu,
+        } => {
+            let f = linalg::Fusion {
+                norm_eps: *norm_eps,
+                residual: *residual,
+                glu: *glu,
+            };
+            linalg::fused_dequant_matmul(ctx, *scheme, f)
+        }
         Op::Dequantize { scheme } => linalg::dequantize(ctx, *scheme),
         Op::LayerNorm { axis, eps } => norm::layer_norm(ctx, *axis, *eps),
         Op::RmsNorm { axis, eps } => norm::rms_norm(ctx, *axis, *eps),

@@ -126,13 +126,35 @@ pub(crate) fn fused_dequant_matmul(
     scheme: QuantScheme,
     norm_eps: Option<f32>,
     residual: bool,
+    glu: Option<bool>,
     inputs: &[&Shape],
 ) -> Result<Shape, String> {
     let kind = OpKind::FusedDequantMatMul;
     let want = 2 + usize::from(norm_eps.is_some()) + usize::from(residual);
     arity(kind, inputs, want, want)?;
-    let out = dequant_matmul(scheme, &inputs[..2])?;
-    let x = inputs[0];
+    // With a SwiGLU input the product sees x's rows halved.
+    let halved;
+    let x = match glu {
+        None => inputs[0],
+        Some(_) => {
+            if norm_eps.is_some() {
+                return Err("a SwiGLU input takes no norm".into());
+            }
+            let x = inputs[0];
+            let mut dims = x.dims.clone();
+            match dims.last_mut() {
+                Some(Dim::Static(k)) if k.is_multiple_of(2) => *k /= 2,
+                _ => {
+                    return Err(format!(
+                        "a SwiGLU input needs a static even last dim, got {x}"
+                    ))
+                }
+            }
+            halved = Shape::with_dims(dims, x.dtype);
+            &halved
+        }
+    };
+    let out = dequant_matmul(scheme, &[x, inputs[1]])?;
     let mut next = 2;
     if let Some(eps) = norm_eps {
         if !(eps.is_finite() && eps >= 0.0) {
@@ -237,6 +259,7 @@ impl Graph {
             scheme,
             norm_eps: norm.map(|(_, e)| e),
             residual: residual.is_some(),
+            glu: None,
         };
         self.add_node(op, &ins)
     }

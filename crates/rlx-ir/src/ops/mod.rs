@@ -53,7 +53,8 @@ fn route(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
             scheme,
             norm_eps,
             residual,
-        } => linalg::fused_dequant_matmul(*scheme, *norm_eps, *residual, inputs),
+            glu,
+        } => linalg::fused_dequant_matmul(*scheme, *norm_eps, *residual, *glu, inputs),
         Dequantize { scheme } => linalg::dequantize(*scheme, inputs),
         // Norm
         LayerNorm { axis, eps } => norm::layer_norm(*axis, *eps, inputs),

@@ -93,6 +93,7 @@ pub fn every_op() -> Graph {
         scheme: QuantScheme::Q4_K,
         norm_eps: Some(1e-6),
         residual: true,
+        glu: None,
     };
     push(&mut g, fused, &[x, w, c, x], &bs512);
     push(&mut g, Op::CacheWrite { axis: 1 }, &[x, x, ids], &bs512);

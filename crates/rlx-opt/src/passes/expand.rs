@@ -115,18 +115,26 @@ fn expand(rb: &mut Rebuilder, n: &Node) -> Result<NodeId, OptError> {
             scheme,
             norm_eps,
             residual,
+            glu,
         } => {
             let want = 2 + usize::from(norm_eps.is_some()) + usize::from(*residual);
             need(want)?;
-            let x = match norm_eps {
-                Some(eps) => rb.add(
+            let x = match (norm_eps, glu) {
+                (Some(eps), _) => rb.add(
                     Op::RmsNorm {
                         axis: -1,
                         eps: *eps,
                     },
                     &[ins[0], ins[2]],
                 )?,
-                None => ins[0],
+                (None, Some(gate_first)) => rb.add(
+                    Op::FusedSwiGLU {
+                        cast_to: None,
+                        gate_first: *gate_first,
+                    },
+                    &[ins[0]],
+                )?,
+                (None, None) => ins[0],
             };
             let y = rb.add(Op::DequantMatMul { scheme: *scheme }, &[x, ins[1]])?;
             match residual {

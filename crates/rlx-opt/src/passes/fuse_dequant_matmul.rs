@@ -113,6 +113,7 @@ fn emit(rb: &mut Rebuilder, n: &Node, f: &Found) -> Result<bool, OptError> {
         scheme: f.scheme,
         norm_eps: f.norm.map(|(_, eps)| eps),
         residual: f.residual.is_some(),
+        glu: None,
     };
     Ok(rb.try_emit(n.id, op, ins)?.is_some())
 }

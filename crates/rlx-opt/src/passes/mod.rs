@@ -10,6 +10,7 @@ mod fuse_matmul_bias_act;
 mod fuse_residual_norm;
 mod fuse_rope_cache_write;
 mod fuse_swiglu;
+mod fuse_swiglu_dequant_matmul;
 mod fusion;
 mod simplify;
 
@@ -24,4 +25,5 @@ pub use fuse_matmul_bias_act::FuseMatMulBiasAct;
 pub use fuse_residual_norm::FuseResidualNorm;
 pub use fuse_rope_cache_write::FuseRopeCacheWrite;
 pub use fuse_swiglu::FuseSwiGLU;
+pub use fuse_swiglu_dequant_matmul::FuseSwiGLUDequantMatMul;
 pub use simplify::Simplify;

@@ -1,0 +1,173 @@
+// Device-time microbenchmark of the decode GEMVs (kernels/quant.cu as NVRTC compiles it):
+// the warp-per-column dq_gemv against the staged dq_gemv_st at the decode shapes of the
+// benchmark models, each launch configuration timed as a CUDA graph of REPS back-to-back
+// launches (the way a captured decode step runs them), with and without programmatic
+// dependent launch. Outputs are checked against dq_gemv's first. Run by
+// bench/cuda_micro/run.sh on the device: nvcc -arch=sm_90 -O3 gemv_bench.cu -lcuda.
+#include "../../crates/rlx-cuda/kernels/common.cuh"
+#include "../../crates/rlx-cuda/kernels/quant.cu"
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cmath>
+#include <vector>
+#include <algorithm>
+#include <string>
+
+#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
+
+typedef void (*OldK)(const float*, const u8*, float*, const float*, const float*, int, i64, i64, float);
+typedef void (*StK)(const float*, const u8*, float*, const float*, const float*, int, i64, i64, float, int, int);
+
+struct Scheme { const char* name; int bl, bb; OldK old; StK st1, st8; };
+#define SCH(n, S, bl, bb) {#n, bl, bb, dq_gemv_##n##_f32, dq_gemv_st_##n##_m1_f32, dq_gemv_st_##n##_m8_f32}
+static Scheme SCHEMES[] = {SCH(q8_0, Q8_0, 32, 34), SCH(q4_0, Q4_0, 32, 18), SCH(q4_1, Q4_1, 32, 20),
+                           SCH(q5_0, Q5_0, 32, 22), SCH(q5_1, Q5_1, 32, 24), SCH(q4_k, Q4_K, 256, 144),
+                           SCH(q5_k, Q5_K, 256, 176), SCH(q6_k, Q6_K, 256, 210)};
+
+static unsigned short half_bits(float f) { __half h = __float2half(f); return *reinterpret_cast<unsigned short*>(&h); }
+static unsigned rng = 12345u;
+static unsigned nxt() { rng ^= rng << 13; rng ^= rng >> 17; rng ^= rng << 5; return rng; }
+static float unif() { return (nxt() & 0xffffff) / 16777216.0f * 2.f - 1.f; }
+
+static void fix_headers(std::vector<u8>& w, const Scheme& s) {
+    for (size_t b = 0; b + s.bb <= w.size(); b += s.bb) {
+        auto put = [&](int off, float v) { unsigned short h = half_bits(v); w[b + off] = h & 255; w[b + off + 1] = h >> 8; };
+        std::string n = s.name;
+        if (n == "q6_k") put(208, 0.002f + 0.002f * fabsf(unif()));
+        else put(0, 0.01f + 0.02f * fabsf(unif()));
+        if (n == "q4_1" || n == "q5_1" || n == "q4_k" || n == "q5_k") put(2, 0.02f * unif());
+    }
+}
+
+struct Case { const char* scheme; int n, k; bool norm, res; int glu; const char* what; };
+
+static float time_graph(void (*enq)(cudaStream_t, void*), void* ctx, int reps, cudaStream_t st) {
+    cudaGraph_t g; cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    for (int r = 0; r < reps; ++r) enq(st, ctx);
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b);
+    CK(cudaGraphLaunch(ge, st)); CK(cudaStreamSynchronize(st));
+    std::vector<float> ts;
+    for (int i = 0; i < 7; ++i) {
+        cudaEventRecord(a, st); CK(cudaGraphLaunch(ge, st)); cudaEventRecord(b, st); CK(cudaEventSynchronize(b));
+        float ms; cudaEventElapsedTime(&ms, a, b); ts.push_back(ms);
+    }
+    std::sort(ts.begin(), ts.end());
+    cudaGraphExecDestroy(ge); cudaGraphDestroy(g);
+    return ts[3] * 1000.f / reps;
+}
+
+struct L { void* fn; dim3 grid, block; size_t smem; void** args; bool pdl; };
+static void enq_l(cudaStream_t st, void* p) {
+    L* l = (L*)p;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = l->grid; cfg.blockDim = l->block; cfg.dynamicSmemBytes = l->smem; cfg.stream = st;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at; cfg.numAttrs = l->pdl ? 1 : 0;
+    CK(cudaLaunchKernelExC(&cfg, l->fn, l->args));
+}
+__global__ void empty_k(int) { pdl_wait(); pdl_launch_next(); }
+
+int main() {
+    const int REPS = 200;
+    cudaStream_t st; CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    {
+        int z = 0; void* args[] = {&z};
+        for (int pdl = 0; pdl < 2; ++pdl) {
+            L l{(void*)empty_k, dim3(132), dim3(128), 0, args, pdl == 1};
+            printf("empty kernel, 132 blocks, pdl=%d: %.2f us/launch\n", pdl, time_graph(enq_l, &l, REPS, st));
+        }
+    }
+    Case cases[] = {
+        {"q4_1", 960, 576, true, false, 0, "SmolLM2 qkv"},
+        {"q4_1", 576, 576, false, true, 0, "SmolLM2 o"},
+        {"q4_1", 3072, 576, true, false, 0, "SmolLM2 gate/up"},
+        {"q4_1", 576, 1536, false, true, 1, "SmolLM2 down (+swiglu)"},
+        {"q8_0", 49152, 576, true, false, 0, "SmolLM2 head"},
+        {"q5_0", 1152, 896, true, false, 0, "0.5B qkv (Q4_K_M fallback)"},
+        {"q8_0", 896, 896, false, true, 0, "0.5B o"},
+        {"q5_0", 9728, 896, true, false, 0, "0.5B gate/up"},
+        {"q4_k", 896, 4864, false, true, 0, "0.5B down Q4_K"},
+        {"q6_k", 896, 4864, false, true, 0, "0.5B down Q6_K"},
+        {"q4_0", 576, 576, true, true, 0, "check"},
+        {"q5_1", 576, 576, true, false, 0, "check"},
+        {"q5_k", 512, 1024, true, true, 2, "check"},
+    };
+    for (auto& c : cases) {
+        const Scheme* s = nullptr;
+        for (auto& x : SCHEMES) if (!strcmp(x.name, c.scheme)) s = &x;
+        const i64 N = c.n, K = c.k, rb = K / s->bl * s->bb;
+        const int MMAX = 3;
+        std::vector<u8> hw(N * rb);
+        for (auto& b : hw) b = nxt() & 255;
+        fix_headers(hw, *s);
+        const i64 xw = c.glu ? 2 * K : K;
+        std::vector<float> hx(MMAX * xw), hg(K), hr(MMAX * N), hh(MMAX * K);
+        for (auto& v : hx) v = unif();
+        for (auto& v : hg) v = 0.5f + unif();
+        for (auto& v : hr) v = unif();
+        for (int m = 0; m < MMAX; ++m) for (i64 k = 0; k < K; ++k) {
+            float g = hx[m * xw + (c.glu == 1 ? k : K + k)], u = hx[m * xw + (c.glu == 1 ? K + k : k)];
+            hh[m * K + k] = c.glu ? u * (g / (1.f + expf(-g))) : hx[m * xw + k];
+        }
+        u8* dw; float *dx, *dh, *dg, *dr, *dy0, *dy1;
+        CK(cudaMalloc(&dw, hw.size())); CK(cudaMalloc(&dx, hx.size() * 4)); CK(cudaMalloc(&dh, hh.size() * 4));
+        CK(cudaMalloc(&dg, K * 4)); CK(cudaMalloc(&dr, hr.size() * 4));
+        CK(cudaMalloc(&dy0, MMAX * N * 4)); CK(cudaMalloc(&dy1, MMAX * N * 4));
+        cudaMemcpy(dw, hw.data(), hw.size(), cudaMemcpyHostToDevice);
+        cudaMemcpy(dx, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice);
+        cudaMemcpy(dh, hh.data(), hh.size() * 4, cudaMemcpyHostToDevice);
+        cudaMemcpy(dg, hg.data(), K * 4, cudaMemcpyHostToDevice);
+        cudaMemcpy(dr, hr.data(), hr.size() * 4, cudaMemcpyHostToDevice);
+        const float* gam = c.norm ? dg : nullptr;
+        const float* res = c.res ? dr : nullptr;
+        float eps = 1e-5f;
+        int glu = c.glu;
+        // Reference: the old kernel on h (the glu input computed on the host).
+        const float* xin_old = c.glu ? dh : dx;
+        printf("\n%s %s N=%lld K=%lld%s%s%s\n", c.what, s->name, N, K, c.norm ? " +norm" : "", c.res ? " +res" : "", c.glu ? " +glu" : "");
+        for (int M : {1, 3}) {
+            s->old<<<(N + 3) / 4, 128, 0, st>>>(xin_old, dw, dy0, gam, res, M, N, K, eps);
+            const int units = K / 32;
+            size_t smem = ((size_t)M * units * 37 + 32) * 4;
+            StK f = M == 1 ? s->st1 : s->st8;
+            f<<<(N + 7) / 8, 128, smem, st>>>(dx, dw, dy1, gam, res, M, N, K, eps, glu, 16);
+            CK(cudaStreamSynchronize(st));
+            std::vector<float> a(M * N), b(M * N);
+            cudaMemcpy(a.data(), dy0, M * N * 4, cudaMemcpyDeviceToHost);
+            cudaMemcpy(b.data(), dy1, M * N * 4, cudaMemcpyDeviceToHost);
+            double md = 0, mx = 0;
+            for (size_t i = 0; i < a.size(); ++i) { md = fmax(md, fabs(a[i] - b[i])); mx = fmax(mx, fabs(a[i])); }
+            printf("  check M=%d: max|st-old| = %.3g (max|old| %.3g) %s\n", M, md, mx, md <= 1e-4 * mx + 1e-5 ? "ok" : "MISMATCH");
+        }
+        int M = 1;
+        i64 Nv = N, Kv = K;
+        void* oargs[] = {&xin_old, &dw, &dy0, &gam, &res, &M, &Nv, &Kv, &eps};
+        for (int warps : {2, 4, 8}) {
+            L l{(void*)s->old, dim3((N + warps - 1) / warps), dim3(32 * warps), 0, oargs, false};
+            printf("  old warps=%d: %.2f us\n", warps, time_graph(enq_l, &l, REPS, st));
+        }
+        const int units = K / 32;
+        size_t smem = ((size_t)units * 37 + 32) * 4;
+        float best = 1e9; int bl = 0, bw = 0;
+        for (int lpr : {4, 8, 16, 32}) for (int warps : {2, 4, 8}) {
+            int lp = lpr;
+            void* sargs[] = {&dx, &dw, &dy1, &gam, &res, &M, &Nv, &Kv, &eps, &glu, &lp};
+            const i64 rows = 32 * warps / lpr;
+            L l{(void*)s->st1, dim3((N + rows - 1) / rows), dim3(32 * warps), smem, sargs, false};
+            float t0 = time_graph(enq_l, &l, REPS, st);
+            l.pdl = true;
+            float t1 = time_graph(enq_l, &l, REPS, st);
+            printf("  st lpr=%2d warps=%d: %.2f us   pdl %.2f us\n", lpr, warps, t0, t1);
+            if (t1 < best) { best = t1; bl = lpr; bw = warps; }
+        }
+        printf("  best st (pdl): lpr=%d warps=%d %.2f us; bytes %.1f KB -> %.0f GB/s\n", bl, bw, best, hw.size() / 1024.0, hw.size() / (best * 1e3));
+        cudaFree(dw); cudaFree(dx); cudaFree(dh); cudaFree(dg); cudaFree(dr); cudaFree(dy0); cudaFree(dy1);
+    }
+    return 0;
+}
