@@ -118,6 +118,14 @@ impl Gpu {
         Ok(gpu)
     }
 
+    /// Compute capability 9.0 or later: programmatic dependent launch exists.
+    pub(crate) fn hopper_or_later(&self) -> bool {
+        (self.arch.trim_start_matches("sm_").get(..1))
+            .and_then(|d| d.parse::<u32>().ok())
+            .is_some_and(|maj| maj >= 9)
+            || self.arch.len() > "sm_90".len()
+    }
+
     pub(crate) fn bind(&self) -> Result<(), CudaError> {
         self.ctx
             .bind_to_thread()

@@ -15,6 +15,17 @@ pub(crate) struct Launch {
     pub smem: u32,
     pub args: KArgs,
     pub label: String,
+    /// Launched with programmatic stream serialization (PDL): the kernel may start while the
+    /// previous one drains. Only for kernels whose every thread runs `pdl_wait()`
+    /// (`griddepcontrol.wait`) before reading anything an earlier kernel wrote and before
+    /// writing anything (kernels/quant.cu: dq_gemv_st).
+    pub pdl: bool,
+}
+
+/// Whether PDL launches are on (`RLX_PDL=0` turns them off; read once).
+pub(crate) fn pdl_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("RLX_PDL").map_or(true, |v| v != "0"))
 }
 
 impl Launch {
@@ -26,6 +37,9 @@ impl Launch {
             .iter()
             .map(|v| v.as_ptr() as *mut std::ffi::c_void)
             .collect();
+        if self.pdl && pdl_enabled() {
+            return self.enqueue_pdl(stream, &mut ptrs);
+        }
         // SAFETY: the argument list matches the kernel signature (each lowering arm's
         // contract) and every pointer in it is a live device buffer of the plan.
         unsafe {
@@ -42,6 +56,44 @@ impl Launch {
             call: "cuLaunchKernel",
             msg: format!("{}: {e:?}", self.label),
         })
+    }
+
+    /// `cuLaunchKernelEx` with the programmatic-stream-serialization attribute.
+    fn enqueue_pdl(
+        &self,
+        stream: cudarc::driver::sys::CUstream,
+        ptrs: &mut [*mut std::ffi::c_void],
+    ) -> Result<(), crate::CudaError> {
+        use cudarc::driver::sys;
+        // SAFETY: a zeroed attribute value is a valid union; the field set is the one the id
+        // names.
+        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        let cfg = sys::CUlaunchConfig {
+            gridDimX: self.grid[0],
+            gridDimY: self.grid[1],
+            gridDimZ: self.grid[2],
+            blockDimX: self.block[0],
+            blockDimY: self.block[1],
+            blockDimZ: self.block[2],
+            sharedMemBytes: self.smem,
+            hStream: stream,
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        // SAFETY: as in `enqueue`; `cfg` and `attr` outlive the call.
+        let r = unsafe {
+            sys::cuLaunchKernelEx(&cfg, self.func.0, ptrs.as_mut_ptr(), std::ptr::null_mut())
+        };
+        if r == sys::CUresult::CUDA_SUCCESS {
+            Ok(())
+        } else {
+            Err(crate::CudaError::Driver {
+                call: "cuLaunchKernelEx",
+                msg: format!("{}: {r:?}", self.label),
+            })
+        }
     }
 }
 

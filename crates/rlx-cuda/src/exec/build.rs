@@ -132,6 +132,20 @@ impl CudaExecutable {
                 dtype: n.shape.dtype,
             });
         }
+        // Params and constants (or views of them) that no in-place op of the plan writes:
+        // the values a kernel may read before waiting on its predecessor (PDL).
+        let root = |i: usize| views[i].map_or(i, |(b, _)| b);
+        let written: std::collections::HashSet<usize> = (g.nodes.iter())
+            .filter(|n| n.op.kind().is_in_place())
+            .filter_map(|n| n.inputs.first().map(|i| root(i.0)))
+            .collect();
+        let fixed: Vec<bool> = (0..g.nodes.len())
+            .map(|i| {
+                let r = root(i);
+                matches!(g.nodes[r].op, Op::Param { .. } | Op::Constant { .. })
+                    && !written.contains(&r)
+            })
+            .collect();
         let mut env = LowerEnv::new(self.gpu.clone(), &self.streams, self.opts.force_variant);
         let mut dispatch = Vec::new();
         let trace = trace_on();
@@ -144,6 +158,7 @@ impl CudaExecutable {
             let mut ctx = NodeCtx {
                 node: bound,
                 ins: n.inputs.iter().map(|i| tensors[i.0].clone()).collect(),
+                fixed: n.inputs.iter().map(|i| fixed[i.0]).collect(),
                 out: tensors[n.id.0].clone(),
                 precision: self.opts.precision,
                 env: &mut env,

@@ -104,6 +104,7 @@ impl CudaExecutable {
             smem: 0,
             args: k.args,
             label: k.name,
+            pdl: false,
         };
         let mut total = vec![0f64; steps.len()];
         for _ in 0..iters {

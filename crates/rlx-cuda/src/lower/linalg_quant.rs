@@ -227,6 +227,8 @@ fn gemv(
     let ptrs = (x.ptr, w.ptr, out.ptr);
     let (mi, ni, ki) = (m as i32, n as i64, k as i64);
     let mut cands = Vec::new();
+    // A weight no kernel of the plan writes is read before waiting on the previous kernel.
+    let pdl = ctx.fixed.get(1).copied().unwrap_or(false);
     // Shared memory: 36 staged floats and one sum per 32-value unit per row, and 32 floats
     // for the block reductions (kernels/quant.cu, dq_gemv_st).
     let smem = (m * (k / 32) * 37 + 32) * 4;
@@ -241,12 +243,13 @@ fn gemv(
             }
             let kernel =
                 quant::dq_gemv_st(scheme, sfx, ptrs, extras, (mi, ni, ki), glu, lpr as i32);
-            cands.push(KernelLaunch::new(
+            let l = KernelLaunch::new(
                 kernel,
                 [blocks as u32, 1, 1],
                 [32 * warps as u32, 1, 1],
                 smem as u32,
-            ));
+            );
+            cands.push(if pdl { l.with_pdl() } else { l });
         }
     }
     if glu == 0 {

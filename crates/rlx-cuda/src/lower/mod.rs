@@ -195,6 +195,8 @@ pub struct KernelLaunch {
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub smem: u32,
+    /// Launch with PDL (see `plan::Launch::pdl` for what the kernel must do).
+    pub pdl: bool,
 }
 
 impl KernelLaunch {
@@ -204,7 +206,14 @@ impl KernelLaunch {
             grid,
             block,
             smem,
+            pdl: false,
         }
+    }
+
+    /// The same launch with PDL: only for a kernel that waits on its predecessor
+    /// (`pdl_wait()` in every thread) before reading its inputs or writing.
+    pub fn with_pdl(self) -> KernelLaunch {
+        KernelLaunch { pdl: true, ..self }
     }
 }
 
@@ -212,6 +221,8 @@ impl KernelLaunch {
 pub struct NodeCtx<'a> {
     pub node: &'a Node,
     pub ins: Vec<DevTensor>,
+    /// Per input: a param or constant (or a view of one) that no kernel of the plan writes.
+    pub fixed: Vec<bool>,
     pub out: DevTensor,
     pub precision: Precision,
     pub(crate) env: &'a mut LowerEnv,
@@ -252,6 +263,7 @@ impl<'a> NodeCtx<'a> {
             smem: l.smem,
             args: k.args,
             label: format!("{}#{} {}", self.node.op.kind(), self.node.id.0, k.name),
+            pdl: l.pdl && self.env.gpu.hopper_or_later(),
         })
     }
 
