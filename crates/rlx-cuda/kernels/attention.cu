@@ -612,13 +612,14 @@ ATT_MMA_ALL(bf16, __nv_bfloat16)
 // reduction buffer, and ATT_SPLIT_THREADS * 4 floats for the P.V partial sums.
 #define ATT_SPLIT_THREADS 128
 
-// The keys [j0, j1) of one chunk (or the whole row when a.nsplit == 1).
+// The keys [j0, j1) of one chunk (or of the whole row); `direct`: the only chunk of its row,
+// so the block writes the output row instead of a partial.
 template <typename T>
 __device__ __forceinline__ void attn_split_chunk(const T* __restrict__ q, const T* __restrict__ k,
                                                  const T* __restrict__ v,
                                                  const u8* __restrict__ keep, T* __restrict__ out,
                                                  float* __restrict__ part, const AttnArgs& a,
-                                                 const int j0, const int j1) {
+                                                 const int j0, const int j1, const bool direct) {
     extern __shared__ float4 att_smem4[];
     float* smem = reinterpret_cast<float*>(att_smem4);
     const int D4 = (a.d + 3) & ~3;
@@ -736,7 +737,7 @@ __device__ __forceinline__ void attn_split_chunk(const T* __restrict__ q, const 
                 t.w += x.w;
             }
             const int col = ch * 4;
-            if (a.nsplit == 1) {
+            if (direct) {
                 const float inv = sum > 0.f ? 1.f / sum : 0.f;
                 T* orow = out + b * a.o_b + h * a.o_h + (i64)i * a.o_s;
                 stf(orow, col, t.x * inv);
@@ -753,7 +754,7 @@ __device__ __forceinline__ void attn_split_chunk(const T* __restrict__ q, const 
         }
         __syncthreads();
     }
-    if (a.nsplit > 1 && tid == 0) {
+    if (!direct && tid == 0) {
         float* pr = part + (rowid * a.nsplit + split) * (i64)(a.dv + 2);
         pr[0] = mx;
         pr[1] = sum;
@@ -765,17 +766,17 @@ __device__ __forceinline__ void attn_split_chunk(const T* __restrict__ q, const 
 // a stale L1 line. A chunk that saw no key has max -inf and no output columns.
 template <typename T>
 __device__ __forceinline__ void att_merge_row(const float* __restrict__ part, T* __restrict__ out,
-                                              const AttnArgs& a, const i64 rowid) {
+                                              const AttnArgs& a, const i64 rowid, const int ns) {
     const int i = (int)(rowid % a.sq);
     const int bh = (int)(rowid / a.sq);
     const int b = bh / a.heads, h = bh - b * a.heads;
     const i64 w = a.dv + 2;
     const float* pr = part + rowid * a.nsplit * w;
     float mx = -INFINITY;
-    for (int s = 0; s < a.nsplit; ++s) mx = fmaxf(mx, __ldcg(pr + s * w));
+    for (int s = 0; s < ns; ++s) mx = fmaxf(mx, __ldcg(pr + s * w));
     float sum = 0.f;
     if (mx != -INFINITY) {
-        for (int s = 0; s < a.nsplit; ++s) {
+        for (int s = 0; s < ns; ++s) {
             const float ms = __ldcg(pr + s * w);
             if (ms != -INFINITY) sum += __ldcg(pr + s * w + 1) * expf(ms - mx);
         }
@@ -785,7 +786,7 @@ __device__ __forceinline__ void att_merge_row(const float* __restrict__ part, T*
     for (int col = threadIdx.x; col < a.dv; col += blockDim.x) {
         float t = 0.f;
         if (mx != -INFINITY) {
-            for (int s = 0; s < a.nsplit; ++s) {
+            for (int s = 0; s < ns; ++s) {
                 const float ms = __ldcg(pr + s * w);
                 if (ms != -INFINITY) t += __ldcg(pr + s * w + 2 + col) * expf(ms - mx);
             }
@@ -794,11 +795,22 @@ __device__ __forceinline__ void att_merge_row(const float* __restrict__ part, T*
     }
 }
 
+// How a row's valid keys [lo, hi) split at run time: `ns` chunks of `ck` keys, one per 64
+// keys up to the a.nsplit chunks the grid has (the lowering sizes the grid for the whole
+// cache). A short context in a long KV cache then runs a few blocks — the rest exit at once —
+// and its merge reads few partials; with one chunk the block writes the output itself.
+// ck ≤ a.chunk always: with ns = a.nsplit, L ≤ a.sk ≤ a.nsplit·a.chunk; otherwise ck ≤ 64.
+__device__ __forceinline__ void att_splits(const AttnArgs& a, int lo, int hi, int& ns, int& ck) {
+    const int L = hi > lo ? hi - lo : 0;
+    ns = a.nsplit == 1 ? 1 : max(1, min(a.nsplit, (L + 63) / 64));
+    ck = ns == 1 ? L : (((L + ns - 1) / ns + 31) & ~31);
+}
+
 // One block of the split kernel. `ticket` (a.nsplit > 1 only) holds one counter per query
-// row, zero between launches: every block of the row takes a ticket after publishing its
-// partial, even a block whose chunk lies past the row's keys (it publishes an empty
-// partial), so the taker of the last ticket sees them all; it merges, then puts the counter
-// back to zero for the next replay of the captured graph.
+// row, zero between launches: every block of the row's `ns` run-time chunks takes a ticket
+// after publishing its partial, so the taker of the last ticket sees them all; it merges,
+// then puts the counter back to zero for the next replay of the captured graph. Blocks past
+// `ns` take no ticket.
 template <typename T>
 __device__ __forceinline__ void attn_split_body(const T* __restrict__ q, const T* __restrict__ k,
                                                 const T* __restrict__ v,
@@ -808,46 +820,48 @@ __device__ __forceinline__ void attn_split_body(const T* __restrict__ q, const T
                                                 const AttnArgs& a) {
     const i64 rowid = blockIdx.x;  // (b * heads + h) * sq + i
     const int split = blockIdx.y;
-    int lo, hi;
+    int lo, hi, ns, ck;
     att_range(a, (int)(rowid % a.sq), lo, hi);
-    const int c0 = split * a.chunk;
-    const int j0 = max(lo, c0), j1 = min(hi, min(c0 + a.chunk, a.sk));
-    if (j0 < j1 || a.nsplit == 1) {
-        attn_split_chunk<T>(q, k, v, keep, out, part, a, j0, j1);
-    } else if (threadIdx.x == 0) {
-        // Past the written keys (a KV cache longer than the valid length) or outside the
-        // mask: skip the loads, publish an empty partial.
-        float* pr = part + (rowid * a.nsplit + split) * (i64)(a.dv + 2);
-        pr[0] = -INFINITY;
-        pr[1] = 0.f;
-    }
-    if (a.nsplit == 1 || !ticket) return;
+    att_splits(a, lo, hi, ns, ck);
+    if (split >= ns) return;
+    const int j0 = ns == 1 ? lo : lo + split * ck;
+    const int j1 = ns == 1 ? hi : min(hi, j0 + ck);
+    attn_split_chunk<T>(q, k, v, keep, out, part, a, j0, j1, ns == 1);
+    if (ns == 1 || !ticket) return;
     __shared__ unsigned int att_last;
     __threadfence();  // this thread's partial writes before the ticket below
     __syncthreads();
-    if (threadIdx.x == 0) att_last = atomicAdd(ticket + rowid, 1u) == (unsigned)a.nsplit - 1;
+    if (threadIdx.x == 0) att_last = atomicAdd(ticket + rowid, 1u) == (unsigned)ns - 1;
     __syncthreads();
     if (!att_last) return;
     __threadfence();  // the other blocks' partials, published before their tickets
-    att_merge_row<T>(part, out, a, rowid);
+    att_merge_row<T>(part, out, a, rowid, ns);
     if (threadIdx.x == 0) ticket[rowid] = 0u;
 }
 
-// The two-launch merge: one block per row, threads across columns.
+// The two-launch merge: one block per row, threads across columns (a row of one chunk was
+// written by the split kernel).
 template <typename T>
 __device__ __forceinline__ void attn_combine_body(const float* __restrict__ part,
                                                   T* __restrict__ out, const AttnArgs& a) {
-    att_merge_row<T>(part, out, a, blockIdx.x);
+    const i64 rowid = blockIdx.x;
+    int lo, hi, ns, ck;
+    att_range(a, (int)(rowid % a.sq), lo, hi);
+    att_splits(a, lo, hi, ns, ck);
+    if (ns > 1) att_merge_row<T>(part, out, a, rowid, ns);
 }
 
 #define ATT_SPLIT(sfx, T)                                                                     \
     extern "C" __global__ void __launch_bounds__(ATT_SPLIT_THREADS)                           \
         attn_split_##sfx(const T* q, const T* k, const T* v, const u8* keep, T* out,          \
                          float* part, unsigned int* ticket, AttnArgs a) {                     \
+        pdl_wait();                                                                           \
+        pdl_launch_next();                                                                    \
         att_apply_past(a);                                                                    \
         attn_split_body<T>(q, k, v, keep, out, part, ticket, a);                              \
     }                                                                                         \
     extern "C" __global__ void attn_combine_##sfx(const float* part, T* out, AttnArgs a) {    \
+        att_apply_past(a);                                                                    \
         attn_combine_body<T>(part, out, a);                                                   \
     }
 RLX_FLOAT_TYPES(ATT_SPLIT)

@@ -109,6 +109,21 @@ __device__ __forceinline__ float block_max(float v, float* sh) {
     return sh[0];
 }
 
+// PDL (programmatic dependent launch, sm_90): wait for the previous kernel's results, and let
+// the next kernel's blocks start early. Both are no-ops for a kernel launched without the
+// attribute. A kernel launched with it (`plan::Launch::pdl`) calls pdl_wait() in every thread
+// before it reads what an earlier kernel wrote or writes anything.
+__device__ __forceinline__ void pdl_wait() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_next() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
 // Instantiate a kernel template body for the three float storage types. `X(sfx, T)` is
 // a macro the source defines; kernels are named `<name>_<sfx>` (f32, f16, bf16).
 #define RLX_FLOAT_TYPES(X) X(f32, float) X(f16, __half) X(bf16, __nv_bfloat16)

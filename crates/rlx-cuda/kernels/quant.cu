@@ -409,20 +409,6 @@ struct GsUnit<Q6_K> {
     }
 };
 
-// PDL (programmatic dependent launch, sm_90): wait for the previous kernel's results, and let
-// the next kernel's blocks start early. Both are no-ops for a kernel launched without the
-// attribute.
-__device__ __forceinline__ void pdl_wait() {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_launch_next() {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;");
-#endif
-}
-
 template <int S, typename T, int MM>
 __device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const T* res, int M,
                            i64 N, i64 K, float eps, int glu, int lpr) {

@@ -194,6 +194,8 @@ RLX_UNITS16(RLX_ROW_KERNELS)
 #define RLX_CACHE_WRITE(sfx, T)                                                               \
     extern "C" __global__ void cache_write_##sfx(T* cache, const T* src, const i64* pos,      \
                                                  i64 outer, i64 c, i64 s, i64 inner) {        \
+        pdl_wait();                                                                           \
+        pdl_launch_next();                                                                    \
         const i64 p = *pos;                                                                   \
         if (p < 0 || p > c - s) return;                                                       \
         const i64 row = s * inner, n = outer * row;                                           \
@@ -241,6 +243,8 @@ template <typename X, typename C>
 __device__ __forceinline__ void rope(const X* __restrict__ x, const C* __restrict__ cs,
                                      const C* __restrict__ sn, X* __restrict__ out,
                                      const Dims8& cv, i64 rows, i64 hd, i64 nrot, int style) {
+    pdl_wait();
+    pdl_launch_next();
     i64 n = rows * hd, half = nrot / 2;
     i64 stride = (i64)gridDim.x * blockDim.x;
     for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += stride) {
@@ -264,6 +268,8 @@ __device__ __forceinline__ void rope_cache_write(X* __restrict__ cache, const X*
                                                  const C* __restrict__ sn, const Dims8& cv,
                                                  i64 outer, i64 c, i64 s, i64 inner, i64 hd,
                                                  i64 nrot, int style) {
+    pdl_wait();
+    pdl_launch_next();
     const i64 p = *pos;
     if (p < 0 || p > c - s) return;
     const i64 row = s * inner, n = outer * row, half = nrot / 2;

@@ -283,6 +283,23 @@ impl<'a> NodeCtx<'a> {
         self.run(k, [blocks, 1, 1], [256, 1, 1], 0)
     }
 
+    /// `run_1d` launched with PDL: only for a kernel whose every thread calls `pdl_wait()`
+    /// before it reads or writes device memory.
+    pub fn run_1d_pdl(&mut self, k: Kernel, n: usize) -> Lowered {
+        let blocks = n.div_ceil(256).clamp(1, 65535 * 8) as u32;
+        let l = KernelLaunch::new(k, [blocks, 1, 1], [256, 1, 1], 0).with_pdl();
+        let l = self.make_launch(l)?;
+        self.env.steps.push(Step::Kernel(l));
+        Ok(())
+    }
+
+    /// `run` launched with PDL (see `run_1d_pdl`).
+    pub fn run_pdl(&mut self, k: Kernel, grid: [u32; 3], block: [u32; 3], smem: u32) -> Lowered {
+        let l = self.make_launch(KernelLaunch::new(k, grid, block, smem).with_pdl())?;
+        self.env.steps.push(Step::Kernel(l));
+        Ok(())
+    }
+
     /// Record the fastest of several launches that compute the same result (timed once
     /// per process for `key`, which must name everything but the pointers; see `tune`).
     pub fn launch_fastest(&mut self, key: &str, cands: Vec<KernelLaunch>) -> Lowered {

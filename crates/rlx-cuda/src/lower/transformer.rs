@@ -66,7 +66,7 @@ pub(crate) fn cache_write(ctx: &mut NodeCtx, axis: usize) -> Lowered {
         (cache.ptr, new.ptr, pos.ptr),
         [outer as i64, c as i64, s as i64, (inner / unit) as i64],
     );
-    ctx.run_1d(kernel, outer * s * inner / unit)
+    ctx.run_1d_pdl(kernel, outer * s * inner / unit)
 }
 
 /// `cast_to` is already the output's dtype, which the generated kernel converts to.

@@ -313,7 +313,7 @@ fn lower_split(ctx: &mut NodeCtx, io: &Io, a: &mut AttnArgs, rows: usize) -> Low
     let kernel = k::attn_split(sfx, io.ptrs, part, ticket, *a);
     allow_smem(ctx, &kernel, smem)?;
     let grid = [fits_i32(rows)? as u32, nsplit as u32, 1];
-    ctx.run(kernel, grid, [THREADS, 1, 1], smem as u32)
+    ctx.run_pdl(kernel, grid, [THREADS, 1, 1], smem as u32)
 }
 
 /// Above 48 KiB a kernel must opt in to its dynamic shared memory (once per function; the

@@ -97,7 +97,7 @@ pub(super) fn rope(ctx: &mut NodeCtx, head_dim: usize, n_rot: usize, style: Rope
     let ptrs = (x.ptr, cos.ptr, sin.ptr, out.ptr);
     let (rows, hd, nrot) = ((n / head_dim) as i64, head_dim as i64, n_rot as i64);
     let kernel = shape_ops::rope(p.xs, p.cs, ptrs, p.cv, rows, hd, nrot, p.style);
-    ctx.run_1d(kernel, n)
+    ctx.run_1d_pdl(kernel, n)
 }
 
 /// RopeCacheWrite (cache, new, pos, cos, sin): the output is the cache leaf (aliased by the
@@ -135,5 +135,5 @@ pub(super) fn rope_cache_write(
     let ptrs = (cache.ptr, new.ptr, pos.ptr, cos.ptr, sin.ptr);
     let (hd, nrot) = (head_dim as i64, n_rot as i64);
     let kernel = shape_ops::rope_cache_write(p.xs, p.cs, ptrs, p.cv, dims, hd, nrot, p.style);
-    ctx.run_1d(kernel, new.numel())
+    ctx.run_1d_pdl(kernel, new.numel())
 }
