@@ -795,14 +795,16 @@ __device__ __forceinline__ void att_merge_row(const float* __restrict__ part, T*
     }
 }
 
-// How a row's valid keys [lo, hi) split at run time: `ns` chunks of `ck` keys, one per 64
+// How a row's valid keys [lo, hi) split at run time: `ns` chunks of `ck` keys, one per 256
 // keys up to the a.nsplit chunks the grid has (the lowering sizes the grid for the whole
-// cache). A short context in a long KV cache then runs a few blocks — the rest exit at once —
-// and its merge reads few partials; with one chunk the block writes the output itself.
-// ck ≤ a.chunk always: with ns = a.nsplit, L ≤ a.sk ≤ a.nsplit·a.chunk; otherwise ck ≤ 64.
+// cache, in chunks of at least 256). A short context in a long KV cache then runs one block
+// per row that writes its output itself — no partials, no ticket, no merge — and a longer
+// one a few blocks whose merge reads few partials. ck ≤ a.chunk always: with ns = a.nsplit,
+// L ≤ a.sk ≤ a.nsplit·a.chunk; otherwise ck ≤ 256 ≤ a.chunk.
+#define ATT_SPLIT_KEYS 256
 __device__ __forceinline__ void att_splits(const AttnArgs& a, int lo, int hi, int& ns, int& ck) {
     const int L = hi > lo ? hi - lo : 0;
-    ns = a.nsplit == 1 ? 1 : max(1, min(a.nsplit, (L + 63) / 64));
+    ns = a.nsplit == 1 ? 1 : max(1, min(a.nsplit, (L + ATT_SPLIT_KEYS - 1) / ATT_SPLIT_KEYS));
     ck = ns == 1 ? L : (((L + ns - 1) / ns + 31) & ~31);
 }
 

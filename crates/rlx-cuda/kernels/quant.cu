@@ -172,144 +172,185 @@ __device__ void dq_gemv(const T* x, const u8* w, T* y, const T* gamma, const T* 
 }
 
 // ---- Staged GEMV (decode, M ≤ 8): dq_gemv_st_<scheme>_m<MM>_<sfx> ----
-// The block first stages h — x, rms_norm(x)·gamma (glu = 0), or silu(gate)·up over the two
-// halves of x's rows (glu = 1: gate first, 2: up first) — for its M rows in shared memory as
-// f32: 36 floats per 32-value unit (4 of padding, so the eight lanes of a quarter warp reading
-// eight consecutive units' float4s hit 32 distinct banks), each unit's Σh after them (the
-// offset terms of Q4_0/Q4_1/Q5_x and the K-quants' mins need it). Then each group of `lpr`
-// lanes (a power of two ≤ 32) computes one output column, lane i of the group taking 32-value
-// units i, i + lpr, …; a lane requests its first unit's bytes before the staging and its next
-// unit's before using the current one, so weight loads overlap everything else. Rows of 18
-// units (K = 576) no longer leave most of a warp idle, and x is read once per block instead
-// of once per column.
+// The block first stages h — x, x·gamma (the RMS norm's scale, linear in h, multiplies the
+// sums at the end), or silu(gate)·up over the two halves of x's rows (glu = 1: gate first,
+// 2: up first) — for its M rows in shared memory as f32 in one pass over x, 36 floats per
+// 32-value unit (4 of padding, so the eight lanes of a quarter warp reading eight consecutive
+// units' float4s hit 32 distinct banks). Then each group of `lpr` lanes (a power of two ≤ 32)
+// computes one output column, lane i of the group taking 32-value units i, i + lpr, …; a lane
+// requests its first unit's bytes before the staging and its next unit's before using the
+// current one, so weight loads overlap everything else. The kernel is latency-bound at decode
+// sizes, so each thread's dependent chain is kept short: one pass over x, one block
+// reduction per row (the norm), two accumulators per dot, nibbles turned into floats by
+// byte permutes instead of int-to-float conversions.
 #define GS_STRIDE 36
 
 __device__ __forceinline__ unsigned ld_u16(const u8* p) { return *reinterpret_cast<const unsigned short*>(p); }
 __device__ __forceinline__ unsigned ld_u32(const u8* p) { return *reinterpret_cast<const unsigned*>(p); }
 __device__ __forceinline__ float h16_lo(unsigned v) { return __half2float(__ushort_as_half((unsigned short)(v & 0xffffu))); }
 __device__ __forceinline__ float h16_hi(unsigned v) { return __half2float(__ushort_as_half((unsigned short)(v >> 16))); }
-// The low (hi = 0) or high nibble of byte j of a little-endian word.
-__device__ __forceinline__ float nib(unsigned q, int j, int hi) { return (float)((q >> (8 * j + 4 * hi)) & 15u); }
+// Byte j of v (each < 2^23) as a float: the byte placed in the mantissa of 2^23, less 2^23.
+__device__ __forceinline__ float byte_f(unsigned v, int j) {
+    return __int_as_float(__byte_perm(v, 0x4B000000u, 0x7440 + j)) - 8388608.0f;
+}
 
 // Σ_e q_e·h_e over one 32-value unit whose quants are the nibbles of four words (byte j of
-// word i: element 4i + j in the low nibble, 16 + 4i + j in the high one), as in Q4_0 / Q4_1.
-__device__ __forceinline__ float dot_nib16(const unsigned* q, const float4* h) {
-    float s = 0.f;
+// word i: element 4i + j in the low nibble, 16 + 4i + j in the high one), as in Q4_0 / Q4_1;
+// `hs` gets Σ h.
+__device__ __forceinline__ float dot_nib16(const unsigned* q, const float4* h, float& hs) {
+    float s0 = 0.f, s1 = 0.f, t0 = 0.f, t1 = 0.f;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const float4 lo = h[i], hi = h[4 + i];
-        s = fmaf(nib(q[i], 0, 0), lo.x, s);
-        s = fmaf(nib(q[i], 1, 0), lo.y, s);
-        s = fmaf(nib(q[i], 2, 0), lo.z, s);
-        s = fmaf(nib(q[i], 3, 0), lo.w, s);
-        s = fmaf(nib(q[i], 0, 1), hi.x, s);
-        s = fmaf(nib(q[i], 1, 1), hi.y, s);
-        s = fmaf(nib(q[i], 2, 1), hi.z, s);
-        s = fmaf(nib(q[i], 3, 1), hi.w, s);
+        const unsigned l = q[i] & 0x0f0f0f0fu, u = (q[i] >> 4) & 0x0f0f0f0fu;
+        s0 = fmaf(byte_f(l, 0), lo.x, s0);
+        s1 = fmaf(byte_f(u, 0), hi.x, s1);
+        s0 = fmaf(byte_f(l, 1), lo.y, s0);
+        s1 = fmaf(byte_f(u, 1), hi.y, s1);
+        s0 = fmaf(byte_f(l, 2), lo.z, s0);
+        s1 = fmaf(byte_f(u, 2), hi.z, s1);
+        s0 = fmaf(byte_f(l, 3), lo.w, s0);
+        s1 = fmaf(byte_f(u, 3), hi.w, s1);
+        t0 += (lo.x + lo.y) + (lo.z + lo.w);
+        t1 += (hi.x + hi.y) + (hi.z + hi.w);
     }
-    return s;
+    hs = t0 + t1;
+    return s0 + s1;
 }
 
 // The same with a fifth bit per element (bit e of qh), as in Q5_0 / Q5_1.
-__device__ __forceinline__ float dot_nib16_h(const unsigned* q, unsigned qh, const float4* h) {
-    float s = 0.f;
+__device__ __forceinline__ float dot_nib16_h(const unsigned* q, unsigned qh, const float4* h,
+                                             float& hs) {
+    float s0 = 0.f, s1 = 0.f, t0 = 0.f, t1 = 0.f;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const float4 lo = h[i], hi = h[4 + i];
-        const float* l = &lo.x;
-        const float* u = &hi.x;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const int e = 4 * i + j;
-            s = fmaf(nib(q[i], j, 0) + (float)(((qh >> e) & 1u) << 4), l[j], s);
-            s = fmaf(nib(q[i], j, 1) + (float)(((qh >> (e + 16)) & 1u) << 4), u[j], s);
-        }
+        // The fifth bits of elements 4i..4i+3 (and 16 + ...) moved to bit 4 of each byte.
+        const unsigned bl = (qh >> (4 * i)) & 15u, bu = (qh >> (16 + 4 * i)) & 15u;
+        const unsigned hl = ((bl & 1u) | ((bl & 2u) << 7) | ((bl & 4u) << 14) | ((bl & 8u) << 21)) << 4;
+        const unsigned hu = ((bu & 1u) | ((bu & 2u) << 7) | ((bu & 4u) << 14) | ((bu & 8u) << 21)) << 4;
+        const unsigned l = (q[i] & 0x0f0f0f0fu) | hl, u = ((q[i] >> 4) & 0x0f0f0f0fu) | hu;
+        s0 = fmaf(byte_f(l, 0), lo.x, s0);
+        s1 = fmaf(byte_f(u, 0), hi.x, s1);
+        s0 = fmaf(byte_f(l, 1), lo.y, s0);
+        s1 = fmaf(byte_f(u, 1), hi.y, s1);
+        s0 = fmaf(byte_f(l, 2), lo.z, s0);
+        s1 = fmaf(byte_f(u, 2), hi.z, s1);
+        s0 = fmaf(byte_f(l, 3), lo.w, s0);
+        s1 = fmaf(byte_f(u, 3), hi.w, s1);
+        t0 += (lo.x + lo.y) + (lo.z + lo.w);
+        t1 += (hi.x + hi.y) + (hi.z + hi.w);
     }
-    return s;
+    hs = t0 + t1;
+    return s0 + s1;
+}
+
+// Σ h over one unit.
+__device__ __forceinline__ float hsum32(const float4* h) {
+    float t0 = 0.f, t1 = 0.f;
+#pragma unroll
+    for (int i = 0; i < 8; i += 2) {
+        t0 += (h[i].x + h[i].y) + (h[i].z + h[i].w);
+        t1 += (h[i + 1].x + h[i + 1].y) + (h[i + 1].z + h[i + 1].w);
+    }
+    return t0 + t1;
 }
 
 // 32-value unit u of a packed row: `load` its bytes into registers, `dot` with h (the unit's
-// 32 staged values) and hs (their sum). Blocks are 2-byte aligned in every scheme (4-byte in
-// Q4_1, Q5_1, Q4_K, Q5_K), so the loads are u16 / u32 words, never single bytes.
+// 32 staged values). Blocks are 2-byte aligned in every scheme (4-byte in Q4_1, Q5_1, Q4_K,
+// Q5_K), so the loads are u16 / u32 words, never single bytes.
 template <int S>
 struct GsUnit;
 
 template <>
 struct GsUnit<Q8_0> {
     unsigned v[9];  // d, then 32 i8 as 8 words
-    __device__ __forceinline__ void load(const u8* row, i64 u) {
+    __device__ __forceinline__ void load(const u8* row, int u) {
         const u8* b = row + u * 34;
         v[0] = ld_u16(b);
 #pragma unroll
         for (int i = 0; i < 8; ++i) v[1 + i] = ld_u16(b + 2 + 4 * i) | (ld_u16(b + 4 + 4 * i) << 16);
     }
-    __device__ __forceinline__ float dot(const float4* h, float) const {
-        float s = 0.f;
+    __device__ __forceinline__ float dot(const float4* h) const {
+        // Flipping each byte's sign bit gives q + 128 as an unsigned byte.
+        float s0 = 0.f, s1 = 0.f;
 #pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            const float4 x = h[i];
-            const int q = (int)v[1 + i];
-            s = fmaf((float)((q << 24) >> 24), x.x, s);
-            s = fmaf((float)((q << 16) >> 24), x.y, s);
-            s = fmaf((float)((q << 8) >> 24), x.z, s);
-            s = fmaf((float)(q >> 24), x.w, s);
+        for (int i = 0; i < 8; i += 2) {
+            const float4 x = h[i], y = h[i + 1];
+            const unsigned a = v[1 + i] ^ 0x80808080u, c = v[2 + i] ^ 0x80808080u;
+            s0 = fmaf(byte_f(a, 0) - 128.f, x.x, s0);
+            s1 = fmaf(byte_f(c, 0) - 128.f, y.x, s1);
+            s0 = fmaf(byte_f(a, 1) - 128.f, x.y, s0);
+            s1 = fmaf(byte_f(c, 1) - 128.f, y.y, s1);
+            s0 = fmaf(byte_f(a, 2) - 128.f, x.z, s0);
+            s1 = fmaf(byte_f(c, 2) - 128.f, y.z, s1);
+            s0 = fmaf(byte_f(a, 3) - 128.f, x.w, s0);
+            s1 = fmaf(byte_f(c, 3) - 128.f, y.w, s1);
         }
-        return h16_lo(v[0]) * s;
+        return h16_lo(v[0]) * (s0 + s1);
     }
 };
 
 template <>
 struct GsUnit<Q4_0> {
     unsigned v[5];
-    __device__ __forceinline__ void load(const u8* row, i64 u) {
+    __device__ __forceinline__ void load(const u8* row, int u) {
         const u8* b = row + u * 18;
         v[0] = ld_u16(b);
 #pragma unroll
         for (int i = 0; i < 4; ++i) v[1 + i] = ld_u16(b + 2 + 4 * i) | (ld_u16(b + 4 + 4 * i) << 16);
     }
-    __device__ __forceinline__ float dot(const float4* h, float hs) const {
-        return h16_lo(v[0]) * (dot_nib16(v + 1, h) - 8.f * hs);
+    __device__ __forceinline__ float dot(const float4* h) const {
+        float hs;
+        const float s = dot_nib16(v + 1, h, hs);
+        return h16_lo(v[0]) * (s - 8.f * hs);
     }
 };
 
 template <>
 struct GsUnit<Q4_1> {
     unsigned v[5];
-    __device__ __forceinline__ void load(const u8* row, i64 u) {
+    __device__ __forceinline__ void load(const u8* row, int u) {
         const u8* b = row + u * 20;
 #pragma unroll
         for (int i = 0; i < 5; ++i) v[i] = ld_u32(b + 4 * i);
     }
-    __device__ __forceinline__ float dot(const float4* h, float hs) const {
-        return fmaf(h16_lo(v[0]), dot_nib16(v + 1, h), h16_hi(v[0]) * hs);
+    __device__ __forceinline__ float dot(const float4* h) const {
+        float hs;
+        const float s = dot_nib16(v + 1, h, hs);
+        return fmaf(h16_lo(v[0]), s, h16_hi(v[0]) * hs);
     }
 };
 
 template <>
 struct GsUnit<Q5_0> {
     unsigned v[6];  // d, qh, 4 nibble words
-    __device__ __forceinline__ void load(const u8* row, i64 u) {
+    __device__ __forceinline__ void load(const u8* row, int u) {
         const u8* b = row + u * 22;
         v[0] = ld_u16(b);
         v[1] = ld_u16(b + 2) | (ld_u16(b + 4) << 16);
 #pragma unroll
         for (int i = 0; i < 4; ++i) v[2 + i] = ld_u16(b + 6 + 4 * i) | (ld_u16(b + 8 + 4 * i) << 16);
     }
-    __device__ __forceinline__ float dot(const float4* h, float hs) const {
-        return h16_lo(v[0]) * (dot_nib16_h(v + 2, v[1], h) - 16.f * hs);
+    __device__ __forceinline__ float dot(const float4* h) const {
+        float hs;
+        const float s = dot_nib16_h(v + 2, v[1], h, hs);
+        return h16_lo(v[0]) * (s - 16.f * hs);
     }
 };
 
 template <>
 struct GsUnit<Q5_1> {
     unsigned v[6];
-    __device__ __forceinline__ void load(const u8* row, i64 u) {
+    __device__ __forceinline__ void load(const u8* row, int u) {
         const u8* b = row + u * 24;
 #pragma unroll
         for (int i = 0; i < 6; ++i) v[i] = ld_u32(b + 4 * i);
     }
-    __device__ __forceinline__ float dot(const float4* h, float hs) const {
-        return fmaf(h16_lo(v[0]), dot_nib16_h(v + 2, v[1], h), h16_hi(v[0]) * hs);
+    __device__ __forceinline__ float dot(const float4* h) const {
+        float hs;
+        const float s = dot_nib16_h(v + 2, v[1], h, hs);
+        return fmaf(h16_lo(v[0]), s, h16_hi(v[0]) * hs);
     }
 };
 
@@ -320,9 +361,9 @@ template <int S>
 struct GsUnitK {
     unsigned dd, sm, q[8], qh[8];
     int j;
-    __device__ __forceinline__ void load(const u8* row, i64 u) {
+    __device__ __forceinline__ void load(const u8* row, int u) {
         const u8* b = row + (u >> 3) * block_bytes<S>();
-        j = (int)(u & 7);
+        j = u & 7;
         dd = ld_u32(b);
         // The bytes k_scale_min reads for sub-block j: s[j], s[j + 4] (j < 4) or s[j + 4],
         // s[j − 4], s[j] (j ≥ 4), packed as four bytes.
@@ -337,7 +378,8 @@ struct GsUnitK {
             for (int i = 0; i < 8; ++i) qh[i] = ld_u32(b + 16 + 4 * i);
         }
     }
-    __device__ __forceinline__ float dot(const float4* h, float hs) const {
+    __device__ __forceinline__ float dot(const float4* h) const {
+        const float hs = hsum32(h);
         int sc, m;
         if (j < 4) {
             sc = (int)(sm & 63u);
@@ -373,10 +415,10 @@ template <>
 struct GsUnit<Q6_K> {
     unsigned lo[8], hi[8], sc, d;
     int g;
-    __device__ __forceinline__ void load(const u8* row, i64 u) {
+    __device__ __forceinline__ void load(const u8* row, int u) {
         const u8* b = row + (u >> 3) * 210;
-        g = (int)(u & 3);
-        const int hh = (int)((u >> 2) & 1);
+        g = u & 3;
+        const int hh = (u >> 2) & 1;
         const u8* pl = b + 64 * hh + 32 * (g & 1);
         const u8* ph = b + 128 + 32 * hh;
 #pragma unroll
@@ -387,7 +429,7 @@ struct GsUnit<Q6_K> {
         sc = ld_u16(b + 192 + 8 * hh + 2 * g);
         d = ld_u16(b + 208);
     }
-    __device__ __forceinline__ float dot(const float4* h, float) const {
+    __device__ __forceinline__ float dot(const float4* h) const {
         const int ls = g < 2 ? 0 : 4, hs2 = 2 * g;
         float s0 = 0.f, s1 = 0.f;
 #pragma unroll
@@ -414,9 +456,8 @@ __device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const 
                            i64 N, i64 K, float eps, int glu, int lpr) {
     extern __shared__ float4 gs_sh4[];
     float* sh = reinterpret_cast<float*>(gs_sh4);
-    const int units = (int)(K >> 5);
-    float* hsum = sh + (i64)M * units * GS_STRIDE;
-    float* red = hsum + M * units;
+    const int units = (int)(K >> 5), k32 = (int)K;
+    float* red = sh + M * units * GS_STRIDE;
     const int tid = threadIdx.x, lane = tid & 31, gi = lane & (lpr - 1);
     const i64 n = (i64)blockIdx.x * (blockDim.x / lpr) + tid / lpr;
     const bool live = n < N;
@@ -424,32 +465,31 @@ __device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const 
     GsUnit<S> cur;
     if (live && gi < units) cur.load(row, gi);
     pdl_wait();
-    const i64 xs = glu ? 2 * K : K;
-    for (int m = 0; m < M; ++m) {
-        const T* xm = x + m * xs;
-        float scale = 1.f;
-        if (gamma != nullptr) {
+    const int xs = glu ? 2 * k32 : k32;
+    float scale[MM];
+#pragma unroll
+    for (int m = 0; m < MM; ++m) {
+        scale[m] = 1.f;
+        if (m < M) {
+            const T* xm = x + (i64)m * xs;
+            float* hm = sh + m * units * GS_STRIDE;
             float ss = 0.f;
-            for (i64 k = tid; k < K; k += blockDim.x) {
-                const float v = ldf(xm, k);
-                ss = fmaf(v, v, ss);
+            // blockDim is a multiple of 32, so lane = k mod 32.
+            for (int k = tid; k < k32; k += blockDim.x) {
+                float v;
+                if (glu == 0) {
+                    v = ldf(xm, k);
+                    ss = fmaf(v, v, ss);
+                    if (gamma != nullptr) v *= ldf(gamma, k);
+                } else {
+                    const float gt = ldf(xm, glu == 1 ? k : k32 + k);
+                    const float up = ldf(xm, glu == 1 ? k32 + k : k);
+                    v = up * (gt / (1.0f + expf(-gt)));
+                }
+                hm[(k >> 5) * GS_STRIDE + lane] = v;
             }
-            scale = rsqrtf(block_sum(ss, red) / (float)K + eps);
-        }
-        // blockDim and K are multiples of 32, so each warp stages whole units.
-        for (i64 k = tid; k < K; k += blockDim.x) {
-            float v;
-            if (glu == 0) {
-                v = ldf(xm, k);
-                if (gamma != nullptr) v *= scale * ldf(gamma, k);
-            } else {
-                const float gt = ldf(xm, glu == 1 ? k : K + k), up = ldf(xm, glu == 1 ? K + k : k);
-                v = up * (gt / (1.0f + expf(-gt)));
-            }
-            const i64 uu = (i64)m * units + (k >> 5);
-            sh[uu * GS_STRIDE + lane] = v;
-            const float s = warp_sum(v);
-            if (lane == 0) hsum[uu] = s;
+            // The norm's scale multiplies the sums at the end (its barriers also publish h).
+            if (gamma != nullptr) scale[m] = rsqrtf(block_sum(ss, red) / (float)K + eps);
         }
     }
     __syncthreads();
@@ -463,10 +503,7 @@ __device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const 
             if (more) nxt.load(row, u + lpr);
 #pragma unroll
             for (int m = 0; m < MM; ++m) {
-                if (m < M) {
-                    const i64 uu = (i64)m * units + u;
-                    acc[m] += cur.dot(gs_sh4 + uu * (GS_STRIDE / 4), hsum[uu]);
-                }
+                if (m < M) acc[m] += cur.dot(gs_sh4 + (m * units + u) * (GS_STRIDE / 4));
             }
             if (more) cur = nxt;
         }
@@ -478,6 +515,7 @@ __device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const 
             float v = acc[m];
             for (int o = lpr >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
             if (live && gi == 0) {
+                v *= scale[m];
                 if (res != nullptr) v += ldf(res, (i64)m * N + n);
                 stf(y, (i64)m * N + n, v);
             }

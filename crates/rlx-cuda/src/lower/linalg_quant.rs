@@ -229,9 +229,9 @@ fn gemv(
     let mut cands = Vec::new();
     // A weight no kernel of the plan writes is read before waiting on the previous kernel.
     let pdl = ctx.fixed.get(1).copied().unwrap_or(false);
-    // Shared memory: 36 staged floats and one sum per 32-value unit per row, and 32 floats
-    // for the block reductions (kernels/quant.cu, dq_gemv_st).
-    let smem = (m * (k / 32) * 37 + 32) * 4;
+    // Shared memory: 36 staged floats per 32-value unit per row, and 32 floats for the block
+    // reductions (kernels/quant.cu, dq_gemv_st).
+    let smem = (m * (k / 32) * 36 + 32) * 4;
     // Block starts are 4-byte aligned in the schemes whose kernel reads u32 words.
     let aligned = w.ptr.is_multiple_of(16);
     if smem <= GEMV_ST_SMEM && aligned {

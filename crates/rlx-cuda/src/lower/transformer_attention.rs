@@ -288,10 +288,10 @@ fn lower_mma(ctx: &mut NodeCtx, io: &Io, a: &AttnArgs, bh: usize) -> Lowered {
 fn lower_split(ctx: &mut NodeCtx, io: &Io, a: &mut AttnArgs, rows: usize) -> Lowered {
     let sfx = io.sfx;
     let (sk, d, dv) = (a.sk as usize, a.d as usize, a.dv as usize);
-    // Enough chunks to fill the GPU, each at least 64 keys and at most 4096 (its scores
-    // sit in shared memory).
+    // Enough chunks to fill the GPU, each at least 256 keys (the kernel's run-time split,
+    // ATT_SPLIT_KEYS, relies on it) and at most 4096 (its scores sit in shared memory).
     let want = SPLIT_TARGET_BLOCKS.div_ceil(rows).max(1);
-    let chunk = sk.div_ceil(want).clamp(64, 4096).div_ceil(32) * 32;
+    let chunk = sk.div_ceil(want).clamp(256, 4096).div_ceil(32) * 32;
     let nsplit = sk.div_ceil(chunk).max(1);
     if nsplit > 65535 {
         crate::unsupported!("{sk} keys need {nsplit} chunks (grid limit 65535)");
