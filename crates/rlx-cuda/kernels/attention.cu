@@ -26,7 +26,8 @@ struct AttnArgs {
     int heads, group, sq, sk;
     int d, dv, mask, window;
     float scale, cap;
-    // bit 0: q rows 4-aligned, bit 1: k, bit 2: v (vector loads allowed)
+    // bit 0: q rows 4-aligned, bit 1: k, bit 2: v (vector loads allowed); bit 3: the split
+    // kernel's lane-group chunk body (D = Dv = 8·2^i ≤ 256, bits 0-2 set)
     int vec, chunk;
     int nsplit, pad_;
     // Device address of an i64 `past` (positions before the first query, a KV cache), or 0.
@@ -761,6 +762,122 @@ __device__ __forceinline__ void attn_split_chunk(const T* __restrict__ q, const 
     }
 }
 
+// The keys [j0, j1) of one chunk with lanes in groups of G = D/8 (a.vec bit 3: D = Dv, G a
+// power of two up to 32, q/k/v rows 4-aligned): each group takes one key at a time, each
+// lane 8 consecutive dims of q, k and v, so a key's dot is 8 FMAs and log2(G) shuffles, and
+// the softmax runs online per group in registers (running max, sum, 8 output dims a lane) —
+// no score array, no block-wide max/sum passes. The blockDim/G groups' partials merge once
+// in shared memory. Decode attention over a few hundred keys is a short chain of loads this
+// way instead of two sweeps with four block barriers.
+template <typename T>
+__device__ __forceinline__ void attn_split_chunk_grp(const T* __restrict__ q, const T* __restrict__ k,
+                                                     const T* __restrict__ v,
+                                                     const u8* __restrict__ keep,
+                                                     T* __restrict__ out, float* __restrict__ part,
+                                                     const AttnArgs& a, const int j0, const int j1,
+                                                     const bool direct) {
+    extern __shared__ float4 att_smem4[];
+    float* smem = reinterpret_cast<float*>(att_smem4);
+    const int tid = threadIdx.x;
+    const i64 rowid = blockIdx.x;
+    const int split = blockIdx.y;
+    const int i = (int)(rowid % a.sq);
+    const int bh = (int)(rowid / a.sq);
+    const int b = bh / a.heads, h = bh - b * a.heads, kvh = h / a.group;
+    const int G = a.d >> 3, ng = blockDim.x / G, g = tid / G, ln = tid - g * G;
+    const T* qrow = q + b * a.q_b + h * a.q_h + (i64)i * a.q_s;
+    const T* kb = k + b * a.k_b + kvh * a.k_h + ln * 8;
+    const T* vb = v + b * a.v_b + kvh * a.v_h + ln * 8;
+    const u8* kp = keep ? keep + (i64)b * a.sk : nullptr;
+    float qv[8], acc[8];
+    {
+        const float4 q0 = ld4(qrow + ln * 8), q1 = ld4(qrow + ln * 8 + 4);
+        qv[0] = q0.x; qv[1] = q0.y; qv[2] = q0.z; qv[3] = q0.w;
+        qv[4] = q1.x; qv[5] = q1.y; qv[6] = q1.z; qv[7] = q1.w;
+    }
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[e] = 0.f;
+    float m = -INFINITY, l = 0.f;
+    // Groups of G lanes are aligned within a warp; every lane of a warp runs the same number
+    // of iterations (the shuffles need the whole warp), keys past j1 count as masked.
+    const int steps = (j1 - j0 + 2 * ng - 1) / (2 * ng);
+    for (int t = 0; t < steps; ++t) {
+        const int ja = j0 + 2 * ng * t + g, jc = ja + ng;
+        const int ra = min(ja, j1 - 1), rc = min(jc, j1 - 1);
+        const T* ka = kb + (i64)ra * a.k_s;
+        const T* kc = kb + (i64)rc * a.k_s;
+        const float4 ka0 = ld4(ka), ka1 = ld4(ka + 4), kc0 = ld4(kc), kc1 = ld4(kc + 4);
+        const T* va = vb + (i64)ra * a.v_s;
+        const T* vc = vb + (i64)rc * a.v_s;
+        const float4 va0 = ld4(va), va1 = ld4(va + 4), vc0 = ld4(vc), vc1 = ld4(vc + 4);
+        float da = qv[0] * ka0.x, dc = qv[0] * kc0.x;
+        da = fmaf(qv[1], ka0.y, da); dc = fmaf(qv[1], kc0.y, dc);
+        da = fmaf(qv[2], ka0.z, da); dc = fmaf(qv[2], kc0.z, dc);
+        da = fmaf(qv[3], ka0.w, da); dc = fmaf(qv[3], kc0.w, dc);
+        da = fmaf(qv[4], ka1.x, da); dc = fmaf(qv[4], kc1.x, dc);
+        da = fmaf(qv[5], ka1.y, da); dc = fmaf(qv[5], kc1.y, dc);
+        da = fmaf(qv[6], ka1.z, da); dc = fmaf(qv[6], kc1.z, dc);
+        da = fmaf(qv[7], ka1.w, da); dc = fmaf(qv[7], kc1.w, dc);
+        for (int o = 1; o < G; o <<= 1) {
+            da += __shfl_xor_sync(0xffffffffu, da, o);
+            dc += __shfl_xor_sync(0xffffffffu, dc, o);
+        }
+        const float sa = (ja < j1 && (!kp || kp[ja])) ? att_logit(da, a) : -INFINITY;
+        const float sc = (jc < j1 && (!kp || kp[jc])) ? att_logit(dc, a) : -INFINITY;
+        const float mn = fmaxf(m, fmaxf(sa, sc));
+        if (mn == -INFINITY) continue;
+        const float cr = m == -INFINITY ? 0.f : expf(m - mn);
+        const float pa = sa == -INFINITY ? 0.f : expf(sa - mn);
+        const float pc = sc == -INFINITY ? 0.f : expf(sc - mn);
+        m = mn;
+        l = fmaf(l, cr, pa + pc);
+        const float vx[8] = {va0.x, va0.y, va0.z, va0.w, va1.x, va1.y, va1.z, va1.w};
+        const float vz[8] = {vc0.x, vc0.y, vc0.z, vc0.w, vc1.x, vc1.y, vc1.z, vc1.w};
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] = fmaf(pc, vz[e], fmaf(pa, vx[e], acc[e] * cr));
+    }
+    // Group partials: [m, l, Dv values] per group.
+    const int w = a.dv + 2;
+    float* gp = smem + g * w;
+    if (ln == 0) {
+        gp[0] = m;
+        gp[1] = l;
+    }
+#pragma unroll
+    for (int e = 0; e < 8; ++e) gp[2 + ln * 8 + e] = acc[e];
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int s = 0; s < ng; ++s) mx = fmaxf(mx, smem[s * w]);
+    float sum = 0.f;
+    if (mx != -INFINITY) {
+        for (int s = 0; s < ng; ++s) {
+            const float ms = smem[s * w];
+            if (ms != -INFINITY) sum += smem[s * w + 1] * expf(ms - mx);
+        }
+    }
+    for (int col = tid; col < a.dv; col += blockDim.x) {
+        float t = 0.f;
+        if (mx != -INFINITY) {
+            for (int s = 0; s < ng; ++s) {
+                const float ms = smem[s * w];
+                if (ms != -INFINITY) t += smem[s * w + 2 + col] * expf(ms - mx);
+            }
+        }
+        if (direct) {
+            const float inv = sum > 0.f ? 1.f / sum : 0.f;
+            T* orow = out + b * a.o_b + h * a.o_h + (i64)i * a.o_s;
+            stf(orow, col, t * inv);
+        } else {
+            part[(rowid * a.nsplit + split) * (i64)(a.dv + 2) + 2 + col] = t;
+        }
+    }
+    if (!direct && tid == 0) {
+        float* pr = part + (rowid * a.nsplit + split) * (i64)(a.dv + 2);
+        pr[0] = mx;
+        pr[1] = sum;
+    }
+}
+
 // Merge the a.nsplit partials of query row `rowid` into its output row, threads across
 // columns. The partials were written by other blocks: __ldcg reads them from L2, never from
 // a stale L1 line. A chunk that saw no key has max -inf and no output columns.
@@ -828,7 +945,8 @@ __device__ __forceinline__ void attn_split_body(const T* __restrict__ q, const T
     if (split >= ns) return;
     const int j0 = ns == 1 ? lo : lo + split * ck;
     const int j1 = ns == 1 ? hi : min(hi, j0 + ck);
-    attn_split_chunk<T>(q, k, v, keep, out, part, a, j0, j1, ns == 1);
+    if (a.vec & 8) attn_split_chunk_grp<T>(q, k, v, keep, out, part, a, j0, j1, ns == 1);
+    else attn_split_chunk<T>(q, k, v, keep, out, part, a, j0, j1, ns == 1);
     if (ns == 1 || !ticket) return;
     __shared__ unsigned int att_last;
     __threadfence();  // this thread's partial writes before the ticket below

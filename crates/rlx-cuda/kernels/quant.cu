@@ -17,6 +17,8 @@
 #define Q4_K 5
 #define Q5_K 6
 #define Q6_K 7
+#define F16S 8
+#define BF16S 9
 
 // A little-endian f16 at an arbitrary (unaligned) byte address.
 __device__ __forceinline__ float f16_at(const u8* p) {
@@ -39,12 +41,13 @@ __device__ __forceinline__ int block_bytes() {
            : S == Q5_1 ? 24
            : S == Q4_K ? 144
            : S == Q5_K ? 176
-                       : 210;
+           : S == Q6_K ? 210
+                       : 64;
 }
 
 template <int S>
 __device__ __forceinline__ int block_len() {
-    return S >= Q4_K ? 256 : 32;
+    return (S >= Q4_K && S <= Q6_K) ? 256 : 32;
 }
 
 // The 4-bit quant of element e (0..31) of a 32-value nibble block.
@@ -68,6 +71,8 @@ __device__ __forceinline__ void k_scale_min(const u8* s, int j, int& sc, int& m)
 // type-1 sums round once (an FMA gives the same), so values match the CPU's bit for bit.
 template <int S>
 __device__ __forceinline__ float dq_elem(const u8* b, int e) {
+    if (S == F16S) return f16_at(b + 2 * e);
+    if (S == BF16S) return __uint_as_float(((unsigned)b[2 * e] | ((unsigned)b[2 * e + 1] << 8)) << 16);
     if (S == Q8_0) return f16_at(b) * (float)(signed char)b[2 + e];
     if (S == Q4_0) return f16_at(b) * (float)(nib32(b + 2, e) - 8);
     if (S == Q4_1) return f16_at(b) * (float)nib32(b + 4, e) + f16_at(b + 2);
@@ -354,6 +359,43 @@ struct GsUnit<Q5_1> {
     }
 };
 
+// F16 / BF16: 32 plain halves, 64 bytes (16-byte aligned rows: the lowering checks the
+// weight pointer), read as four 16-byte words.
+template <int S>
+struct GsUnitHalf {
+    uint4 v[4];
+    __device__ __forceinline__ void load(const u8* row, int u) {
+        const uint4* b = reinterpret_cast<const uint4*>(row + u * 64);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v[i] = b[i];
+    }
+    __device__ __forceinline__ float2 pair(unsigned w) const {
+        if (S == F16S) return __half22float2(*reinterpret_cast<const __half2*>(&w));
+        return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+    }
+    __device__ __forceinline__ float dot(const float4* h) const {
+        float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const float4 x = h[2 * i], y = h[2 * i + 1];
+            const float2 a = pair(v[i].x), b = pair(v[i].y), c = pair(v[i].z), d = pair(v[i].w);
+            s0 = fmaf(a.x, x.x, s0);
+            s1 = fmaf(a.y, x.y, s1);
+            s0 = fmaf(b.x, x.z, s0);
+            s1 = fmaf(b.y, x.w, s1);
+            s0 = fmaf(c.x, y.x, s0);
+            s1 = fmaf(c.y, y.y, s1);
+            s0 = fmaf(d.x, y.z, s0);
+            s1 = fmaf(d.y, y.w, s1);
+        }
+        return s0 + s1;
+    }
+};
+template <>
+struct GsUnit<F16S> : GsUnitHalf<F16S> {};
+template <>
+struct GsUnit<BF16S> : GsUnitHalf<BF16S> {};
+
 // Q4_K / Q5_K: unit u is sub-block j = u % 8 of super-block u / 8: its 6-bit scale and min,
 // the 32 bytes whose low (even j) or high (odd j) nibbles are its quants, and for Q5_K the 32
 // bytes whose bit j is its fifth bit.
@@ -580,5 +622,26 @@ __device__ void dq_dequant(const u8* w, T* out, i64 rows, i64 K) {
     RLX_DQ_ONE(q5_1, Q5_1, sfx, T)                                                           \
     RLX_DQ_ONE(q4_k, Q4_K, sfx, T)                                                           \
     RLX_DQ_ONE(q5_k, Q5_K, sfx, T)                                                           \
-    RLX_DQ_ONE(q6_k, Q6_K, sfx, T)
+    RLX_DQ_ONE(q6_k, Q6_K, sfx, T)                                                           \
+    RLX_DQ_ONE(f16, F16S, sfx, T)                                                            \
+    RLX_DQ_ONE(bf16, BF16S, sfx, T)
 RLX_FLOAT_TYPES(RLX_DQ)
+
+// A product of a half weight past the GEMV's rows: x (or its prepared form h) cast to the
+// weight's dtype for cuBLASLt, and the product cast back to the output's with the residual
+// added (res may be null).
+#define RLX_DQ_HALF_CAST(sfx, T, wsfx, W)                                                     \
+    extern "C" __global__ void dq_cast_in_##sfx##_##wsfx(const T* x, W* h, i64 n) {           \
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;                       \
+             i += (i64)gridDim.x * blockDim.x)                                                \
+            stf(h, i, ldf(x, i));                                                             \
+    }                                                                                         \
+    extern "C" __global__ void dq_cast_out_##wsfx##_##sfx(const W* y, T* out, const T* res,   \
+                                                         i64 n) {                             \
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;                       \
+             i += (i64)gridDim.x * blockDim.x)                                                \
+            stf(out, i, ldf(y, i) + (res != nullptr ? ldf(res, i) : 0.f));                    \
+    }
+#define RLX_DQ_HALF_CASTS(sfx, T) \
+    RLX_DQ_HALF_CAST(sfx, T, f16, __half) RLX_DQ_HALF_CAST(sfx, T, bf16, __nv_bfloat16)
+RLX_FLOAT_TYPES(RLX_DQ_HALF_CASTS)

@@ -315,11 +315,17 @@ pub enum QuantScheme {
     /// 256 values: 128 bytes of low nibbles, 64 bytes of 2-bit highs, 16 × i8 scales of
     /// sub-blocks of 16, f16 d last: x = d·sc·(q − 32). 210 bytes a super-block.
     Q6_K,
+    /// Plain f16 values (GGUF F16) as packed rows: "blocks" of 32 little-endian halves,
+    /// 64 bytes, no scale. A half-precision weight in this form runs through the same decode
+    /// GEMV and fusions as the quantized ones, with x kept in f32.
+    F16,
+    /// Plain bf16 values as packed rows, as `F16`.
+    BF16,
 }
 
 impl QuantScheme {
     /// Every scheme, in declaration order.
-    pub const ALL: [QuantScheme; 8] = [
+    pub const ALL: [QuantScheme; 10] = [
         QuantScheme::Q8_0,
         QuantScheme::Q4_0,
         QuantScheme::Q4_1,
@@ -328,6 +334,8 @@ impl QuantScheme {
         QuantScheme::Q4_K,
         QuantScheme::Q5_K,
         QuantScheme::Q6_K,
+        QuantScheme::F16,
+        QuantScheme::BF16,
     ];
 
     /// Values in one block (a packed row's length must be a multiple of it).
@@ -349,7 +357,13 @@ impl QuantScheme {
             QuantScheme::Q4_K => 144,
             QuantScheme::Q5_K => 176,
             QuantScheme::Q6_K => 210,
+            QuantScheme::F16 | QuantScheme::BF16 => 64,
         }
+    }
+
+    /// Plain half values (F16, BF16), not a quantized block format.
+    pub fn is_half(self) -> bool {
+        matches!(self, QuantScheme::F16 | QuantScheme::BF16)
     }
 }
 

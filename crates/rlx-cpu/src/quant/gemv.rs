@@ -146,6 +146,20 @@ fn block<const FMA: bool>(
             q6_half::<FMA, 1>(b, x, acc);
             0.0
         }
+        QuantScheme::F16 | QuantScheme::BF16 => {
+            let hb: &[u8; 64] = b[..64].try_into().expect("64 bytes");
+            let mut q = [0f32; 32];
+            for l in 0..32 {
+                let h = u16::from_le_bytes([hb[2 * l], hb[2 * l + 1]]);
+                q[l] = if scheme == QuantScheme::F16 {
+                    f16_at(&hb[2 * l..])
+                } else {
+                    f32::from_bits(u32::from(h) << 16)
+                };
+            }
+            fma32::<FMA>(acc, &q, x, 1.0, 1.0);
+            0.0
+        }
     }
 }
 
@@ -255,6 +269,8 @@ macro_rules! specialise {
             QuantScheme::Q4_K => $f::<$fma>(QuantScheme::Q4_K, $($a),*),
             QuantScheme::Q5_K => $f::<$fma>(QuantScheme::Q5_K, $($a),*),
             QuantScheme::Q6_K => $f::<$fma>(QuantScheme::Q6_K, $($a),*),
+            QuantScheme::F16 => $f::<$fma>(QuantScheme::F16, $($a),*),
+            QuantScheme::BF16 => $f::<$fma>(QuantScheme::BF16, $($a),*),
         }
     };
 }

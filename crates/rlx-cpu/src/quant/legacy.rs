@@ -9,7 +9,9 @@
 //! - Q5_0: f16 d, u32 qh, 16 nibble bytes; bit j of qh is the fifth bit of element j;
 //!   x = d·(q − 16).
 //! - Q5_1: f16 d, f16 m, u32 qh, 16 nibble bytes; x = d·q + m.
+//! - F16 / BF16: 32 plain halves (no scale), rounded to nearest when written.
 use super::{get_f16, put_f16};
+use half::bf16;
 use rlx_ir::QuantScheme;
 
 const QK: usize = 32;
@@ -57,6 +59,16 @@ pub(super) fn quantize_block(scheme: QuantScheme, x: &[f32], dst: &mut [u8]) {
             put_f16(&mut dst[2..4], min);
             let q = |v: f32| (((v - min) * id + 0.5) as i8).min(top) as u8;
             pack_nibbles(x, q, five, &mut dst[4..]);
+        }
+        QuantScheme::F16 => {
+            for (d, &v) in dst.chunks_exact_mut(2).zip(x) {
+                put_f16(d, v);
+            }
+        }
+        QuantScheme::BF16 => {
+            for (d, &v) in dst.chunks_exact_mut(2).zip(x) {
+                d.copy_from_slice(&bf16::from_f32(v).to_bits().to_le_bytes());
+            }
         }
         _ => unreachable!("legacy::quantize_block called with {scheme:?}"),
     }
@@ -114,6 +126,16 @@ pub(super) fn dequantize_block(scheme: QuantScheme, src: &[u8], y: &mut [f32]) {
                 let (q0, q1) = five_bit(b, qh, j);
                 y[j] = d * q0 as f32 + m;
                 y[j + HALF] = d * q1 as f32 + m;
+            }
+        }
+        QuantScheme::F16 => {
+            for (o, h) in y.iter_mut().zip(src.chunks_exact(2)) {
+                *o = get_f16(h);
+            }
+        }
+        QuantScheme::BF16 => {
+            for (o, h) in y.iter_mut().zip(src.chunks_exact(2)) {
+                *o = bf16::from_bits(u16::from_le_bytes([h[0], h[1]])).to_f32();
             }
         }
         _ => unreachable!("legacy::dequantize_block called with {scheme:?}"),

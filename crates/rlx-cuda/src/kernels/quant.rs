@@ -13,6 +13,8 @@ fn scheme_name(s: QuantScheme) -> &'static str {
         QuantScheme::Q4_K => "q4_k",
         QuantScheme::Q5_K => "q5_k",
         QuantScheme::Q6_K => "q6_k",
+        QuantScheme::F16 => "f16",
+        QuantScheme::BF16 => "bf16",
     }
 }
 
@@ -85,4 +87,18 @@ pub fn dq_dequant(scheme: QuantScheme, sfx: Sfx, w: u64, out: u64, rows: i64, k:
 pub fn dq_swiglu(sfx: Sfx, x: u64, h: u64, m: i64, k: i64, glu: i32) -> Kernel {
     let args = KArgs::new().ptr(x).ptr(h).i64(m).i64(k).i32(glu);
     Kernel::new(Lib::Quant, format!("dq_swiglu_{}", sfx.name()), args)
+}
+
+/// `dq_cast_in_<sfx>_<wsfx>(x, h, n)`: x cast to a half weight's dtype.
+pub fn dq_cast_in(sfx: Sfx, wsfx: Sfx, x: u64, h: u64, n: i64) -> Kernel {
+    let args = KArgs::new().ptr(x).ptr(h).i64(n);
+    let name = format!("dq_cast_in_{}_{}", sfx.name(), wsfx.name());
+    Kernel::new(Lib::Quant, name, args)
+}
+
+/// `dq_cast_out_<wsfx>_<sfx>(y, out, res, n)`: out = y (a half product) + res (0 = none).
+pub fn dq_cast_out(wsfx: Sfx, sfx: Sfx, y: u64, out: u64, res: u64, n: i64) -> Kernel {
+    let args = KArgs::new().ptr(y).ptr(out).ptr(res).i64(n);
+    let name = format!("dq_cast_out_{}_{}", wsfx.name(), sfx.name());
+    Kernel::new(Lib::Quant, name, args)
 }

@@ -153,6 +153,9 @@ fn dequant_matmul_with(ctx: &mut NodeCtx, scheme: QuantScheme, f: Fusion) -> Low
             glu_mode,
         );
     }
+    if scheme.is_half() {
+        return half_gemm(ctx, scheme, (&x, &w, &out), extras, (m, n, k), glu_mode);
+    }
     // Chunks of whole 128-column groups keep every chunk's output offset aligned.
     let es = dt.size_bytes();
     let per_row = k * es;
@@ -284,4 +287,62 @@ fn gemv(
     .collect::<String>();
     let key = format!("dq_gemv {scheme:?} {} m={m} n={n} k={k}{fused}", sfx.name());
     ctx.launch_fastest(&key, cands)
+}
+
+/// A half-precision weight past the GEMV's rows (prefill): no dequantisation, the packed
+/// rows are the `[N, K]` matrix itself. h (x, its norm or its SwiGLU, in x's dtype) is cast
+/// to the weight's dtype, cuBLASLt multiplies in it, and the product is cast back with the
+/// residual added: what the unfused graph's cast → MatMul → cast did.
+fn half_gemm(
+    ctx: &mut NodeCtx,
+    scheme: QuantScheme,
+    (x, w, out): (&DevTensor, &DevTensor, &DevTensor),
+    extras: GemvExtras,
+    (m, n, k): (usize, usize, usize),
+    glu: i32,
+) -> Lowered {
+    let dt = x.dtype;
+    let (sfx, es) = (Sfx::float(dt)?, dt.size_bytes());
+    let wdt = if scheme == QuantScheme::F16 {
+        DType::F16
+    } else {
+        DType::BF16
+    };
+    let wsfx = Sfx::float(wdt)?;
+    let h = if glu != 0 {
+        let h = ctx.scratch(m * k * es)?;
+        let kernel = quant::dq_swiglu(sfx, x.ptr, h, m as i64, k as i64, glu);
+        ctx.run_1d(kernel, m * k)?;
+        h
+    } else if extras.gamma != 0 {
+        let h = ctx.scratch(m * k * es)?;
+        let p = NormPtrs {
+            x: x.ptr,
+            r: 0,
+            b: 0,
+            g: extras.gamma,
+            be: 0,
+            y: h,
+        };
+        super::super::norm::launch_norm(ctx, sfx, es, p, (m, k), extras.eps, true)?;
+        h
+    } else {
+        x.ptr
+    };
+    let hw = ctx.scratch(m * k * 2)?;
+    ctx.run_1d(quant::dq_cast_in(sfx, wsfx, h, hw, (m * k) as i64), m * k)?;
+    let wt = DevTensor {
+        ptr: w.ptr,
+        dims: vec![n, k],
+        dtype: wdt,
+    };
+    let pw = gemm_input(ctx, &wt)?;
+    let yw = ctx.scratch(m * n * 2)?;
+    let mut g = GemmDesc::simple(m, n, k, hw, pw, yw, wdt);
+    g.trans_b = true;
+    g.ldb = k;
+    g.label = format!("{}#{}", ctx.node.op.kind(), ctx.node.id.0);
+    ctx.gemm(g)?;
+    let kernel = quant::dq_cast_out(wsfx, sfx, yw, out.ptr, extras.residual, (m * n) as i64);
+    ctx.run_1d(kernel, m * n)
 }

@@ -298,7 +298,14 @@ fn lower_split(ctx: &mut NodeCtx, io: &Io, a: &mut AttnArgs, rows: usize) -> Low
     }
     a.chunk = chunk as i32;
     a.nsplit = nsplit as i32;
-    let smem = 4 * (d.div_ceil(4) * 4 + chunk + 32 + 4 * THREADS as usize);
+    let mut smem = 4 * (d.div_ceil(4) * 4 + chunk + 32 + 4 * THREADS as usize);
+    // The lane-group chunk body (kernels/attention.cu, attn_split_chunk_grp): D/8 lanes a
+    // key (a power of two, so the groups tile a warp), its group partials in shared memory.
+    if d == dv && d.is_multiple_of(8) && (d / 8).is_power_of_two() && d <= 256 && a.vec & 7 == 7 {
+        a.vec |= 8;
+        let groups = THREADS as usize / (d / 8);
+        smem = smem.max(4 * groups * (dv + 2));
+    }
     // Partials and the per-row tickets: plan-lifetime scratch of their own, zeroed at
     // allocation; the kernel puts every ticket back to zero, so each replay of a captured
     // graph starts from zero with no memset node.

@@ -5,11 +5,12 @@
 //! with a KV cache (positions already cached). Output: f32 logits `[1, seq | 1, vocab]`.
 //!
 //! Weights are params named as their GGUF tensors. Packed ones stay packed and feed
-//! `DequantMatMul`; plain `[N, K]` ones are declared transposed, `[K, N]`, so each linear
-//! layer is one plain `MatMul` (one cuBLASLt call, no per-step transpose copy): the loader
-//! transposes them once. Activations are f32; an f16/bf16 weight multiplies x cast to its
-//! dtype (as llama.cpp's CPU path converts x to the weight's dot type) and the product is
-//! cast back. A packed `token_embd` is gathered as packed rows and decoded by `Dequantize`;
+//! `DequantMatMul`, and so do f16/bf16 matrices, as packed rows of the `F16` / `BF16`
+//! schemes (the same decode GEMV and fusions, x kept in f32; prefill casts x to the weight's
+//! dtype for cuBLASLt); plain f32 `[N, K]` ones are declared transposed, `[K, N]`, so each
+//! linear layer is one plain `MatMul` (the loader transposes them once). Activations are
+//! f32; a half matrix whose rows are not whole 32-value blocks stays plain and multiplies x
+//! cast to its dtype, the product cast back. A packed `token_embd` is gathered as packed rows and decoded by `Dequantize`;
 //! tied to the head it is the `DequantMatMul` weight as it is. A plain tied head is a
 //! transposed copy `output.weight` (`[n_embd, vocab]`) of the table.
 //!
@@ -109,9 +110,22 @@ impl Builder<'_> {
         })
     }
 
+    /// How matrix `name` is held in the graph: its file format, except that f16/bf16
+    /// matrices become packed rows of the `F16` / `BF16` schemes, so they run through the
+    /// same decode GEMV (and its norm / SwiGLU / residual fusions) as quantized ones, with x
+    /// kept in f32 (rows of `n_in` values, when that is whole 32-value blocks).
+    fn matrix_format(&self, name: &str, n_in: usize) -> Result<WeightFormat, ModelError> {
+        let whole = n_in.is_multiple_of(32);
+        Ok(match self.cfg.format(name)? {
+            WeightFormat::Plain(DType::F16) if whole => WeightFormat::Packed(QuantScheme::F16),
+            WeightFormat::Plain(DType::BF16) if whole => WeightFormat::Packed(QuantScheme::BF16),
+            f => f,
+        })
+    }
+
     /// The `[n_out, n_in]` matrix `name` (GGUF ne = [n_in, n_out]).
     fn weight(&mut self, tensor: &str, n_out: usize, n_in: usize) -> Result<Weight, ModelError> {
-        let format = self.cfg.format(tensor)?;
+        let format = self.matrix_format(tensor, n_in)?;
         self.matrix(tensor, format, n_out, n_in, |transpose| {
             ParamSource::tensor(tensor, &[n_out, n_in], transpose)
         })
@@ -158,7 +172,7 @@ impl Builder<'_> {
         bias: Option<&[String]>,
     ) -> Result<Vec<NodeId>, ModelError> {
         let formats: Vec<WeightFormat> = (parts.iter())
-            .map(|(t, _)| self.cfg.format(t))
+            .map(|(t, _)| self.matrix_format(t, n_in))
             .collect::<Result<_, _>>()?;
         if formats.windows(2).any(|w| w[0] != w[1]) {
             let mut out = Vec::with_capacity(parts.len());
@@ -282,7 +296,7 @@ impl Builder<'_> {
     fn embed(&mut self, tokens: NodeId) -> Result<(NodeId, Weight), ModelError> {
         let (v, e) = (self.cfg.vocab, self.cfg.n_embd);
         let name = "token_embd.weight";
-        match self.cfg.format(name)? {
+        match self.matrix_format(name, e)? {
             WeightFormat::Packed(s) => {
                 let row_bytes = packed_row_bytes(name, s, e)?;
                 let id = self.param(

@@ -212,6 +212,8 @@ fn tensor(
     let shape = dims(d)?;
     let want = match format {
         WeightFormat::Packed(_) => DType::U8,
+        // A half matrix held as packed rows of the F16 / BF16 scheme: its bytes as they are.
+        WeightFormat::Plain(DType::F16 | DType::BF16) if d.shape.dtype == DType::U8 => DType::U8,
         WeightFormat::Plain(dt) => dt,
     };
     if want != d.shape.dtype {

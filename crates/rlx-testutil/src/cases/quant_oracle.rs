@@ -10,7 +10,7 @@
 use rlx_ir::QuantScheme;
 
 /// The quant schemes DequantMatMul takes.
-pub const SCHEMES: [QuantScheme; 8] = QuantScheme::ALL;
+pub const SCHEMES: [QuantScheme; 10] = QuantScheme::ALL;
 
 pub fn f16_bytes(v: f64) -> [u8; 2] {
     half::f16::from_f64(v).to_bits().to_le_bytes()
@@ -73,6 +73,17 @@ pub fn random_packed(
                 out.extend(bytes(rng, 208));
                 // d·128·32 stays near 1.
                 out.extend(f16_bytes(rng.range(5e-5, 3e-4)));
+            }
+            QuantScheme::F16 => {
+                for _ in 0..32 {
+                    out.extend(f16_bytes(rng.range(-1.0, 1.0)));
+                }
+            }
+            QuantScheme::BF16 => {
+                for _ in 0..32 {
+                    let bits = half::bf16::from_f64(rng.range(-1.0, 1.0)).to_bits();
+                    out.extend(bits.to_le_bytes());
+                }
             }
         }
     }
@@ -162,6 +173,11 @@ fn unpack_one(scheme: QuantScheme, b: &[u8], e: usize) -> f64 {
             }
             let (sc, m) = k_scale_min(&b[4..16], j);
             f32_once(d * sc * q as f64 - dmin * m)
+        }
+        QuantScheme::F16 => f16_val(&b[2 * e..2 * e + 2]),
+        QuantScheme::BF16 => {
+            let bits = u16::from_le_bytes([b[2 * e], b[2 * e + 1]]);
+            f64::from(f32::from_bits(u32::from(bits) << 16))
         }
         QuantScheme::Q6_K => {
             // Half h, quarter g, lane l: low 4 bits in ql (bytes 0..128), top 2 in qh
