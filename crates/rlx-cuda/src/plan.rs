@@ -25,7 +25,7 @@ pub(crate) struct Launch {
 /// Whether PDL launches are on (`RLX_PDL=0` turns them off; read once).
 pub(crate) fn pdl_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("RLX_PDL").map_or(true, |v| v != "0"))
+    *ON.get_or_init(|| rlx_ir::env::flag(rlx_ir::env::Switch::Pdl))
 }
 
 impl Launch {

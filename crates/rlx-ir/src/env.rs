@@ -15,6 +15,7 @@ pub enum Switch {
     Trace,
     Verify,
     CudaGraph,
+    Pdl,
     Tune,
     Precision,
     CacheDir,
@@ -116,6 +117,15 @@ pub const SWITCHES: &[SwitchInfo] = &[
         ON,
         "0",
         "run the GPU launches one by one instead of replaying the captured CUDA graph",
+    ),
+    sw(
+        Switch::Pdl,
+        "RLX_PDL",
+        ON,
+        "0",
+        "launch every kernel without programmatic dependent launch (by default the decode \
+         step's GEMVs, attention, RoPE and cache writes start while the previous kernel \
+         drains, on sm_90 and later)",
     ),
     sw(
         Switch::Tune,

@@ -146,6 +146,8 @@ fn corpus_covers_every_op_kind() {
         "quant:Q4_K",
         "quant:Q5_K",
         "quant:Q6_K",
+        "quant:F16",
+        "quant:BF16",
         "pool:Max",
         "pool:Avg",
         "fft:Backward",

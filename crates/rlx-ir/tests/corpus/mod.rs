@@ -488,6 +488,8 @@ pub fn param_values(g: &Graph) -> BTreeSet<String> {
                     QuantScheme::Q4_K => "Q4_K",
                     QuantScheme::Q5_K => "Q5_K",
                     QuantScheme::Q6_K => "Q6_K",
+                    QuantScheme::F16 => "F16",
+                    QuantScheme::BF16 => "BF16",
                 };
                 out.insert(format!("quant:{k}"));
             }
