@@ -60,8 +60,9 @@ fn attention_every_tile_variant() {
 }
 
 /// SmolLM2's attention shapes (9 query / 3 KV heads of 64) over a 1024-row cache: the split
-/// path runs 16 chunks a row, so each step's last block per row merges through the ticket,
-/// and the chunks past `pos` publish empty partials. The optimised graph (k's Rope fused
+/// path's grid has 4 chunks of 256 keys a row and uses one per 256 valid keys at run time,
+/// so the early steps write their rows from one block and the later ones merge 2–4
+/// partials through the ticket. The optimised graph (k's Rope fused
 /// into its cache write) replays one captured CUDA graph for every step, at positions from
 /// an empty cache to a full one; each step matches the CPU running the unfused graph, and
 /// the k cache is bit-equal to the CPU's after every step (Rope rounds like the CPU's).
