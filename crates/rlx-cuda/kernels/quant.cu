@@ -201,40 +201,21 @@ __device__ __forceinline__ float byte_f(unsigned v, int j) {
 
 // Σ_e q_e·h_e over one 32-value unit whose quants are the nibbles of four words (byte j of
 // word i: element 4i + j in the low nibble, 16 + 4i + j in the high one), as in Q4_0 / Q4_1;
-// `hs` gets Σ h.
-__device__ __forceinline__ float dot_nib16(const unsigned* q, const float4* h, float& hs) {
+// with FIVE, bit e of qh is element e's fifth bit, as in Q5_0 / Q5_1. `hs` gets Σ h.
+template <bool FIVE>
+__device__ __forceinline__ float dot_nib16(const unsigned* q, unsigned qh, const float4* h,
+                                           float& hs) {
     float s0 = 0.f, s1 = 0.f, t0 = 0.f, t1 = 0.f;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const float4 lo = h[i], hi = h[4 + i];
-        const unsigned l = q[i] & 0x0f0f0f0fu, u = (q[i] >> 4) & 0x0f0f0f0fu;
-        s0 = fmaf(byte_f(l, 0), lo.x, s0);
-        s1 = fmaf(byte_f(u, 0), hi.x, s1);
-        s0 = fmaf(byte_f(l, 1), lo.y, s0);
-        s1 = fmaf(byte_f(u, 1), hi.y, s1);
-        s0 = fmaf(byte_f(l, 2), lo.z, s0);
-        s1 = fmaf(byte_f(u, 2), hi.z, s1);
-        s0 = fmaf(byte_f(l, 3), lo.w, s0);
-        s1 = fmaf(byte_f(u, 3), hi.w, s1);
-        t0 += (lo.x + lo.y) + (lo.z + lo.w);
-        t1 += (hi.x + hi.y) + (hi.z + hi.w);
-    }
-    hs = t0 + t1;
-    return s0 + s1;
-}
-
-// The same with a fifth bit per element (bit e of qh), as in Q5_0 / Q5_1.
-__device__ __forceinline__ float dot_nib16_h(const unsigned* q, unsigned qh, const float4* h,
-                                             float& hs) {
-    float s0 = 0.f, s1 = 0.f, t0 = 0.f, t1 = 0.f;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const float4 lo = h[i], hi = h[4 + i];
-        // The fifth bits of elements 4i..4i+3 (and 16 + ...) moved to bit 4 of each byte.
-        const unsigned bl = (qh >> (4 * i)) & 15u, bu = (qh >> (16 + 4 * i)) & 15u;
-        const unsigned hl = ((bl & 1u) | ((bl & 2u) << 7) | ((bl & 4u) << 14) | ((bl & 8u) << 21)) << 4;
-        const unsigned hu = ((bu & 1u) | ((bu & 2u) << 7) | ((bu & 4u) << 14) | ((bu & 8u) << 21)) << 4;
-        const unsigned l = (q[i] & 0x0f0f0f0fu) | hl, u = ((q[i] >> 4) & 0x0f0f0f0fu) | hu;
+        unsigned l = q[i] & 0x0f0f0f0fu, u = (q[i] >> 4) & 0x0f0f0f0fu;
+        if (FIVE) {
+            // The fifth bits of elements 4i..4i+3 (and 16 + ...) moved to bit 4 of each byte.
+            const unsigned bl = (qh >> (4 * i)) & 15u, bu = (qh >> (16 + 4 * i)) & 15u;
+            l |= ((bl & 1u) | ((bl & 2u) << 7) | ((bl & 4u) << 14) | ((bl & 8u) << 21)) << 4;
+            u |= ((bu & 1u) | ((bu & 2u) << 7) | ((bu & 4u) << 14) | ((bu & 8u) << 21)) << 4;
+        }
         s0 = fmaf(byte_f(l, 0), lo.x, s0);
         s1 = fmaf(byte_f(u, 0), hi.x, s1);
         s0 = fmaf(byte_f(l, 1), lo.y, s0);
@@ -307,7 +288,7 @@ struct GsUnit<Q4_0> {
     }
     __device__ __forceinline__ float dot(const float4* h) const {
         float hs;
-        const float s = dot_nib16(v + 1, h, hs);
+        const float s = dot_nib16<false>(v + 1, 0u, h, hs);
         return h16_lo(v[0]) * (s - 8.f * hs);
     }
 };
@@ -322,7 +303,7 @@ struct GsUnit<Q4_1> {
     }
     __device__ __forceinline__ float dot(const float4* h) const {
         float hs;
-        const float s = dot_nib16(v + 1, h, hs);
+        const float s = dot_nib16<false>(v + 1, 0u, h, hs);
         return fmaf(h16_lo(v[0]), s, h16_hi(v[0]) * hs);
     }
 };
@@ -339,7 +320,7 @@ struct GsUnit<Q5_0> {
     }
     __device__ __forceinline__ float dot(const float4* h) const {
         float hs;
-        const float s = dot_nib16_h(v + 2, v[1], h, hs);
+        const float s = dot_nib16<true>(v + 2, v[1], h, hs);
         return h16_lo(v[0]) * (s - 16.f * hs);
     }
 };
@@ -354,7 +335,7 @@ struct GsUnit<Q5_1> {
     }
     __device__ __forceinline__ float dot(const float4* h) const {
         float hs;
-        const float s = dot_nib16_h(v + 2, v[1], h, hs);
+        const float s = dot_nib16<true>(v + 2, v[1], h, hs);
         return fmaf(h16_lo(v[0]), s, h16_hi(v[0]) * hs);
     }
 };

@@ -167,30 +167,7 @@ fn dequant_matmul_with(ctx: &mut NodeCtx, scheme: QuantScheme, f: Fusion) -> Low
     }
     let chunk = chunk.min(n);
     let wbuf = ctx.scratch(chunk * per_row)?;
-    let x = if glu_mode != 0 {
-        let h = ctx.scratch(m * k * es)?;
-        let kernel = quant::dq_swiglu(sfx, x.ptr, h, m as i64, k as i64, glu_mode);
-        ctx.run_1d(kernel, m * k)?;
-        DevTensor {
-            ptr: h,
-            dims: vec![m, k],
-            ..x
-        }
-    } else if extras.gamma == 0 {
-        x
-    } else {
-        let h = ctx.scratch(x.bytes())?;
-        let p = NormPtrs {
-            x: x.ptr,
-            r: 0,
-            b: 0,
-            g: extras.gamma,
-            be: 0,
-            y: h,
-        };
-        super::super::norm::launch_norm(ctx, sfx, es, p, (m, k), extras.eps, true)?;
-        DevTensor { ptr: h, ..x }
-    };
+    let x = prepared(ctx, &x, extras, glu_mode, (m, k))?;
     let px = gemm_input(ctx, &x)?;
     let pc = gemm_output(ctx, out.ptr, out.bytes())?;
     // The GEMMs accumulate onto the residual.
@@ -304,34 +281,14 @@ fn half_gemm(
     (m, n, k): (usize, usize, usize),
     glu: i32,
 ) -> Lowered {
-    let dt = x.dtype;
-    let (sfx, es) = (Sfx::float(dt)?, dt.size_bytes());
+    let sfx = Sfx::float(x.dtype)?;
     let wdt = if scheme == QuantScheme::F16 {
         DType::F16
     } else {
         DType::BF16
     };
     let wsfx = Sfx::float(wdt)?;
-    let h = if glu != 0 {
-        let h = ctx.scratch(m * k * es)?;
-        let kernel = quant::dq_swiglu(sfx, x.ptr, h, m as i64, k as i64, glu);
-        ctx.run_1d(kernel, m * k)?;
-        h
-    } else if extras.gamma != 0 {
-        let h = ctx.scratch(m * k * es)?;
-        let p = NormPtrs {
-            x: x.ptr,
-            r: 0,
-            b: 0,
-            g: extras.gamma,
-            be: 0,
-            y: h,
-        };
-        super::super::norm::launch_norm(ctx, sfx, es, p, (m, k), extras.eps, true)?;
-        h
-    } else {
-        x.ptr
-    };
+    let h = prepared(ctx, x, extras, glu, (m, k))?.ptr;
     let hw = ctx.scratch(m * k * 2)?;
     ctx.run_1d(quant::dq_cast_in(sfx, wsfx, h, hw, (m * k) as i64), m * k)?;
     let wt = DevTensor {
@@ -348,4 +305,40 @@ fn half_gemm(
     ctx.gemm(g)?;
     let kernel = quant::dq_cast_out(wsfx, sfx, yw, out.ptr, extras.residual, (m * n) as i64);
     ctx.run_1d(kernel, m * n)
+}
+
+/// The product's input for the GEMM paths (m > GEMV rows): x itself, or its SwiGLU (glu 1 / 2)
+/// or RMS norm (`extras.gamma`) in a scratch `[m, k]` of x's dtype.
+fn prepared(
+    ctx: &mut NodeCtx,
+    x: &DevTensor,
+    extras: GemvExtras,
+    glu: i32,
+    (m, k): (usize, usize),
+) -> Result<DevTensor, crate::lower::LowerError> {
+    if glu == 0 && extras.gamma == 0 {
+        return Ok(x.clone());
+    }
+    let sfx = Sfx::float(x.dtype)?;
+    let es = x.dtype.size_bytes();
+    let h = ctx.scratch(m * k * es)?;
+    if glu != 0 {
+        let kernel = quant::dq_swiglu(sfx, x.ptr, h, m as i64, k as i64, glu);
+        ctx.run_1d(kernel, m * k)?;
+    } else {
+        let p = NormPtrs {
+            x: x.ptr,
+            r: 0,
+            b: 0,
+            g: extras.gamma,
+            be: 0,
+            y: h,
+        };
+        super::super::norm::launch_norm(ctx, sfx, es, p, (m, k), extras.eps, true)?;
+    }
+    Ok(DevTensor {
+        ptr: h,
+        dims: vec![m, k],
+        dtype: x.dtype,
+    })
 }
