@@ -103,7 +103,7 @@ fn reads_bytes(op: &Op) -> bool {
 }
 
 /// Make values obey their storage dtype (half rounding, integer wrap, bool 0/1).
-fn normalise(data: BufMut, dtype: DType) {
+pub(crate) fn normalise(data: BufMut, dtype: DType) {
     match (data, dtype) {
         (BufMut::F32(s), DType::F16) => s.iter_mut().for_each(|v| *v = f16::from_f32(*v).to_f32()),
         (BufMut::F32(s), DType::BF16) => {
@@ -147,8 +147,7 @@ impl CpuExecutable {
             }
         }
         let in_place_params = (graph.nodes.iter())
-            .filter(|n| n.op.kind().is_in_place())
-            .map(|n| n.inputs[0].0)
+            .flat_map(|n| n.op.written_inputs().iter().map(|&k| n.inputs[k].0))
             .filter(|&t| matches!(graph.nodes[t].op, Op::Param { .. }))
             .collect();
         Ok(CpuExecutable {
@@ -392,6 +391,23 @@ impl CpuExecutable {
                 self.write_in_place(plan, &arenas, shared, &mut arena.inputs, node)?;
                 continue;
             }
+            if let Op::CachedAttention { spec, rope } = &node.op {
+                // This call's rows go into both caches first (k rotated as RopeCacheWrite
+                // does), then the node's thunk attends over the written caches.
+                let ins = &node.inputs;
+                let krot = rope.map(|r| (spec.head_dim, r.n_rot, r.style, [ins[6], ins[7]]));
+                let rows = [(ins[3], ins[1], krot), (ins[4], ins[2], None)];
+                for (cache, new, rot) in rows {
+                    let w = RowWrite {
+                        target: cache.0,
+                        new: new.0,
+                        pos: ins[5].0,
+                        axis: 1,
+                        rope: rot.map(|(d, n, s, t)| (d, n, s, t.map(|i| i.0))),
+                    };
+                    self.write_rows(plan, &arenas, shared, &mut arena.inputs, node, w)?;
+                }
+            }
             let leaves = Leaves {
                 shared,
                 inputs: &arena.inputs,
@@ -470,8 +486,7 @@ impl CpuExecutable {
 }
 
 impl CpuExecutable {
-    /// Run an in-place op: copy its other inputs out (they are small: one step's rows and a
-    /// position), then borrow the target leaf — this run's own slot — mutably.
+    /// Run an in-place cache write (`CacheWrite`, `RopeCacheWrite`).
     fn write_in_place(
         &self,
         plan: &Plan,
@@ -480,8 +495,7 @@ impl CpuExecutable {
         slots: &mut [Option<Storage>],
         node: &Node,
     ) -> Result<(), CpuError> {
-        // RopeCacheWrite rotates the new rows first, with the Rope thunk itself, so the
-        // fused op writes exactly what Rope then CacheWrite would.
+        let ins: Vec<usize> = node.inputs.iter().map(|i| i.0).collect();
         let (axis, rope) = match node.op {
             Op::CacheWrite { axis } => (axis, None),
             Op::RopeCacheWrite {
@@ -489,15 +503,44 @@ impl CpuExecutable {
                 head_dim,
                 n_rot,
                 style,
-            } => (axis, Some((head_dim, n_rot, style))),
+            } => (axis, Some((head_dim, n_rot, style, [ins[3], ins[4]]))),
             _ => return Err(no_value(node)),
         };
+        let w = RowWrite {
+            target: ins[0],
+            new: ins[1],
+            pos: ins[2],
+            axis,
+            rope,
+        };
+        self.write_rows(plan, arenas, shared, slots, node, w)
+    }
+
+    /// Write rows into a cache leaf in place: copy the rows and the position out (they are
+    /// small: one step's rows), then borrow the target — this run's own slot — mutably.
+    /// Rotated rows go through the Rope thunk itself, so a fused op writes exactly what
+    /// Rope then CacheWrite would.
+    fn write_rows(
+        &self,
+        plan: &Plan,
+        arenas: &Arenas,
+        shared: &[Option<Storage>],
+        slots: &mut [Option<Storage>],
+        node: &Node,
+        w: RowWrite,
+    ) -> Result<(), CpuError> {
         let err = |msg: String| CpuError::Op {
             node: label(node),
             op: node.op.kind().name(),
             msg,
         };
-        let (target, new, pos) = (node.inputs[0].0, node.inputs[1].0, node.inputs[2].0);
+        let RowWrite {
+            target,
+            new,
+            pos,
+            axis,
+            rope,
+        } = w;
         let (new_vals, pos) = {
             let leaves = Leaves {
                 shared,
@@ -517,7 +560,7 @@ impl CpuExecutable {
             };
             let new_vals = match rope {
                 None => new_vals,
-                Some((head_dim, n_rot, style)) => {
+                Some((head_dim, n_rot, style, [cos, sin])) => {
                     let view = |j: usize| -> Result<TensorView, CpuError> {
                         Ok(TensorView {
                             shape: &plan.shapes[j],
@@ -525,7 +568,7 @@ impl CpuExecutable {
                             data: read(j).ok_or_else(|| no_value(&self.graph.nodes[j]))?,
                         })
                     };
-                    let (cos, sin) = (view(node.inputs[3].0)?, view(node.inputs[4].0)?);
+                    let (cos, sin) = (view(cos)?, view(sin)?);
                     let x = TensorView {
                         data: new_vals.as_buf(),
                         ..view(new)?
@@ -584,6 +627,16 @@ impl CpuExecutable {
             other => other,
         })
     }
+}
+
+/// One cache write of [`CpuExecutable::write_rows`]: node indices of the cache, the new
+/// rows and the position, the axis, and the rotation (head size, n_rot, style, cos, sin).
+struct RowWrite {
+    target: usize,
+    new: usize,
+    pos: usize,
+    axis: usize,
+    rope: Option<(usize, usize, rlx_ir::RopeStyle, [usize; 2])>,
 }
 
 /// For an op that does not read bytes, an i64 copy of each U8 leaf input (`None` where the

@@ -769,13 +769,23 @@ __device__ __forceinline__ void attn_split_chunk(const T* __restrict__ q, const 
 // no score array, no block-wide max/sum passes. The blockDim/G groups' partials merge once
 // in shared memory. Decode attention over a few hundred keys is a short chain of loads this
 // way instead of two sweeps with four block barriers.
-template <typename T>
+//
+// CW (the fused CachedAttention kernel): q comes from `st.q` (rotated, in shared memory) and
+// keys at or past st.p0 — this call's, not yet in the caches — from st.k / st.v.
+struct AttStaged {
+    const float* q;
+    const float* k;
+    const float* v;
+    long long p0;
+};
+template <typename T, bool CW = false>
 __device__ __forceinline__ void attn_split_chunk_grp(const T* __restrict__ q, const T* __restrict__ k,
                                                      const T* __restrict__ v,
                                                      const u8* __restrict__ keep,
                                                      T* __restrict__ out, float* __restrict__ part,
                                                      const AttnArgs& a, const int j0, const int j1,
-                                                     const bool direct) {
+                                                     const bool direct,
+                                                     const AttStaged st = AttStaged{}) {
     extern __shared__ float4 att_smem4[];
     float* smem = reinterpret_cast<float*>(att_smem4);
     const int tid = threadIdx.x;
@@ -791,7 +801,8 @@ __device__ __forceinline__ void attn_split_chunk_grp(const T* __restrict__ q, co
     const u8* kp = keep ? keep + (i64)b * a.sk : nullptr;
     float qv[8], acc[8];
     {
-        const float4 q0 = ld4(qrow + ln * 8), q1 = ld4(qrow + ln * 8 + 4);
+        const float4 q0 = CW ? ld4(st.q + ln * 8) : ld4(qrow + ln * 8);
+        const float4 q1 = CW ? ld4(st.q + ln * 8 + 4) : ld4(qrow + ln * 8 + 4);
         qv[0] = q0.x; qv[1] = q0.y; qv[2] = q0.z; qv[3] = q0.w;
         qv[4] = q1.x; qv[5] = q1.y; qv[6] = q1.z; qv[7] = q1.w;
     }
@@ -804,12 +815,25 @@ __device__ __forceinline__ void attn_split_chunk_grp(const T* __restrict__ q, co
     for (int t = 0; t < steps; ++t) {
         const int ja = j0 + 2 * ng * t + g, jc = ja + ng;
         const int ra = min(ja, j1 - 1), rc = min(jc, j1 - 1);
-        const T* ka = kb + (i64)ra * a.k_s;
-        const T* kc = kb + (i64)rc * a.k_s;
-        const float4 ka0 = ld4(ka), ka1 = ld4(ka + 4), kc0 = ld4(kc), kc1 = ld4(kc + 4);
-        const T* va = vb + (i64)ra * a.v_s;
-        const T* vc = vb + (i64)rc * a.v_s;
-        const float4 va0 = ld4(va), va1 = ld4(va + 4), vc0 = ld4(vc), vc1 = ld4(vc + 4);
+        float4 ka0, ka1, kc0, kc1, va0, va1, vc0, vc1;
+        if (CW && ra >= st.p0) {
+            const float* s = st.k + (ra - st.p0) * a.d + ln * 8;
+            const float* u = st.v + (ra - st.p0) * a.dv + ln * 8;
+            ka0 = ld4(s); ka1 = ld4(s + 4); va0 = ld4(u); va1 = ld4(u + 4);
+        } else {
+            const T* ka = kb + (i64)ra * a.k_s;
+            const T* va = vb + (i64)ra * a.v_s;
+            ka0 = ld4(ka); ka1 = ld4(ka + 4); va0 = ld4(va); va1 = ld4(va + 4);
+        }
+        if (CW && rc >= st.p0) {
+            const float* s = st.k + (rc - st.p0) * a.d + ln * 8;
+            const float* u = st.v + (rc - st.p0) * a.dv + ln * 8;
+            kc0 = ld4(s); kc1 = ld4(s + 4); vc0 = ld4(u); vc1 = ld4(u + 4);
+        } else {
+            const T* kc = kb + (i64)rc * a.k_s;
+            const T* vc = vb + (i64)rc * a.v_s;
+            kc0 = ld4(kc); kc1 = ld4(kc + 4); vc0 = ld4(vc); vc1 = ld4(vc + 4);
+        }
         float da = qv[0] * ka0.x, dc = qv[0] * kc0.x;
         da = fmaf(qv[1], ka0.y, da); dc = fmaf(qv[1], kc0.y, dc);
         da = fmaf(qv[2], ka0.z, da); dc = fmaf(qv[2], kc0.z, dc);
@@ -925,6 +949,23 @@ __device__ __forceinline__ void att_splits(const AttnArgs& a, int lo, int hi, in
     ck = ns == 1 ? L : (((L + ns - 1) / ns + 31) & ~31);
 }
 
+// After a block's chunk: with several chunks, take the row's ticket; the last taker merges.
+template <typename T>
+__device__ __forceinline__ void att_split_finish(const float* __restrict__ part, T* __restrict__ out,
+                                                 unsigned int* __restrict__ ticket,
+                                                 const AttnArgs& a, const i64 rowid, const int ns) {
+    if (ns == 1 || !ticket) return;
+    __shared__ unsigned int att_last;
+    __threadfence();  // this thread's partial writes before the ticket below
+    __syncthreads();
+    if (threadIdx.x == 0) att_last = atomicAdd(ticket + rowid, 1u) == (unsigned)ns - 1;
+    __syncthreads();
+    if (!att_last) return;
+    __threadfence();  // the other blocks' partials, published before their tickets
+    att_merge_row<T>(part, out, a, rowid, ns);
+    if (threadIdx.x == 0) ticket[rowid] = 0u;
+}
+
 // One block of the split kernel. `ticket` (a.nsplit > 1 only) holds one counter per query
 // row, zero between launches: every block of the row's `ns` run-time chunks takes a ticket
 // after publishing its partial, so the taker of the last ticket sees them all; it merges,
@@ -947,17 +988,120 @@ __device__ __forceinline__ void attn_split_body(const T* __restrict__ q, const T
     const int j1 = ns == 1 ? hi : min(hi, j0 + ck);
     if (a.vec & 8) attn_split_chunk_grp<T>(q, k, v, keep, out, part, a, j0, j1, ns == 1);
     else attn_split_chunk<T>(q, k, v, keep, out, part, a, j0, j1, ns == 1);
-    if (ns == 1 || !ticket) return;
-    __shared__ unsigned int att_last;
-    __threadfence();  // this thread's partial writes before the ticket below
-    __syncthreads();
-    if (threadIdx.x == 0) att_last = atomicAdd(ticket + rowid, 1u) == (unsigned)ns - 1;
-    __syncthreads();
-    if (!att_last) return;
-    __threadfence();  // the other blocks' partials, published before their tickets
-    att_merge_row<T>(part, out, a, rowid, ns);
-    if (threadIdx.x == 0) ticket[rowid] = 0u;
+    att_split_finish<T>(part, out, ticket, a, rowid, ns);
 }
+
+
+// ---- decode: the fused CachedAttention kernel (lower/transformer_cached.rs)
+
+// Mirrors AttnCw in kernels/attention.rs.
+struct AttnCw {
+    unsigned long long kn, vn, cs, sn;
+    i64 kn_b, kn_h, kn_s;
+    i64 vn_b, vn_h, vn_s;
+    int n_rot, style, stage, pad_;
+};
+
+// Element e of head row x, rotated as shape_ops.cu's rope_at does (the f32 table rows cs/sn
+// of its query) when e < n_rot.
+template <typename T>
+__device__ __forceinline__ float att_rot(const T* __restrict__ x, const float* __restrict__ cs,
+                                         const float* __restrict__ sn, int e, int n_rot,
+                                         int style) {
+    const float a = ldf(x, e);
+    if (e >= n_rot) return a;
+    const int half = n_rot >> 1;
+    if (style == 0) {
+        const int i = e < half ? e : e - half;
+        return e < half ? mul_sub(a, cs[i], ldf(x, e + half), sn[i])
+                        : mul_add(a, cs[i], ldf(x, e - half), sn[i]);
+    }
+    const int i = e >> 1;
+    return (e & 1) == 0 ? mul_sub(a, cs[i], ldf(x, e + 1), sn[i])
+                        : mul_add(a, cs[i], ldf(x, e - 1), sn[i]);
+}
+
+// v rounded to T and back (the unfused Rope stores its output as T).
+template <typename T>
+__device__ __forceinline__ float att_round(float v) {
+    T t;
+    stf(&t, 0, v);
+    return ldf(&t, 0);
+}
+
+// One block of the fused kernel: stage q (rotated) and this call's k (rotated, rounded to
+// the cache dtype) / v rows of the block's KV head in shared memory after the chunk body's
+// area (c.stage floats in); the block of (batch, first query head of the group, query 0,
+// chunk 0) writes the staged rows into the caches at p0 = *a.past — a position outside
+// [0, cap - sq] writes nothing, as CacheWrite — then the chunk runs with keys >= p0 taken
+// from the staged rows. Every block reads only cache rows below p0, which no block writes.
+template <typename T>
+__device__ __forceinline__ void attn_split_cw_body(const T* __restrict__ q, T* __restrict__ kc,
+                                                   T* __restrict__ vc, T* __restrict__ out,
+                                                   float* __restrict__ part,
+                                                   unsigned int* __restrict__ ticket,
+                                                   const AttnArgs& a, const AttnCw& c,
+                                                   const int cap) {
+    extern __shared__ float4 att_smem4[];
+    float* smem = reinterpret_cast<float*>(att_smem4);
+    const i64 rowid = blockIdx.x;
+    const int split = blockIdx.y;
+    const int i = (int)(rowid % a.sq);
+    const int bh = (int)(rowid / a.sq);
+    const int b = bh / a.heads, h = bh - b * a.heads, kvh = h / a.group;
+    int lo, hi, ns, ck;
+    att_range(a, i, lo, hi);
+    att_splits(a, lo, hi, ns, ck);
+    if (split >= ns) return;  // never the writer: chunk 0 always runs
+    const long long p0 = *reinterpret_cast<const long long*>(a.past);
+    const int D = a.d, tid = threadIdx.x;
+    float* qs = smem + c.stage;
+    float* nk = qs + ((D + 3) & ~3);
+    float* nv = nk + a.sq * D;
+    const float* cs = reinterpret_cast<const float*>(c.cs);
+    const float* sn = reinterpret_cast<const float*>(c.sn);
+    const int half = c.n_rot >> 1;
+    const T* qrow = q + b * a.q_b + h * a.q_h + (i64)i * a.q_s;
+    for (int e = tid; e < D; e += blockDim.x)
+        qs[e] = c.n_rot ? att_round<T>(att_rot(qrow, cs + i * half, sn + i * half, e, c.n_rot, c.style))
+                        : ldf(qrow, e);
+    const T* kn = reinterpret_cast<const T*>(c.kn) + b * c.kn_b + kvh * c.kn_h;
+    const T* vn = reinterpret_cast<const T*>(c.vn) + b * c.vn_b + kvh * c.vn_h;
+    for (int x = tid; x < a.sq * D; x += blockDim.x) {
+        const int r = x / D, e = x - r * D;
+        const T* kr = kn + r * c.kn_s;
+        nk[x] = c.n_rot ? att_round<T>(att_rot(kr, cs + r * half, sn + r * half, e, c.n_rot, c.style))
+                        : ldf(kr, e);
+        nv[x] = ldf(vn + r * c.vn_s, e);
+    }
+    __syncthreads();
+    if (split == 0 && i == 0 && h % a.group == 0 && p0 >= 0 && p0 <= cap - a.sq) {
+        T* kw = kc + b * a.k_b + kvh * a.k_h + p0 * a.k_s;
+        T* vw = vc + b * a.v_b + kvh * a.v_h + p0 * a.v_s;
+        for (int x = tid; x < a.sq * D; x += blockDim.x) {
+            const int r = x / D, e = x - r * D;
+            stf(kw + r * a.k_s, e, nk[x]);
+            stf(vw + r * a.v_s, e, nv[x]);
+        }
+    }
+    const int j0 = ns == 1 ? lo : lo + split * ck;
+    const int j1 = ns == 1 ? hi : min(hi, j0 + ck);
+    const AttStaged st{qs, nk, nv, p0};
+    attn_split_chunk_grp<T, true>(q, kc, vc, nullptr, out, part, a, j0, j1, ns == 1, st);
+    att_split_finish<T>(part, out, ticket, a, rowid, ns);
+}
+
+#define ATT_SPLIT_CW(sfx, T)                                                                  \
+    extern "C" __global__ void __launch_bounds__(ATT_SPLIT_THREADS)                           \
+        attn_split_cw_##sfx(const T* q, T* k, T* v, const u8* keep, T* out, float* part,      \
+                            unsigned int* ticket, AttnArgs a, AttnCw c) {                     \
+        pdl_wait();                                                                           \
+        pdl_launch_next();                                                                    \
+        const int cap = a.sk;                                                                 \
+        att_apply_past(a);                                                                    \
+        attn_split_cw_body<T>(q, k, v, out, part, ticket, a, c, cap);                         \
+    }
+RLX_FLOAT_TYPES(ATT_SPLIT_CW)
 
 // The two-launch merge: one block per row, threads across columns (a row of one chunk was
 // written by the split kernel).

@@ -109,6 +109,15 @@ __device__ __forceinline__ float block_max(float v, float* sh) {
     return sh[0];
 }
 
+// RoPE's a*c ∓ b*s rounded like the CPU (no FMA contraction), so f32 results match bit for
+// bit (shape_ops.cu's Rope kernels, attention.cu's fused decode).
+__device__ __forceinline__ float mul_sub(float a, float c, float b, float s) {
+    return __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+}
+__device__ __forceinline__ float mul_add(float a, float c, float b, float s) {
+    return __fadd_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+}
+
 // PDL (programmatic dependent launch, sm_90): wait for the previous kernel's results, and let
 // the next kernel's blocks start early. Both are no-ops for a kernel launched without the
 // attribute. A kernel launched with it (`plan::Launch::pdl`) calls pdl_wait() in every thread

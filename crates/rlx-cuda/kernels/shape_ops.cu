@@ -211,13 +211,7 @@ RLX_UNITS16(RLX_CACHE_WRITE)
 // offset(cv, r) (cv: the view's lead dims with cos's broadcast row strides, in rows of
 // half = n_rot/2). One thread per output element; the pair partner is re-read (cached).
 // style 0 = Half (i pairs with i + half), 1 = Interleaved (2i with 2i+1).
-// a*c ∓ b*s rounded like the CPU (no FMA contraction), so f32 results match bit for bit.
-__device__ __forceinline__ float mul_sub(float a, float c, float b, float s) {
-    return __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
-}
-__device__ __forceinline__ float mul_add(float a, float c, float b, float s) {
-    return __fadd_rn(__fmul_rn(a, c), __fmul_rn(b, s));
-}
+// The rotation is mul_sub / mul_add (common.cuh), rounded like the CPU.
 
 // Element e (< rows * hd, head row r = e / hd, dim d < nrot) of rope(x) as a float.
 template <typename X, typename C>

@@ -5,7 +5,7 @@ use crate::kernels::Src;
 use crate::lower::{DevTensor, KArgs, LowerError};
 use crate::precision::Precision;
 use rlx_cpu::CpuExecutable;
-use rlx_ir::{Graph, Node, Shape};
+use rlx_ir::{Graph, Node, Op, Shape};
 use std::sync::{Arc, Mutex};
 
 pub(crate) struct Launch {
@@ -106,6 +106,9 @@ pub(crate) struct CpuStep {
     pub names: Vec<String>,
     pub ins: Vec<DevTensor>,
     pub out: DevTensor,
+    /// Where the CPU graph's further outputs go back to: the caches an op writes in place
+    /// beside its output (`CachedAttention`).
+    pub written: Vec<DevTensor>,
     pub label: String,
 }
 
@@ -121,8 +124,20 @@ impl CpuStep {
         for (k, t) in ins.iter().enumerate() {
             ids.push(g.input(input_name(k), Shape::new(&t.dims, t.dtype))?);
         }
-        let id = g.push_node(node.op.clone(), ids, node.shape.clone());
-        g.set_outputs(vec![id]);
+        let mut written = Vec::new();
+        match &node.op {
+            // The CPU runs the fused op on its own caches; here they live on the device, so
+            // the fallback is the ops it stands for with the written caches as outputs too.
+            Op::CachedAttention { spec, rope } => {
+                let outs = cached_attention_parts(&mut g, &ids, spec, rope)?;
+                written = vec![ins[3].clone(), ins[4].clone()];
+                g.set_outputs(outs);
+            }
+            _ => {
+                let id = g.push_node(node.op.clone(), ids, node.shape.clone());
+                g.set_outputs(vec![id]);
+            }
+        }
         let exe = CpuExecutable::new(g).map_err(|e| crate::CudaError::Node {
             node: node.label(),
             msg: format!("cannot prepare the CPU fallback: {e}"),
@@ -132,9 +147,29 @@ impl CpuStep {
             names: (0..ins.len()).map(input_name).collect(),
             ins,
             out,
+            written,
             label: node.label(),
         })
     }
+}
+
+/// `CachedAttention` over fallback inputs `ids` as the ops it stands for: [the attention,
+/// the written k cache, the written v cache].
+fn cached_attention_parts(
+    g: &mut Graph,
+    ids: &[rlx_ir::NodeId],
+    spec: &rlx_ir::AttentionSpec,
+    rope: &Option<rlx_ir::CachedRope>,
+) -> Result<Vec<rlx_ir::NodeId>, rlx_ir::IrError> {
+    let (mut q, mut k) = (ids[0], ids[1]);
+    if let Some(r) = rope {
+        q = g.rope(q, ids[6], ids[7], spec.head_dim, r.n_rot, r.style)?;
+        k = g.rope(k, ids[6], ids[7], spec.head_dim, r.n_rot, r.style)?;
+    }
+    let kc = g.cache_write(ids[3], k, ids[5], 1)?;
+    let vc = g.cache_write(ids[4], ids[2], ids[5], 1)?;
+    let a = g.attention_cached(q, kc, vc, ids[5], spec.clone())?;
+    Ok(vec![a, kc, vc])
 }
 
 /// Name of the CPU fallback graph's input `k`.

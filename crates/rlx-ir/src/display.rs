@@ -196,27 +196,11 @@ fn op_text(node: &Node) -> String {
             list(ends),
             list(steps)
         ),
-        Op::Attention(s) => {
-            let mut t = format!("heads={}, head_dim={}", s.num_heads, s.head_dim);
-            if let Some(v) = s.v_head_dim {
-                let _ = write!(t, ", v_head_dim={v}");
-            }
-            let mask = match s.mask_kind {
-                MaskKind::SlidingWindow(w) => format!("SlidingWindow({w})"),
-                m => format!("{m:?}"),
-            };
-            let _ = write!(t, ", mask={mask}");
-            if s.past {
-                t.push_str(", past");
-            }
-            if let Some(sc) = s.score_scale {
-                let _ = write!(t, ", scale={}", num(sc));
-            }
-            if let Some(c) = s.attn_logit_softcap {
-                let _ = write!(t, ", softcap={}", num(c));
-            }
-            if s.layout != AttentionLayout::Packed {
-                let _ = write!(t, ", layout={:?}", s.layout);
+        Op::Attention(s) => attention_attrs(s),
+        Op::CachedAttention { spec, rope } => {
+            let mut t = attention_attrs(spec);
+            if let Some(r) = rope {
+                let _ = write!(t, ", rope(n_rot={}, style={:?})", r.n_rot, r.style);
             }
             t
         }
@@ -377,4 +361,30 @@ impl Graph {
             self.outputs.len()
         )
     }
+}
+
+/// The attributes of an attention spec, as `Attention` and `CachedAttention` print them.
+fn attention_attrs(s: &crate::AttentionSpec) -> String {
+    let mut t = format!("heads={}, head_dim={}", s.num_heads, s.head_dim);
+    if let Some(v) = s.v_head_dim {
+        let _ = write!(t, ", v_head_dim={v}");
+    }
+    let mask = match s.mask_kind {
+        MaskKind::SlidingWindow(w) => format!("SlidingWindow({w})"),
+        m => format!("{m:?}"),
+    };
+    let _ = write!(t, ", mask={mask}");
+    if s.past {
+        t.push_str(", past");
+    }
+    if let Some(sc) = s.score_scale {
+        let _ = write!(t, ", scale={}", num(sc));
+    }
+    if let Some(c) = s.attn_logit_softcap {
+        let _ = write!(t, ", softcap={}", num(c));
+    }
+    if s.layout != AttentionLayout::Packed {
+        let _ = write!(t, ", layout={:?}", s.layout);
+    }
+    t
 }

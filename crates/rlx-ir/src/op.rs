@@ -215,6 +215,13 @@ impl AttentionSpec {
     }
 }
 
+/// The rotation of `Op::CachedAttention`'s q and k (its head size is the spec's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CachedRope {
+    pub n_rot: usize,
+    pub style: RopeStyle,
+}
+
 /// Pairing of rotated dims in RoPE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RopeStyle {
@@ -621,6 +628,18 @@ pub enum Op {
         head_dim: usize,
         n_rot: usize,
         style: RopeStyle,
+    },
+    /// q, k, v, k_cache, v_cache, pos[, cos, sin]: one attention block over a KV cache as
+    /// one op, made by fusion (`rlx_opt::FuseCachedAttention`). It means
+    /// `Attention(rope(q), CacheWrite(k_cache, rope(k), pos), CacheWrite(v_cache, v, pos),
+    /// past = pos)` (the rotations only with `rope`, on cos/sin as `Op::Rope` takes them):
+    /// the caches (`[B, ctx, Hkv*D]`, written along axis 1 like `CacheWrite`) are written
+    /// **in place** (`Op::written_inputs`), and the output is the attention's. A decode step
+    /// then runs its rotations, both cache writes and the attention in one kernel (each
+    /// block takes this step's keys from k/v themselves, so no block waits for a write).
+    CachedAttention {
+        spec: AttentionSpec,
+        rope: Option<CachedRope>,
     },
 
     // ---- vision (NCHW / OIHW)

@@ -83,7 +83,9 @@ impl OpKind {
             GatherElements | GatherND | ScatterElements | ScatterND | OneHot | Range => {
                 OpGroup::Index
             }
-            Attention | Rope | FusedSwiGLU | CacheWrite | RopeCacheWrite => OpGroup::Transformer,
+            Attention | Rope | FusedSwiGLU | CacheWrite | RopeCacheWrite | CachedAttention => {
+                OpGroup::Transformer
+            }
             Conv | Pool | ResizeNearest2x | Conv2dBackwardInput | Conv2dBackwardWeight
             | MaxPool2dBackward => OpGroup::Vision,
             ElementwiseRegion | BatchElementwiseRegion | TransformRegion => OpGroup::Region,
@@ -107,6 +109,7 @@ impl OpKind {
                 | FusedResidualRmsNorm
                 | FusedSwiGLU
                 | RopeCacheWrite
+                | CachedAttention
                 | ElementwiseRegion
                 | BatchElementwiseRegion
                 | TransformRegion
@@ -173,6 +176,17 @@ impl Op {
 
     pub fn is_leaf(&self) -> bool {
         self.kind().is_leaf()
+    }
+
+    /// The inputs whose storage this op writes in place (each must be a param or an input
+    /// read by nothing else; see `Graph::verify`): a cache write's cache (input 0, which is
+    /// also its output) and `CachedAttention`'s two caches (its output is the attention's).
+    pub fn written_inputs(&self) -> &'static [usize] {
+        match self {
+            Op::CacheWrite { .. } | Op::RopeCacheWrite { .. } => &[0],
+            Op::CachedAttention { .. } => &[3, 4],
+            _ => &[],
+        }
     }
 }
 

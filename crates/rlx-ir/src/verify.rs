@@ -101,9 +101,9 @@ impl Graph {
         self.verify_in_place()
     }
 
-    /// An in-place op (`CacheWrite`) writes its input 0's storage: that must be a param or
-    /// an input, and nothing else may read it (nor be it: a graph output), or another
-    /// reader would see the write in the wrong order.
+    /// An in-place op (`CacheWrite`, `CachedAttention`) writes the storage of its
+    /// `Op::written_inputs`: each must be a param or an input, and nothing else may read it
+    /// (nor be it: a graph output), or another reader would see the write in the wrong order.
     fn verify_in_place(&self) -> Result<(), IrError> {
         let mut users = vec![0usize; self.nodes.len()];
         for n in &self.nodes {
@@ -111,26 +111,34 @@ impl Graph {
                 users[i.0] += 1;
             }
         }
-        for n in self.nodes.iter().filter(|n| n.op.kind().is_in_place()) {
-            let target = &self.nodes[n.inputs[0].0];
-            if !matches!(target.op, Op::Param { .. } | Op::Input { .. }) {
-                return Err(fail(
-                    n,
-                    format!(
-                        "writes in place, so its input 0 must be a param or input, got {}",
-                        target.label()
-                    ),
-                ));
-            }
-            if users[target.id.0] != 1 || self.outputs.contains(&target.id) {
-                return Err(fail(
-                    n,
-                    format!(
-                        "writes {} in place, so nothing else may read it ({} readers)",
-                        target.label(),
-                        users[target.id.0]
-                    ),
-                ));
+        for n in &self.nodes {
+            for &k in n.op.written_inputs() {
+                let Some(t) = n.inputs.get(k) else {
+                    return Err(fail(
+                        n,
+                        format!("writes its input {k} in place, which it lacks"),
+                    ));
+                };
+                let target = &self.nodes[t.0];
+                if !matches!(target.op, Op::Param { .. } | Op::Input { .. }) {
+                    return Err(fail(
+                        n,
+                        format!(
+                            "writes in place, so its input {k} must be a param or input, got {}",
+                            target.label()
+                        ),
+                    ));
+                }
+                if users[target.id.0] != 1 || self.outputs.contains(&target.id) {
+                    return Err(fail(
+                        n,
+                        format!(
+                            "writes {} in place, so nothing else may read it ({} readers)",
+                            target.label(),
+                            users[target.id.0]
+                        ),
+                    ));
+                }
             }
         }
         Ok(())

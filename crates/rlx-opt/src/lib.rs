@@ -43,9 +43,9 @@ pub use memory::{
 };
 pub use pass::{kind_counts, Pass, PassReport, Pipeline};
 pub use passes::{
-    Autocast, ConstEvaluator, ConstFold, Cse, Dce, Expand, FuseDequantMatMul, FuseElementwise,
-    FuseMatMulBiasAct, FuseResidualNorm, FuseRopeCacheWrite, FuseSwiGLU, FuseSwiGLUDequantMatMul,
-    Simplify, DEFAULT_FOLD_LIMIT,
+    Autocast, ConstEvaluator, ConstFold, Cse, Dce, Expand, FuseCachedAttention, FuseDequantMatMul,
+    FuseElementwise, FuseMatMulBiasAct, FuseResidualNorm, FuseRopeCacheWrite, FuseSwiGLU,
+    FuseSwiGLUDequantMatMul, Simplify, DEFAULT_FOLD_LIMIT,
 };
 
 /// The full pipeline ([`Pipeline::full`], no constant folding) run once; the optimised graph.

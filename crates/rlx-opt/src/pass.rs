@@ -107,6 +107,7 @@ impl Pipeline {
             .with(crate::FuseSwiGLU)
             .with(crate::FuseSwiGLUDequantMatMul)
             .with(crate::FuseRopeCacheWrite)
+            .with(crate::FuseCachedAttention)
             .with(crate::FuseElementwise)
             .with(crate::Dce)
     }

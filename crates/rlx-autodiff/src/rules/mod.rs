@@ -200,6 +200,8 @@ pub fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
         Op::DequantMatMul { .. } | Op::FusedDequantMatMul { .. } | Op::Dequantize { .. } => {
             no_rule(node)
         }
-        Op::CacheWrite { .. } | Op::RopeCacheWrite { .. } => no_rule(node),
+        Op::CacheWrite { .. } | Op::RopeCacheWrite { .. } | Op::CachedAttention { .. } => {
+            no_rule(node)
+        }
     }
 }

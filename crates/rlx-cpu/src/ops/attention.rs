@@ -9,7 +9,7 @@ use super::arity;
 use super::norm::for_rows;
 use crate::error::op_err;
 use crate::util::broadcast_offsets;
-use crate::{CpuError, Float, OutView, TensorView};
+use crate::{Buf, BufMut, CpuError, Float, OutView, Storage, TensorView};
 use rayon::prelude::*;
 use rlx_ir::ops::{attention::rope_view, infer_shape};
 use rlx_ir::{AttentionLayout, AttentionSpec, MaskKind, Op, RopeStyle, Shape};
@@ -434,6 +434,55 @@ fn rope_t<T: Float>(
     };
     rotate(&r, x, out);
     Ok(())
+}
+
+/// q, k, v, k_cache, v_cache, pos[, cos, sin] of `Op::CachedAttention`, once the executor
+/// has written this call's k/v rows into the caches in place (`exec.rs`): q rotated by the
+/// Rope thunk (and rounded to its dtype, as the unfused Rope's output is), then attention
+/// over the caches.
+pub fn cached_attention(
+    spec: &AttentionSpec,
+    rope_spec: &Option<rlx_ir::CachedRope>,
+    ins: &[TensorView],
+    out: OutView,
+) -> Result<(), CpuError> {
+    if ins.len() != if rope_spec.is_some() { 8 } else { 6 } {
+        return Err(op_err(format!("{} inputs", ins.len())));
+    }
+    let spec = spec.clone().with_past();
+    let rotated;
+    let q = match rope_spec {
+        None => ins[0],
+        Some(r) => {
+            let mut q = match ins[0].data {
+                Buf::F32(s) => Storage::F32(vec![0.0; s.len()]),
+                Buf::F64(s) => Storage::F64(vec![0.0; s.len()]),
+                _ => return Err(op_err("q must be a float tensor")),
+            };
+            let data = match &mut q {
+                Storage::F32(v) => BufMut::F32(v),
+                Storage::F64(v) => BufMut::F64(v),
+                _ => unreachable!("made as a float above"),
+            };
+            let qv = OutView {
+                shape: ins[0].shape,
+                dtype: ins[0].dtype,
+                data,
+            };
+            let tables = [ins[0], ins[6], ins[7]];
+            rope(spec.head_dim, r.n_rot, r.style, &tables, qv)?;
+            if let Storage::F32(v) = &mut q {
+                crate::exec::normalise(BufMut::F32(v), ins[0].dtype);
+            }
+            rotated = q;
+            TensorView {
+                data: rotated.as_buf(),
+                ..ins[0]
+            }
+        }
+    };
+    let over = [q, ins[3], ins[4], ins[5]];
+    attention(&spec, &over, out)
 }
 
 /// x, cos, sin.

@@ -194,6 +194,7 @@ pub fn eval(node: &Node, ins: &[TensorView], out: OutView) -> Result<(), CpuErro
             style: _,
         } => Err(op_err("RopeCacheWrite runs in place in the executor")),
         Op::Attention(spec) => attention::attention(spec, ins, out),
+        Op::CachedAttention { spec, rope } => attention::cached_attention(spec, rope, ins, out),
         Op::Rope {
             head_dim,
             n_rot,

@@ -136,8 +136,12 @@ impl CudaExecutable {
         // the values a kernel may read before waiting on its predecessor (PDL).
         let root = |i: usize| views[i].map_or(i, |(b, _)| b);
         let written: std::collections::HashSet<usize> = (g.nodes.iter())
-            .filter(|n| n.op.kind().is_in_place())
-            .filter_map(|n| n.inputs.first().map(|i| root(i.0)))
+            .flat_map(|n| {
+                n.op.written_inputs()
+                    .iter()
+                    .filter_map(|&k| n.inputs.get(k))
+            })
+            .map(|i| root(i.0))
             .collect();
         let fixed: Vec<bool> = (0..g.nodes.len())
             .map(|i| {

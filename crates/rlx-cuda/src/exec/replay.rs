@@ -60,22 +60,32 @@ impl CpuStep {
             node: self.label.clone(),
             msg: m,
         };
-        let out = self
+        let outs = self
             .exe
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .run(&ins)
-            .map_err(|e| fail(format!("CPU fallback failed: {e}")))?
-            .pop()
-            .ok_or_else(|| fail("CPU fallback produced no output".into()))?;
-        if out.data.len() != self.out.bytes() {
+            .map_err(|e| fail(format!("CPU fallback failed: {e}")))?;
+        if outs.len() != 1 + self.written.len() {
             return Err(fail(format!(
-                "CPU fallback produced {} bytes, {} planned",
-                out.data.len(),
-                self.out.bytes()
+                "CPU fallback produced {} outputs",
+                outs.len()
             )));
         }
-        upload(s, self.out.ptr, &out.data)
+        for (out, dst) in outs
+            .iter()
+            .zip(std::iter::once(&self.out).chain(&self.written))
+        {
+            if out.data.len() != dst.bytes() {
+                return Err(fail(format!(
+                    "CPU fallback produced {} bytes, {} planned",
+                    out.data.len(),
+                    dst.bytes()
+                )));
+            }
+            upload(s, dst.ptr, &out.data)?;
+        }
+        Ok(())
     }
 }
 

@@ -94,6 +94,44 @@ pub fn attn_split(sfx: Sfx, io: AttnIo, part: u64, ticket: u64, a: AttnArgs) -> 
     Kernel::new(Lib::Attention, format!("attn_split_{}", sfx.name()), args)
 }
 
+/// Mirrors `AttnCw` in `attention.cu`: what the fused decode kernel (`attn_split_cw_*`,
+/// `Op::CachedAttention`) reads besides the caches — this call's k/v rows (element strides
+/// batch, head, seq), the f32 cos/sin rows of its queries (`[sq, n_rot / 2]`, 0 without a
+/// rotation), and where its staged rows start in shared memory (floats).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AttnCw {
+    pub kn: u64,
+    pub vn: u64,
+    pub cos: u64,
+    pub sin: u64,
+    pub kn_st: [i64; 3],
+    pub vn_st: [i64; 3],
+    pub n_rot: i32,
+    pub style: i32,
+    pub stage: i32,
+    pub pad: i32,
+}
+
+/// `attn_split_cw_<sfx>(q, k, v, keep, out, part, ticket, a, cw)`: [`attn_split`] that
+/// first rotates q and this call's keys (`cw.n_rot > 0`), writes the new k/v rows into the
+/// caches `k`/`v` at `*a.past`, and takes the new keys from its own staged copy.
+pub fn attn_split_cw(
+    sfx: Sfx,
+    io: AttnIo,
+    part: u64,
+    ticket: u64,
+    a: AttnArgs,
+    cw: AttnCw,
+) -> Kernel {
+    let args = io.ptrs().ptr(part).ptr(ticket).pod(a).pod(cw);
+    Kernel::new(
+        Lib::Attention,
+        format!("attn_split_cw_{}", sfx.name()),
+        args,
+    )
+}
+
 /// `attn_combine_<sfx>(part, out, a)`.
 pub fn attn_combine(sfx: Sfx, part: u64, out: u64, a: AttnArgs) -> Kernel {
     let args = KArgs::new().ptr(part).ptr(out).pod(a);

@@ -182,6 +182,7 @@ fn structs() -> Vec<(&'static str, usize)> {
     vec![
         ("ConvG", std::mem::size_of::<vision::ConvG>()),
         ("AttnArgs", std::mem::size_of::<attention::AttnArgs>()),
+        ("AttnCw", std::mem::size_of::<attention::AttnCw>()),
     ]
 }
 
@@ -349,6 +350,8 @@ fn every_kernel() -> Vec<Kernel> {
             v.push(attention::attn_fwd(fv, s, io, a));
         }
         v.push(attention::attn_split(s, io, 6, 7, a));
+        let cw = attention::AttnCw::default();
+        v.push(attention::attn_split_cw(s, io, 6, 7, a, cw));
         v.push(attention::attn_combine(s, 1, 2, a));
     }
     for s in [Sfx::F16, Sfx::BF16] {

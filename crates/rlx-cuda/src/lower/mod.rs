@@ -402,6 +402,7 @@ pub(crate) fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         } => shape::slice(ctx, axes, starts, ends, steps),
         Op::Attention(spec) => transformer::attention(ctx, spec),
         Op::CacheWrite { axis } => transformer::cache_write(ctx, *axis),
+        Op::CachedAttention { spec, rope } => transformer::cached_attention(ctx, spec, rope),
         Op::RopeCacheWrite {
             axis,
             head_dim,
@@ -482,7 +483,7 @@ fn lowers(kind: OpKind) -> bool {
         | SoftmaxCrossEntropyWithLogits
         | SoftmaxCrossEntropyBackward => true,
         Reshape | Expand | Transpose | Narrow | Concat | Gather | Pad | Slice => true,
-        Attention | Rope | FusedSwiGLU | CacheWrite | RopeCacheWrite => true,
+        Attention | Rope | FusedSwiGLU | CacheWrite | RopeCacheWrite | CachedAttention => true,
         Conv | Pool | ResizeNearest2x | Conv2dBackwardInput | Conv2dBackwardWeight
         | MaxPool2dBackward => true,
         ElementwiseRegion | BatchElementwiseRegion | TransformRegion => true,

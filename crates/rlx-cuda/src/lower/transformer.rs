@@ -15,6 +15,14 @@ pub(crate) fn attention(ctx: &mut NodeCtx, spec: &AttentionSpec) -> Lowered {
     attention_impl::lower(ctx, spec)
 }
 
+pub(crate) fn cached_attention(
+    ctx: &mut NodeCtx,
+    spec: &AttentionSpec,
+    rope: &Option<rlx_ir::CachedRope>,
+) -> Lowered {
+    attention_impl::lower_cached(ctx, spec, rope)
+}
+
 pub(crate) fn rope(ctx: &mut NodeCtx, head_dim: usize, n_rot: usize, style: RopeStyle) -> Lowered {
     rope_impl::rope(ctx, head_dim, n_rot, style)
 }
@@ -43,6 +51,17 @@ pub(crate) fn cache_write(ctx: &mut NodeCtx, axis: usize) -> Lowered {
             "the memory plan did not alias the cache write to its cache",
         ));
     }
+    cache_write_rows(ctx, &cache, &new, &pos, axis)
+}
+
+/// The cache write's kernel: `new`'s rows into `cache` at `*pos` along `axis`.
+pub(super) fn cache_write_rows(
+    ctx: &mut NodeCtx,
+    cache: &super::DevTensor,
+    new: &super::DevTensor,
+    pos: &super::DevTensor,
+    axis: usize,
+) -> Lowered {
     if pos.dtype != rlx_ir::DType::I64 || pos.numel() != 1 || new.dtype != cache.dtype {
         crate::unsupported!("pos must be one i64 and new rows the cache's dtype");
     }

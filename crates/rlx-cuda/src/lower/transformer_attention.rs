@@ -14,6 +14,9 @@ use crate::kernels::attention::{self as k, AttnArgs, AttnIo, FlashVariant};
 use crate::kernels::{Kernel, Sfx};
 use rlx_ir::{AttentionLayout, AttentionSpec, DType, MaskKind};
 
+#[path = "transformer_cached.rs"]
+mod cached;
+
 /// Element strides (batch, head, seq) of a q/k/v/out tensor; the head dim is contiguous.
 fn strides(layout: AttentionLayout, heads: usize, seq: usize, size: usize) -> [i64; 3] {
     let (b, h, s) = match layout {
@@ -46,6 +49,24 @@ pub(super) fn lower(ctx: &mut NodeCtx, spec: &AttentionSpec) -> Lowered {
         ctx.input(1)?.clone(),
         ctx.input(2)?.clone(),
     );
+    let past = if spec.past {
+        Some(ctx.input(ctx.node.inputs.len() - 1)?.clone())
+    } else {
+        None
+    };
+    lower_over(ctx, spec, [q, k, v], past, None)
+}
+
+/// Attention over q, k, v (k/v a KV cache when `past` is given) into the node's output.
+/// `fused`: the new rows and tables of a `CachedAttention`, which the decode kernel then
+/// rotates and writes into the caches itself (see `cached`).
+fn lower_over(
+    ctx: &mut NodeCtx,
+    spec: &AttentionSpec,
+    [q, k, v]: [DevTensor; 3],
+    past: Option<DevTensor>,
+    fused: Option<&cached::Fused>,
+) -> Lowered {
     let out = ctx.out.clone();
     let sfx = Sfx::float(q.dtype)?;
     if k.dtype != q.dtype || v.dtype != q.dtype || out.dtype != q.dtype {
@@ -95,14 +116,14 @@ pub(super) fn lower(ctx: &mut NodeCtx, spec: &AttentionSpec) -> Lowered {
     } else {
         0
     };
-    let past = if spec.past {
-        let p = ctx.input(ctx.node.inputs.len() - 1)?.clone();
-        if p.dtype != DType::I64 || p.numel() != 1 {
-            crate::unsupported!("past must be one i64, got {} {:?}", p.dtype, p.dims);
+    let past = match past {
+        Some(p) => {
+            if p.dtype != DType::I64 || p.numel() != 1 {
+                crate::unsupported!("past must be one i64, got {} {:?}", p.dtype, p.dims);
+            }
+            p.ptr
         }
-        p.ptr
-    } else {
-        0
+        None => 0,
     };
 
     let aligned = |t: &DevTensor, size: usize| {
@@ -147,7 +168,9 @@ pub(super) fn lower(ctx: &mut NodeCtx, spec: &AttentionSpec) -> Lowered {
             out: out.ptr,
         },
     };
-    if sq <= SPLIT_MAX_SQ {
+    if let Some(f) = fused {
+        cached::lower_split_fused(ctx, &io, &mut a, b * h * sq, f)
+    } else if sq <= SPLIT_MAX_SQ {
         lower_split(ctx, &io, &mut a, b * h * sq)
     } else if tensor_cores {
         lower_mma(ctx, &io, &a, b * h)
@@ -155,6 +178,8 @@ pub(super) fn lower(ctx: &mut NodeCtx, spec: &AttentionSpec) -> Lowered {
         lower_flash(ctx, &io, &a, b * h)
     }
 }
+
+pub(super) use cached::lower as lower_cached;
 
 /// The keep-mask as u8 (nonzero = attend): u8/bool masks are used in place, others are
 /// converted once per run into scratch.
@@ -286,7 +311,24 @@ fn lower_mma(ctx: &mut NodeCtx, io: &Io, a: &AttnArgs, bh: usize) -> Lowered {
 }
 
 fn lower_split(ctx: &mut NodeCtx, io: &Io, a: &mut AttnArgs, rows: usize) -> Lowered {
-    let sfx = io.sfx;
+    let p = plan_split(ctx, a, rows)?;
+    let kernel = k::attn_split(io.sfx, io.ptrs, p.part, p.ticket, *a);
+    allow_smem(ctx, &kernel, p.smem)?;
+    ctx.run_pdl(kernel, p.grid, [THREADS, 1, 1], p.smem as u32)
+}
+
+/// The split kernel's chunks (set in `a`), grid, shared memory and merge scratch.
+struct SplitPlan {
+    part: u64,
+    ticket: u64,
+    smem: usize,
+    grid: [u32; 3],
+    /// Floats of shared memory the chunk bodies use (the lane-group body's partials at the
+    /// start).
+    body: usize,
+}
+
+fn plan_split(ctx: &mut NodeCtx, a: &mut AttnArgs, rows: usize) -> Result<SplitPlan, LowerError> {
     let (sk, d, dv) = (a.sk as usize, a.d as usize, a.dv as usize);
     // Enough chunks to fill the GPU, each at least 256 keys (the kernel's run-time split,
     // ATT_SPLIT_KEYS, relies on it) and at most 4096 (its scores sit in shared memory).
@@ -317,10 +359,13 @@ fn lower_split(ctx: &mut NodeCtx, io: &Io, a: &mut AttnArgs, rows: usize) -> Low
     } else {
         (0, 0)
     };
-    let kernel = k::attn_split(sfx, io.ptrs, part, ticket, *a);
-    allow_smem(ctx, &kernel, smem)?;
-    let grid = [fits_i32(rows)? as u32, nsplit as u32, 1];
-    ctx.run_pdl(kernel, grid, [THREADS, 1, 1], smem as u32)
+    Ok(SplitPlan {
+        part,
+        ticket,
+        smem,
+        grid: [fits_i32(rows)? as u32, nsplit as u32, 1],
+        body: smem / 4,
+    })
 }
 
 /// Above 48 KiB a kernel must opt in to its dynamic shared memory (once per function; the

@@ -89,7 +89,18 @@ pub(super) fn rope(ctx: &mut NodeCtx, head_dim: usize, n_rot: usize, style: Rope
         ctx.input(2)?.clone(),
         ctx.out.clone(),
     );
-    let p = plan(&x, &cos, &sin, &out, (head_dim, n_rot, style))?;
+    rope_rows(ctx, [&x, &cos, &sin, &out], head_dim, n_rot, style)
+}
+
+/// The Rope kernel over explicit tensors: x, cos, sin → out.
+pub(super) fn rope_rows(
+    ctx: &mut NodeCtx,
+    [x, cos, sin, out]: [&DevTensor; 4],
+    head_dim: usize,
+    n_rot: usize,
+    style: RopeStyle,
+) -> Lowered {
+    let p = plan(x, cos, sin, out, (head_dim, n_rot, style))?;
     let n = x.numel();
     if n == 0 {
         return Ok(());
@@ -117,6 +128,19 @@ pub(super) fn rope_cache_write(
             "the memory plan did not alias the cache write to its cache",
         ));
     }
+    let t = [&cache, &new, &pos, &cos, &sin];
+    rope_cache_write_rows(ctx, t, axis, head_dim, n_rot, style)
+}
+
+/// The RopeCacheWrite kernel over explicit tensors: cache, new, pos, cos, sin.
+pub(super) fn rope_cache_write_rows(
+    ctx: &mut NodeCtx,
+    [cache, new, pos, cos, sin]: [&DevTensor; 5],
+    axis: usize,
+    head_dim: usize,
+    n_rot: usize,
+    style: RopeStyle,
+) -> Lowered {
     if pos.dtype != rlx_ir::DType::I64 || pos.numel() != 1 || new.dtype != cache.dtype {
         unsupported!("pos must be one i64 and new rows the cache's dtype");
     }
@@ -125,7 +149,7 @@ pub(super) fn rope_cache_write(
         unsupported!("axis {axis} of cache {:?} / new {:?}", cache.dims, new.dims);
     }
     // Rope's output is shaped like its x: check the tables against `new` itself.
-    let p = plan(&new, &cos, &sin, &new, (head_dim, n_rot, style))?;
+    let p = plan(new, cos, sin, new, (head_dim, n_rot, style))?;
     let outer: usize = cache.dims[..axis].iter().product();
     let inner: usize = cache.dims[axis + 1..].iter().product();
     if new.numel() == 0 {

@@ -110,6 +110,7 @@ fn route(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
         // Transformer
         Attention(spec) => transformer::attention(spec, inputs),
         CacheWrite { axis } => transformer::cache_write(*axis, inputs),
+        CachedAttention { spec, rope } => transformer::cached_attention(spec, rope, inputs),
         RopeCacheWrite {
             axis,
             head_dim,

@@ -382,6 +382,37 @@ pub(crate) fn rope_cache_write(
     cache_write(axis, &[inputs[0], &rotated, inputs[2]])
 }
 
+/// q, k, v, k_cache, v_cache, pos[, cos, sin]: the rules of the ops it stands for (see
+/// `Op::CachedAttention`): Rope on q and k, CacheWrite along axis 1 into each cache, then
+/// Attention over the caches with `past`.
+pub(crate) fn cached_attention(
+    spec: &AttentionSpec,
+    rope_spec: &Option<crate::CachedRope>,
+    inputs: &[&Shape],
+) -> Result<Shape, String> {
+    let n = if rope_spec.is_some() { 8 } else { 6 };
+    arity(OpKind::CachedAttention, inputs, n, n)?;
+    if spec.layout == AttentionLayout::Bhsd || spec.mask_kind == MaskKind::Custom {
+        return Err(format!(
+            "the caches are written along axis 1 and no keep-mask is taken: layout {:?} / \
+             mask {:?} are not allowed",
+            spec.layout, spec.mask_kind
+        ));
+    }
+    let (q, k, v, kc, vc, pos) = (
+        inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], inputs[5],
+    );
+    if let Some(r) = rope_spec {
+        rope(spec.head_dim, r.n_rot, &[q, inputs[6], inputs[7]])?;
+        rope(spec.head_dim, r.n_rot, &[k, inputs[6], inputs[7]])?;
+    }
+    cache_write(1, &[kc, k, pos]).map_err(|e| format!("k cache: {e}"))?;
+    cache_write(1, &[vc, v, pos]).map_err(|e| format!("v cache: {e}"))?;
+    let mut spec = spec.clone();
+    spec.past = true;
+    attention(&spec, &[q, kc, vc, pos])
+}
+
 impl Graph {
     /// `cache_write(cache, rope(new, cos, sin, …), pos, axis)` as one in-place op (see
     /// `Op::RopeCacheWrite`); returns the written cache.
@@ -417,6 +448,27 @@ impl Graph {
         axis: usize,
     ) -> Result<NodeId, IrError> {
         self.add_node(Op::CacheWrite { axis }, &[cache, new, pos])
+    }
+
+    /// One attention block over KV caches as one in-place op (see `Op::CachedAttention`):
+    /// writes this call's k/v rows (k rotated with `rope`, as is q) into the caches at `pos`
+    /// and returns the attention output.
+    #[allow(clippy::too_many_arguments)]
+    pub fn cached_attention(
+        &mut self,
+        [q, k, v]: [NodeId; 3],
+        [k_cache, v_cache]: [NodeId; 2],
+        pos: NodeId,
+        rope: Option<(crate::CachedRope, NodeId, NodeId)>,
+        spec: AttentionSpec,
+    ) -> Result<NodeId, IrError> {
+        let mut ins = vec![q, k, v, k_cache, v_cache, pos];
+        let rope = rope.map(|(r, cos, sin)| {
+            ins.extend([cos, sin]);
+            r
+        });
+        let spec = spec.with_past();
+        self.add_node(Op::CachedAttention { spec, rope }, &ins)
     }
 
     /// Attention of this call's queries over a KV cache holding `past` earlier positions

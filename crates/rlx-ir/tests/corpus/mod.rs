@@ -293,7 +293,20 @@ pub fn every_op() -> Graph {
         g.set_name(a, format!("attn{i}")).unwrap();
     }
     let cached = AttentionSpec::new(8, 64).causal().with_past();
-    push(&mut g, Op::Attention(cached), &[x, x, x, ids], &bs512);
+    push(
+        &mut g,
+        Op::Attention(cached.clone()),
+        &[x, x, x, ids],
+        &bs512,
+    );
+    let fused = Op::CachedAttention {
+        spec: cached,
+        rope: Some(CachedRope {
+            n_rot: 32,
+            style: RopeStyle::Half,
+        }),
+    };
+    push(&mut g, fused, &[x, x, x, x, x, ids, c, c], &bs512);
     for style in [RopeStyle::Half, RopeStyle::Interleaved] {
         push(
             &mut g,

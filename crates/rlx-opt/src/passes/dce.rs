@@ -28,7 +28,7 @@ pub(crate) fn reachable(g: &Graph) -> Result<Vec<bool>, OptError> {
     // when nothing in this graph reads its result.
     stack.extend(
         (g.nodes.iter())
-            .filter(|n| n.op.kind().is_in_place())
+            .filter(|n| !n.op.written_inputs().is_empty())
             .map(|n| n.id),
     );
     while let Some(id) = stack.pop() {

@@ -3,7 +3,8 @@
 //! A backend says which fused ops it executes ([`Expand::new`] with a predicate, or
 //! [`Expand::keeping`] with op kind names); every other `FusedMatMulBiasAct`,
 //! `FusedDequantMatMul`,
-//! `FusedResidualLN`, `FusedResidualRmsNorm`, `FusedSwiGLU`, `RopeCacheWrite`, `ElementwiseRegion`,
+//! `FusedResidualLN`, `FusedResidualRmsNorm`, `FusedSwiGLU`, `RopeCacheWrite`, `CachedAttention`,
+//! `ElementwiseRegion`,
 //! `BatchElementwiseRegion` and `TransformRegion` is rewritten into the primitive ops it
 //! stands for, in the order the fused kernels compute (so f32/f64 results are the same up
 //! to the rounding the fused kernel skips between steps).
@@ -247,6 +248,24 @@ fn expand(rb: &mut Rebuilder, n: &Node) -> Result<NodeId, OptError> {
             };
             let r = rb.add(rope, &[ins[1], ins[3], ins[4]])?;
             rb.add(Op::CacheWrite { axis: *axis }, &[ins[0], r, ins[2]])
+        }
+        Op::CachedAttention { spec, rope } => {
+            need(if rope.is_some() { 8 } else { 6 })?;
+            let (mut q, mut k) = (ins[0], ins[1]);
+            if let Some(r) = rope {
+                let op = Op::Rope {
+                    head_dim: spec.head_dim,
+                    n_rot: r.n_rot,
+                    style: r.style,
+                };
+                q = rb.add(op.clone(), &[q, ins[6], ins[7]])?;
+                k = rb.add(op, &[k, ins[6], ins[7]])?;
+            }
+            let kc = rb.add(Op::CacheWrite { axis: 1 }, &[ins[3], k, ins[5]])?;
+            let vc = rb.add(Op::CacheWrite { axis: 1 }, &[ins[4], ins[2], ins[5]])?;
+            let mut spec = spec.clone();
+            spec.past = true;
+            rb.add(Op::Attention(spec), &[q, kc, vc, ins[5]])
         }
         Op::TransformRegion { steps } => {
             need(1)?;

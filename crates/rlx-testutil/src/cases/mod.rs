@@ -94,6 +94,7 @@ macro_rules! case_tests {
             attention_cached [nograd],
             cache_write [nograd],
             rope_cache_write [nograd],
+            cached_attention [nograd],
             rope_full [nograd],
             rope_partial [nograd],
             rope_per_batch [nograd],

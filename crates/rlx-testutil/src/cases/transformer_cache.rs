@@ -8,7 +8,7 @@
 use super::transformer::{attention_case, GPU_FLOATS, PLAIN};
 use super::transformer_oracle::{Attn, CosForm, RopeCase, XLayout, LAYOUTS, STYLES, XLAYOUTS};
 use crate::case::{Case, Draw, Input};
-use rlx_ir::{DType, Graph, MaskKind, Shape};
+use rlx_ir::{AttentionLayout, CachedRope, DType, Graph, MaskKind, RopeStyle, Shape};
 
 /// Cache `dims` (`new` has `s` rows on `axis`) written at a random position.
 fn cache_write_case(dims: &'static [usize], axis: usize, s: usize) -> Case {
@@ -184,6 +184,137 @@ pub fn rope_cache_write() -> Vec<Case> {
                 cases.push(case.dtypes(&[DType::F64]).no_parity());
             }
         }
+    }
+    cases
+}
+
+/// One `CachedAttention` problem: attention `a` (its `sk` the cache length) with this
+/// call's k/v rows written into the caches at a random position first, q and k rotated
+/// (`n_rot` > 0, f32 tables one row per query).
+fn cached_attention_case(a: Attn, rope: Option<(usize, RopeStyle)>) -> Case {
+    let (b, sq, ctx, h, hkv, d) = (a.b, a.sq, a.sk, a.h, a.hkv, a.d);
+    let xl = match a.layout {
+        AttentionLayout::Bshd => XLayout::Bshd,
+        _ => XLayout::Packed,
+    };
+    let new_k = Attn { sk: sq, ..a }.k_dims();
+    let (cache_k, cache_v) = (a.k_dims(), a.v_dims());
+    let half = rope.map_or(1, |(n, _)| n / 2);
+    let mut inputs = vec![
+        Input::new("q", &a.q_dims(), Draw::Normal(1.0)),
+        Input::new("k", &new_k, Draw::Normal(1.0)),
+        Input::new("v", &new_k, Draw::Normal(1.0)),
+        Input::new("k_cache", &cache_k, Draw::Normal(1.0)),
+        Input::new("v_cache", &cache_v, Draw::Normal(1.0)),
+        Input::new("pos", &[1], Draw::Ints(0, (ctx - sq) as i64)).of(DType::I64),
+    ];
+    if rope.is_some() {
+        for t in ["cos", "sin"] {
+            inputs.push(Input::new(t, &[sq, 1, half], Draw::Uniform(-1.0, 1.0)).of(DType::F32));
+        }
+    }
+    let (qd, nk) = (a.q_dims(), new_k.clone());
+    let build = move |dt: DType| {
+        let mut g = Graph::new("cached_attention");
+        let id = |g: &mut Graph, n: &str, dims: &[usize], t: DType| {
+            g.input(n, Shape::new(dims, t)).unwrap()
+        };
+        let q = id(&mut g, "q", &qd, dt);
+        let k = id(&mut g, "k", &nk, dt);
+        let v = id(&mut g, "v", &nk, dt);
+        let kc = id(&mut g, "k_cache", &cache_k, dt);
+        let vc = id(&mut g, "v_cache", &cache_v, dt);
+        let pos = id(&mut g, "pos", &[1], DType::I64);
+        let tables = rope.map(|(n_rot, style)| {
+            let cos = id(&mut g, "cos", &[sq, 1, half], DType::F32);
+            let sin = id(&mut g, "sin", &[sq, 1, half], DType::F32);
+            (CachedRope { n_rot, style }, cos, sin)
+        });
+        let spec = a.spec();
+        let o = g
+            .cached_attention([q, k, v], [kc, vc], pos, tables, spec)
+            .unwrap();
+        g.set_outputs(vec![o]);
+        g
+    };
+    let name = format!(
+        "cached_attention {:?} b{b} sq{sq} ctx{ctx} h{h}/{hkv} d{d} {:?} rope {rope:?}",
+        a.layout, a.mask
+    );
+    Case::new(name, inputs, build)
+        .out(&a.out_dims())
+        .oracle(move |v, _| {
+            let pos = v[5][0] as usize;
+            let (q, k) = match rope {
+                Some((n_rot, style)) => {
+                    let r = |heads| RopeCase::new(xl, (b, sq, heads, d), n_rot, style);
+                    (
+                        r(h).oracle(&v[0], &v[6], &v[7]),
+                        r(hkv).oracle(&v[1], &v[6], &v[7]),
+                    )
+                }
+                None => (v[0].clone(), v[1].clone()),
+            };
+            // Both layouts keep the sequence on axis 1: rows of hkv·d values.
+            let row = hkv * d;
+            let write = |cache: &[f64], new: &[f64]| {
+                let mut c = cache.to_vec();
+                for bi in 0..b {
+                    for r in 0..sq {
+                        let (dst, src) = ((bi * ctx + pos + r) * row, (bi * sq + r) * row);
+                        c[dst..dst + row].copy_from_slice(&new[src..src + row]);
+                    }
+                }
+                c
+            };
+            let (kc, vc) = (write(&v[3], &k), write(&v[4], &v[2]));
+            a.oracle_past(&q, &kc, &vc, None, Some(pos))
+        })
+        .no_grad()
+}
+
+/// The fused attention block over KV caches: the decode kernel's shapes (SmolLM2's heads,
+/// partial and interleaved rotation, a window, several query rows, a context long enough
+/// for several chunks) and the paths that run the ops it stands for (prefill, a head size
+/// the decode kernel does not take, no rotation).
+pub fn cached_attention() -> Vec<Case> {
+    use AttentionLayout::{Bshd, Packed};
+    let half = Some((64, RopeStyle::Half));
+    let problems = [
+        (
+            Attn::new(Packed, 1, 1, 300, 9, 3, 64).mask(MaskKind::Causal),
+            half,
+        ),
+        (
+            Attn::new(Packed, 1, 1, 40, 4, 2, 32).mask(MaskKind::SlidingWindow(5)),
+            Some((16, RopeStyle::Interleaved)),
+        ),
+        (
+            Attn::new(Bshd, 2, 3, 23, 4, 1, 16).mask(MaskKind::Causal),
+            Some((16, RopeStyle::Half)),
+        ),
+        (
+            Attn::new(Packed, 1, 1, 1200, 9, 3, 64).mask(MaskKind::Causal),
+            half,
+        ),
+        (
+            Attn::new(Packed, 1, 1, 64, 2, 2, 64).mask(MaskKind::None),
+            None,
+        ),
+        (
+            Attn::new(Packed, 1, 37, 300, 9, 3, 64).mask(MaskKind::Causal),
+            half,
+        ),
+        (
+            Attn::new(Packed, 1, 1, 50, 4, 2, 24).mask(MaskKind::Causal),
+            Some((24, RopeStyle::Half)),
+        ),
+    ];
+    let mut cases = vec![];
+    for (a, rope) in problems {
+        let c = cached_attention_case(a.cached(), rope);
+        cases.push(c.clone().dtypes(&GPU_FLOATS));
+        cases.push(c.dtypes(&[DType::F64]).no_parity());
     }
     cases
 }
