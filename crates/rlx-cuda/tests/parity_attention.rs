@@ -133,3 +133,89 @@ fn decode_steps_replay_fused_rope_cache_and_one_launch_attention() {
         }
     }
 }
+
+/// The same decode loop with only the attention as an output: the block fuses into one
+/// `CachedAttention` (f32 tables, so the one-launch decode kernel serves every dtype) that
+/// must match the unfused graph on the CPU at every step — each step reads the rows the
+/// steps before it wrote into the param caches. Over a context long enough for several
+/// chunks, with GQA, partial interleaved rotation and three query rows a step too. In f64
+/// the node runs on the CPU fallback, which must write the device's caches back.
+#[test]
+fn decode_steps_replay_one_fused_cached_attention() {
+    if !gpu() {
+        return;
+    }
+    let mut rng = Rng::new("decode_steps_replay_one_fused_cached_attention");
+    // (ctx, heads, kv heads, head size, n_rot, style, query rows a step)
+    let problems = [
+        (1024usize, 9usize, 3usize, 64usize, 64usize, RopeStyle::Half, 1usize),
+        (300, 4, 1, 32, 16, RopeStyle::Interleaved, 3),
+    ];
+    for (ctx, h, hkv, d, n_rot, style, s) in problems {
+        for dt in [DType::F32, DType::F16, DType::BF16, DType::F64] {
+            let (w, half) = (hkv * d, n_rot / 2);
+            let mut g = Graph::new("decode");
+            let cache = |g: &mut Graph, n: &str| g.param(n, Shape::new(&[1, ctx, w], dt)).unwrap();
+            let (kc, vc) = (cache(&mut g, "k_cache"), cache(&mut g, "v_cache"));
+            let q = g.input("q", Shape::new(&[1, s, h * d], dt)).unwrap();
+            let k = g.input("k", Shape::new(&[1, s, w], dt)).unwrap();
+            let v = g.input("v", Shape::new(&[1, s, w], dt)).unwrap();
+            let pos = g.input("pos", Shape::new(&[1], DType::I64)).unwrap();
+            let f32s = Shape::new(&[s, 1, half], DType::F32);
+            let cos = g.input("cos", f32s.clone()).unwrap();
+            let sin = g.input("sin", f32s).unwrap();
+            let qr = g.rope(q, cos, sin, d, n_rot, style).unwrap();
+            let kr = g.rope(k, cos, sin, d, n_rot, style).unwrap();
+            let kw = g.cache_write(kc, kr, pos, 1).unwrap();
+            let vw = g.cache_write(vc, v, pos, 1).unwrap();
+            let spec = AttentionSpec::new(h, d).causal();
+            let o = g.attention_cached(qr, kw, vw, pos, spec).unwrap();
+            g.set_outputs(vec![o]);
+            let fused = rlx_opt::optimize(&g).unwrap();
+            let n = |k: OpKind| fused.nodes.iter().filter(|n| n.op.kind() == k).count();
+            let what = format!("{dt} ctx {ctx} {h}/{hkv}x{d} rot {n_rot} {style:?} rows {s}");
+            assert_eq!(n(OpKind::CachedAttention), 1, "{what}: fused");
+            assert_eq!(n(OpKind::CacheWrite) + n(OpKind::Attention), 0, "{what}");
+
+            let mut cpu = rlx_cpu::CpuExecutable::new(g.clone()).unwrap();
+            let opts = CudaOptions {
+                cuda_graph: true,
+                ..CudaOptions::strict()
+            };
+            let mut gpu = compile_gpu(&fused, opts);
+            let on_cpu: Vec<_> = (gpu.dispatch().into_iter())
+                .filter(|(_, _, why)| why.is_some())
+                .map(|(_, k, _)| k)
+                .collect();
+            let want_cpu = if dt == DType::F64 {
+                vec![OpKind::CachedAttention]
+            } else {
+                vec![]
+            };
+            assert_eq!(on_cpu, want_cpu, "{what}: CPU fallbacks");
+            for name in ["k_cache", "v_cache"] {
+                let init = HostTensor::from_f64_as(&[1, ctx, w], &rng.normals(ctx * w), dt);
+                cpu.set_param(name, &init).unwrap();
+                gpu.set_param(name, &init).unwrap();
+            }
+            let starts = (0..8).chain(250..256).chain(ctx - 4 * s..ctx - s + 1);
+            for p in starts.step_by(s) {
+                let t = |n: &'static str, dims: &[usize], v: Vec<f64>, dt| {
+                    (n, HostTensor::from_f64_as(dims, &v, dt))
+                };
+                let ins = [
+                    t("q", &[1, s, h * d], rng.normals(s * h * d), dt),
+                    t("k", &[1, s, w], rng.normals(s * w), dt),
+                    t("v", &[1, s, w], rng.normals(s * w), dt),
+                    t("cos", &[s, 1, half], rng.uniforms(s * half, -1.0, 1.0), DType::F32),
+                    t("sin", &[s, 1, half], rng.uniforms(s * half, -1.0, 1.0), DType::F32),
+                    ("pos", HostTensor::from_i64(&[1], &[p as i64])),
+                ];
+                let want = cpu.run(&ins).unwrap();
+                let got = gpu.run(&ins).unwrap();
+                let tol = tol(dt, rlx_cuda::Precision::F32);
+                compare(&format!("{what} pos {p}"), &got[0], &want[0], tol);
+            }
+        }
+    }
+}
