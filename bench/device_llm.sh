@@ -39,7 +39,10 @@ bench)
   echo "== rlx bench, same GGUFs, same GPU, right after"
   $W/.device/bin/rlx bench --device cuda --suites llm --iters 5 \
     --gguf $L/smollm135-q4_1.gguf --gguf $smol --gguf $L/smollm135-f16.gguf \
-    --gguf $L/qwen05b-f16.gguf --gguf $L/qwen05b-q4_k_m.gguf 2>&1 | tee $out/rlx_bench.txt ;;
+    --gguf $L/qwen05b-f16.gguf --gguf $L/qwen05b-q4_k_m.gguf 2>&1 | tee $out/rlx_bench.txt
+  for f in qwen05b-f16 qwen05b-q4_k_m; do
+    $W/.device/bin/rlx bench --device cuda --suites llm --iters 2 --profile --gguf $L/$f.gguf 2>&1 | grep -A22 "^profile: .*decode"
+  done ;;
 stash)
   mkdir -p $W && cp -r /tmp/rlx-hf/.device $W/ && cp .devm1/tiny-*.gguf $W/cache/gguf/ && cp .devm1/smol.part1 $W/
   mkdir -p $RLX_CACHE_DIR && cp -r $W/.device/cache/. $RLX_CACHE_DIR/ 2>/dev/null; du -sh $W ;;

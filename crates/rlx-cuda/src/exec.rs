@@ -1,7 +1,7 @@
 //! The CUDA executable: params resident on the device, one planned arena per binding of the
 //! dynamic dims, the lowered steps captured into CUDA graphs (one per run of consecutive GPU
 //! steps; a CPU-fallback node splits them), replayed per run.
-use crate::device::{device_lock, DevBuf, Gpu, StreamSet};
+use crate::device::{device_lock, DevBuf, Gpu, PinnedBuf, StreamSet};
 use crate::lower::DevTensor;
 use crate::{CudaError, Precision};
 use cudarc::driver::{result as drv, sys};
@@ -82,6 +82,8 @@ pub struct CudaExecutable {
     /// Name → node / declared shape of every input and param.
     io: IoBindings,
     reference: Option<CpuExecutable>,
+    /// Page-locked staging of a run's inputs and outputs (grown as needed).
+    staging: Option<PinnedBuf>,
 }
 
 fn node_err(n: &Node, msg: impl Into<String>) -> CudaError {
@@ -139,6 +141,7 @@ impl CudaExecutable {
             spare: Vec::new(),
             io,
             reference: None,
+            staging: None,
         };
         // A graph without dynamic dims is lowered now, so the dispatch report is complete at
         // compile time and the first run pays no compilation.
@@ -275,28 +278,34 @@ impl CudaExecutable {
             None
         };
         let stream = self.streams.stream;
+        let outs: Vec<NodeId> = self.graph.outputs.clone();
+        let wanted = |k: usize| return_updated || !writes.iter().any(|(o, _)| *o == k);
+        // One page-locked buffer holds this run's inputs, then its outputs (256-byte slots).
+        let slot = |b: usize| b.div_ceil(256) * 256;
         let plan = self.plan.as_ref().expect("plan");
-        for &(name, t) in inputs.tensors() {
-            let id = self.io.input(name)?.node.0;
-            // On the run's stream, so the replay below is ordered after it.
-            // SAFETY: the input buffer was sized from these very dims in build_plan; the host
-            // slice outlives the stream synchronisation at the end of the run.
-            unsafe { drv::memcpy_htod_async(plan.inputs[&id].ptr, &t.data, stream) }
-                .map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
+        let need = (inputs.tensors().iter().map(|(_, t)| slot(t.data.len())))
+            .chain((outs.iter().enumerate())
+                .filter(|(k, _)| wanted(*k))
+                .map(|(_, id)| slot(plan.tensors[id.0].bytes())))
+            .sum::<usize>();
+        if self.staging.as_ref().is_none_or(|s| s.bytes < need) {
+            self.staging = Some(PinnedBuf::new(&self.gpu, need.next_power_of_two())?);
         }
-        plan.replay(&self.streams)?;
+        let mut staging = self.staging.take().expect("staging");
+        let run = self.replay_staged(inputs, &outs, &wanted, staging.as_mut_slice());
+        let placed = match run {
+            Ok(p) => p,
+            Err(e) => {
+                // Finish whatever was queued before the buffer is reused.
+                // SAFETY: stream is live.
+                let _ = unsafe { drv::stream::synchronize(stream) };
+                self.staging = Some(staging);
+                return Err(e);
+            }
+        };
+        let plan = self.plan.as_ref().expect("plan");
         if let Some(want) = reference {
             self.compare_reference(&want)?;
-        }
-        let outs: Vec<NodeId> = self.graph.outputs.clone();
-        let mut result = Vec::with_capacity(outs.len());
-        for (k, id) in outs.iter().enumerate() {
-            let bound = writes.iter().any(|(o, _)| *o == k);
-            result.push(if bound && !return_updated {
-                None
-            } else {
-                Some(self.download(&plan.tensors[id.0])?)
-            });
         }
         for (k, pname) in writes {
             let id = outs.get(*k).ok_or_else(|| CudaError::Node {
@@ -313,9 +322,68 @@ impl CudaExecutable {
             }
         }
         // SAFETY: stream is live.
-        unsafe { drv::stream::synchronize(stream) }
-            .map_err(|e| CudaError::driver("cuStreamSynchronize (a kernel failed)", e))?;
+        let synced = unsafe { drv::stream::synchronize(stream) }
+            .map_err(|e| CudaError::driver("cuStreamSynchronize (a kernel failed)", e));
+        let host = staging.as_slice();
+        let result = placed
+            .into_iter()
+            .zip(&outs)
+            .map(|(at, id)| {
+                at.map(|off| {
+                    let t = &plan.tensors[id.0];
+                    HostTensor {
+                        shape: t.dims.clone(),
+                        dtype: t.dtype,
+                        data: host[off..off + t.bytes()].to_vec(),
+                    }
+                })
+            })
+            .collect();
+        self.staging = Some(staging);
+        synced?;
         Ok(result)
+    }
+
+    /// Queue a run through the page-locked `host` buffer: the inputs copied in and uploaded,
+    /// the plan replayed, the wanted outputs downloaded after them. Returns each output's
+    /// offset in `host` (`None` when not wanted); the caller synchronises before reading.
+    fn replay_staged(
+        &self,
+        inputs: &CheckedInputs,
+        outs: &[NodeId],
+        wanted: &dyn Fn(usize) -> bool,
+        host: &mut [u8],
+    ) -> Result<Vec<Option<usize>>, CudaError> {
+        let stream = self.streams.stream;
+        let plan = self.plan.as_ref().expect("plan");
+        let mut off = 0usize;
+        for &(name, t) in inputs.tensors() {
+            let id = self.io.input(name)?.node.0;
+            let n = t.data.len();
+            host[off..off + n].copy_from_slice(&t.data);
+            // On the run's stream, so the replay below is ordered after it.
+            // SAFETY: the input buffer was sized from these very dims in build_plan; the
+            // staged bytes stay untouched until the caller's synchronisation.
+            unsafe { drv::memcpy_htod_async(plan.inputs[&id].ptr, &host[off..off + n], stream) }
+                .map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
+            off += n.div_ceil(256) * 256;
+        }
+        plan.replay(&self.streams)?;
+        let mut placed = Vec::with_capacity(outs.len());
+        for (k, id) in outs.iter().enumerate() {
+            if !wanted(k) {
+                placed.push(None);
+                continue;
+            }
+            let t = &plan.tensors[id.0];
+            let n = t.bytes();
+            // SAFETY: t holds n bytes; the caller synchronises before reading the slot.
+            unsafe { drv::memcpy_dtoh_async(&mut host[off..off + n], t.ptr, stream) }
+                .map_err(|e| CudaError::driver("cuMemcpyDtoHAsync", e))?;
+            placed.push(Some(off));
+            off += n.div_ceil(256) * 256;
+        }
+        Ok(placed)
     }
 
     /// Make the plan for `dims` current: a spare one if it was built before, else a new one;

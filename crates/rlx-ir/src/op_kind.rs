@@ -267,7 +267,7 @@ mod tests {
         assert_eq!(s.iter().count(), 2);
         assert_eq!(OpKindSet::all().iter().count(), OpKind::COUNT);
         let fused = OpKindSet::filter(OpKind::is_fused);
-        assert_eq!(fused.iter().count(), 9);
+        assert_eq!(fused.iter().count(), 10);
         assert!(fused.iter().all(|k| !k.is_chainable() && !k.is_leaf()));
     }
 }

@@ -84,8 +84,8 @@ pub fn run_gpu_exe(exe: &mut CudaExecutable, g: &Graph, feeds: &[Feed]) -> Vec<H
     // The run must have read exactly what was uploaded, and left it untouched (but for the
     // leaves an in-place op writes: a KV cache).
     let written: Vec<&str> = (g.nodes.iter())
-        .filter(|n| n.op.kind().is_in_place())
-        .filter_map(|n| match &g.nodes[n.inputs[0].0].op {
+        .flat_map(|n| n.op.written_inputs().iter().map(|&k| n.inputs[k]))
+        .filter_map(|t| match &g.nodes[t.0].op {
             Op::Input { name } | Op::Param { name } => Some(name.as_str()),
             _ => None,
         })
