@@ -245,3 +245,51 @@ fn swiglu_folds_into_the_down_product() {
         }
     }
 }
+
+/// One norm read by three products of different schemes (a Q4_K_M model's q, k and v):
+/// each product absorbs the norm and the norm's node goes away; the values are the unfused
+/// graph's bit for bit. With a fourth, non-product reader the norm stays and nothing fuses.
+#[test]
+fn a_norm_read_by_several_products_fuses_into_each() {
+    let mut rng = Rng::new("a_norm_read_by_several_products_fuses_into_each");
+    let schemes = [QuantScheme::Q5_0, QuantScheme::Q5_0, QuantScheme::Q8_0];
+    for also_elsewhere in [false, true] {
+        let mut g = Graph::new("qkv");
+        let x = g.input("x", Shape::new(&[1, 2, K], DType::F32)).unwrap();
+        let gamma = g.param("gamma", Shape::new(&[K], DType::F32)).unwrap();
+        let h = g.rms_norm(x, gamma, None, -1, 1e-6).unwrap();
+        let mut outs = Vec::new();
+        for (i, s) in schemes.iter().enumerate() {
+            let rb = K / s.block_len() * s.block_bytes();
+            let w = g.input(&format!("w{i}"), Shape::new(&[N, rb], DType::U8)).unwrap();
+            outs.push(g.dequant_matmul(h, w, *s).unwrap());
+        }
+        if also_elsewhere {
+            outs.push(g.add(h, h).unwrap());
+        }
+        g.set_outputs(outs);
+        let f = FuseDequantMatMul.run(&g).unwrap();
+        f.verify().unwrap();
+        let (fused, norms) = (
+            count(&f, OpKind::FusedDequantMatMul),
+            count(&f, OpKind::RmsNorm),
+        );
+        if also_elsewhere {
+            assert_eq!((fused, norms), (0, 1));
+            continue;
+        }
+        assert_eq!((fused, norms), (3, 0));
+        let mut feeds = HashMap::new();
+        feeds.insert("x".to_string(), Val::new(&[1, 2, K], DType::F32, rng.normals(2 * K)));
+        let gamma: Vec<f64> = rng.normals(K).iter().map(|v| 1.0 + 0.5 * v).collect();
+        feeds.insert("gamma".to_string(), Val::new(&[K], DType::F32, gamma));
+        for (i, s) in schemes.iter().enumerate() {
+            let vals: Vec<f32> = rng.normals(N * K).iter().map(|&v| v as f32).collect();
+            let packed = rlx_cpu::quant::quantize(*s, &vals, N, K).unwrap();
+            let w: Vec<f64> = packed.iter().map(|&b| f64::from(b)).collect();
+            let rb = K / s.block_len() * s.block_bytes();
+            feeds.insert(format!("w{i}"), Val::new(&[N, rb], DType::U8, w));
+        }
+        assert_eq!(bits(&cpu(&f, &feeds)), bits(&cpu(&g, &feeds)));
+    }
+}

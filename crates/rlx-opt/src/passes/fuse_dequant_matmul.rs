@@ -11,7 +11,9 @@
 //! - the residual: `y` is a `DequantMatMul` whose only consumer is the add, and `r`, `y` and
 //!   the sum have one shape and dtype;
 //! - the norm: the product's x is an `RmsNorm` over the last dim with gamma and no beta,
-//!   consumed by nothing else.
+//!   read only as the x of products (each fused product takes the norm of its row itself:
+//!   a quantized model whose q, k and v matrices differ in type has three products after one
+//!   norm, and the norm's launch goes away only when all three absorb it).
 //!
 //! A product with neither stays as it is.
 use super::fusion::{at, fuse, Match, Uses};
@@ -29,14 +31,9 @@ struct Found {
     residual: Option<NodeId>,
 }
 
-/// `id` is an RMS norm over its last dim (gamma only) read by `consumer` alone:
+/// `id` is an RMS norm over its last dim (gamma only) read only as the x of products:
 /// (its x, gamma, eps).
-fn rms_norm_of(
-    g: &Graph,
-    uses: &Uses,
-    id: NodeId,
-    consumer: NodeId,
-) -> Option<(NodeId, NodeId, f32)> {
+fn rms_norm_of(g: &Graph, uses: &Uses, id: NodeId) -> Option<(NodeId, NodeId, f32)> {
     let n = at(g, id)?;
     let Op::RmsNorm { axis, eps } = n.op else {
         return None;
@@ -47,7 +44,13 @@ fn rms_norm_of(
     let ok = last
         && n.inputs.len() == 2
         && gamma.shape.rank() == 1
-        && uses.confined(id, |c| c == consumer);
+        && uses.confined(id, |c| {
+            at(g, c).is_some_and(|c| {
+                matches!(c.op, Op::DequantMatMul { .. })
+                    && c.inputs.first() == Some(&id)
+                    && c.inputs[1..].iter().all(|&i| i != id)
+            })
+        });
     ok.then_some((n.inputs[0], n.inputs[1], eps))
 }
 
@@ -57,15 +60,15 @@ fn around(g: &Graph, uses: &Uses, mm: &Node, residual: Option<NodeId>) -> Option
         return None;
     };
     let (&x, &w) = (mm.inputs.first()?, mm.inputs.get(1)?);
-    let norm = rms_norm_of(g, uses, x, mm.id);
+    let norm = rms_norm_of(g, uses, x);
     if norm.is_none() && residual.is_none() {
         return None;
     }
+    // The norm is not claimed: every product it feeds absorbs it, and DCE drops it after.
     let mut interior = Vec::new();
     if residual.is_some() {
         interior.push(mm.id);
     }
-    interior.extend(norm.map(|_| x));
     Some(Match {
         interior,
         data: Found {
