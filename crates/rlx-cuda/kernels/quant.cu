@@ -626,3 +626,48 @@ RLX_FLOAT_TYPES(RLX_DQ)
 #define RLX_DQ_HALF_CASTS(sfx, T) \
     RLX_DQ_HALF_CAST(sfx, T, f16, __half) RLX_DQ_HALF_CAST(sfx, T, bf16, __nv_bfloat16)
 RLX_FLOAT_TYPES(RLX_DQ_HALF_CASTS)
+
+// ---- The strict product with a half weight on tensor cores: x as a sum of `parts` half
+// values (dq_split_in: row r of x scaled by a power of two s_r that puts its largest |value|
+// in [2^13, 2^14), so f16 neither overflows nor loses the small parts to underflow; part p
+// is the half rounding of what the parts before it left, written as row p·m + r), one
+// half GEMM of all the parts with f32 accumulation (each product of two halves is exact in
+// f32), and dq_split_out summing a row's parts, smallest first, unscaled, plus the residual.
+// Two f16 parts carry 22 significant bits and three bf16 parts 24: the f32 product's
+// accuracy at tensor-core speed. One block (256 threads) per row.
+#define RLX_DQ_SPLIT(sfx, T, wsfx, W)                                                         \
+    extern "C" __global__ void dq_split_in_##sfx##_##wsfx(const T* x, W* h, float* inv,       \
+                                                         i64 m, i64 k, int parts) {           \
+        __shared__ float red[32];                                                             \
+        const i64 r = blockIdx.x;                                                             \
+        const T* xr = x + r * k;                                                              \
+        float mx = 0.f;                                                                       \
+        for (i64 i = threadIdx.x; i < k; i += blockDim.x) mx = fmaxf(mx, fabsf(ldf(xr, i)));  \
+        mx = block_max(mx, red);                                                              \
+        const int e = mx > 0.f && isfinite(mx) ? min(max(13 - ilogbf(mx), -120), 120) : 0;   \
+        const float s = ldexpf(1.f, e);                                                       \
+        if (threadIdx.x == 0) inv[r] = ldexpf(1.f, -e);                                       \
+        for (i64 i = threadIdx.x; i < k; i += blockDim.x) {                                   \
+            float left = ldf(xr, i) * s;                                                      \
+            for (int p = 0; p < parts; ++p) {                                                 \
+                W* dst = h + (p * m + r) * k + i;                                             \
+                stf(dst, 0, left);                                                            \
+                left -= ldf(dst, 0);                                                          \
+            }                                                                                 \
+        }                                                                                     \
+    }
+#define RLX_DQ_SPLIT_OUT(sfx, T)                                                              \
+    extern "C" __global__ void dq_split_out_##sfx(const float* y, const float* inv, T* out,   \
+                                                  const T* res, i64 m, i64 n, int parts) {    \
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < m * n;                   \
+             i += (i64)gridDim.x * blockDim.x) {                                              \
+            const i64 r = i / n;                                                              \
+            float t = 0.f;                                                                    \
+            for (int p = parts - 1; p >= 0; --p) t += y[p * m * n + i];                       \
+            stf(out, i, t * inv[r] + (res != nullptr ? ldf(res, i) : 0.f));                   \
+        }                                                                                     \
+    }
+#define RLX_DQ_SPLITS(sfx, T) \
+    RLX_DQ_SPLIT(sfx, T, f16, __half) RLX_DQ_SPLIT(sfx, T, bf16, __nv_bfloat16) \
+    RLX_DQ_SPLIT_OUT(sfx, T)
+RLX_FLOAT_TYPES(RLX_DQ_SPLITS)

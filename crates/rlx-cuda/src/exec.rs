@@ -284,9 +284,11 @@ impl CudaExecutable {
         let slot = |b: usize| b.div_ceil(256) * 256;
         let plan = self.plan.as_ref().expect("plan");
         let need = (inputs.tensors().iter().map(|(_, t)| slot(t.data.len())))
-            .chain((outs.iter().enumerate())
-                .filter(|(k, _)| wanted(*k))
-                .map(|(_, id)| slot(plan.tensors[id.0].bytes())))
+            .chain(
+                (outs.iter().enumerate())
+                    .filter(|(k, _)| wanted(*k))
+                    .map(|(_, id)| slot(plan.tensors[id.0].bytes())),
+            )
             .sum::<usize>();
         if self.staging.as_ref().is_none_or(|s| s.bytes < need) {
             self.staging = Some(PinnedBuf::new(&self.gpu, need.next_power_of_two())?);

@@ -30,6 +30,8 @@ pub struct GemmDesc {
     pub ldc: usize,
     pub stride_c: usize,
     pub dtype: DType,
+    /// C's dtype when it differs from A's and B's (half inputs, an f32 product).
+    pub c_dtype: Option<DType>,
     /// `[n]` added to every row of C.
     pub bias: Option<u64>,
     /// Relu or GeluApprox (cuBLASLt's GELU is the tanh form); others bail.
@@ -60,6 +62,7 @@ impl GemmDesc {
             ldc: n,
             stride_c: m * n,
             dtype,
+            c_dtype: None,
             bias: None,
             act: None,
             accumulate: false,
@@ -267,7 +270,8 @@ pub(crate) fn prepare(
     let (rb, cb) = if g.trans_a { (g.m, g.k) } else { (g.k, g.m) };
     let la = layout(t, ra, ca, g.ldb, g.batch, g.stride_b)?;
     let lb = layout(t, rb, cb, g.lda, g.batch, g.stride_a)?;
-    let lc = layout(t, g.n, g.m, g.ldc, g.batch, g.stride_c)?;
+    let tc = lt_type(g.c_dtype.unwrap_or(g.dtype))?;
+    let lc = layout(tc, g.n, g.m, g.ldc, g.batch, g.stride_c)?;
     let pref = lt::create_matmul_pref().map_err(|e| lt_err("cuBLASLt pref", e))?;
     let ws = workspace_bytes as u64;
     // SAFETY: all descriptors are live; pref is destroyed once below.
@@ -336,8 +340,9 @@ pub(crate) fn prepare(
     }
     // Everything but the pointers decides which algorithm is fastest: the tuning cache key.
     let tune_key = format!(
-        "{:?} {precision:?} {} {} {} {} {} {} {} {} {} {} {} {} {:?} {} {}",
+        "{:?}/{:?} {precision:?} {} {} {} {} {} {} {} {} {} {} {} {} {:?} {} {}",
         g.dtype,
+        g.c_dtype,
         g.m,
         g.n,
         g.k,

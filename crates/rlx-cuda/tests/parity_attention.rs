@@ -148,7 +148,15 @@ fn decode_steps_replay_one_fused_cached_attention() {
     let mut rng = Rng::new("decode_steps_replay_one_fused_cached_attention");
     // (ctx, heads, kv heads, head size, n_rot, style, query rows a step)
     let problems = [
-        (1024usize, 9usize, 3usize, 64usize, 64usize, RopeStyle::Half, 1usize),
+        (
+            1024usize,
+            9usize,
+            3usize,
+            64usize,
+            64usize,
+            RopeStyle::Half,
+            1usize,
+        ),
         (300, 4, 1, 32, 16, RopeStyle::Interleaved, 3),
     ];
     for (ctx, h, hkv, d, n_rot, style, s) in problems {
@@ -207,8 +215,18 @@ fn decode_steps_replay_one_fused_cached_attention() {
                     t("q", &[1, s, h * d], rng.normals(s * h * d), dt),
                     t("k", &[1, s, w], rng.normals(s * w), dt),
                     t("v", &[1, s, w], rng.normals(s * w), dt),
-                    t("cos", &[s, 1, half], rng.uniforms(s * half, -1.0, 1.0), DType::F32),
-                    t("sin", &[s, 1, half], rng.uniforms(s * half, -1.0, 1.0), DType::F32),
+                    t(
+                        "cos",
+                        &[s, 1, half],
+                        rng.uniforms(s * half, -1.0, 1.0),
+                        DType::F32,
+                    ),
+                    t(
+                        "sin",
+                        &[s, 1, half],
+                        rng.uniforms(s * half, -1.0, 1.0),
+                        DType::F32,
+                    ),
                     ("pos", HostTensor::from_i64(&[1], &[p as i64])),
                 ];
                 let want = cpu.run(&ins).unwrap();

@@ -261,7 +261,9 @@ fn a_norm_read_by_several_products_fuses_into_each() {
         let mut outs = Vec::new();
         for (i, s) in schemes.iter().enumerate() {
             let rb = K / s.block_len() * s.block_bytes();
-            let w = g.input(&format!("w{i}"), Shape::new(&[N, rb], DType::U8)).unwrap();
+            let w = g
+                .input(&format!("w{i}"), Shape::new(&[N, rb], DType::U8))
+                .unwrap();
             outs.push(g.dequant_matmul(h, w, *s).unwrap());
         }
         if also_elsewhere {
@@ -280,7 +282,10 @@ fn a_norm_read_by_several_products_fuses_into_each() {
         }
         assert_eq!((fused, norms), (3, 0));
         let mut feeds = HashMap::new();
-        feeds.insert("x".to_string(), Val::new(&[1, 2, K], DType::F32, rng.normals(2 * K)));
+        feeds.insert(
+            "x".to_string(),
+            Val::new(&[1, 2, K], DType::F32, rng.normals(2 * K)),
+        );
         let gamma: Vec<f64> = rng.normals(K).iter().map(|v| 1.0 + 0.5 * v).collect();
         feeds.insert("gamma".to_string(), Val::new(&[K], DType::F32, gamma));
         for (i, s) in schemes.iter().enumerate() {

@@ -96,6 +96,43 @@ pub fn dq_cast_in(sfx: Sfx, wsfx: Sfx, x: u64, h: u64, n: i64) -> Kernel {
     Kernel::new(Lib::Quant, name, args)
 }
 
+/// `dq_split_in_<sfx>_<wsfx>(x, h, inv, m, k, parts)`: the `[m, k]` rows of x as `parts`
+/// half values each (`h` is `[parts·m, k]`), row r scaled by a power of two whose inverse
+/// goes to `inv[r]`.
+pub fn dq_split_in(
+    sfx: Sfx,
+    wsfx: Sfx,
+    (x, h, inv): (u64, u64, u64),
+    m: i64,
+    k: i64,
+    parts: i32,
+) -> Kernel {
+    let args = KArgs::new().ptr(x).ptr(h).ptr(inv).i64(m).i64(k).i32(parts);
+    let name = format!("dq_split_in_{}_{}", sfx.name(), wsfx.name());
+    Kernel::new(Lib::Quant, name, args)
+}
+
+/// `dq_split_out_<sfx>(y, inv, out, res, m, n, parts)`: out = (the parts' f32 products
+/// summed) · inv[row] + res (0 = none).
+#[allow(clippy::too_many_arguments)]
+pub fn dq_split_out(
+    sfx: Sfx,
+    (y, inv, out, res): (u64, u64, u64, u64),
+    m: i64,
+    n: i64,
+    parts: i32,
+) -> Kernel {
+    let args = KArgs::new()
+        .ptr(y)
+        .ptr(inv)
+        .ptr(out)
+        .ptr(res)
+        .i64(m)
+        .i64(n)
+        .i32(parts);
+    Kernel::new(Lib::Quant, format!("dq_split_out_{}", sfx.name()), args)
+}
+
 /// `dq_cast_out_<wsfx>_<sfx>(y, out, res, n)`: out = y (a half product) + res (0 = none).
 pub fn dq_cast_out(wsfx: Sfx, sfx: Sfx, y: u64, out: u64, res: u64, n: i64) -> Kernel {
     let args = KArgs::new().ptr(y).ptr(out).ptr(res).i64(n);

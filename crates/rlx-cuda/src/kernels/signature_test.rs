@@ -391,6 +391,12 @@ fn every_kernel() -> Vec<Kernel> {
             v.push(quant::dq_gemv(q, s, (1, 2, 3), Default::default(), 4, 5, 6));
             v.push(quant::dq_dequant(q, s, 1, 2, 3, 4));
         }
+        for w in [Sfx::F16, Sfx::BF16] {
+            v.push(quant::dq_cast_in(s, w, 1, 2, 3));
+            v.push(quant::dq_cast_out(w, s, 1, 2, 3, 4));
+            v.push(quant::dq_split_in(s, w, (1, 2, 3), 4, 5, 6));
+        }
+        v.push(quant::dq_split_out(s, (1, 2, 3, 4), 5, 6, 7));
     }
     for u in [Unit::B2, Unit::B4, Unit::B8] {
         v.push(linalg::mm_gather(u, 1, 2, d, 3));

@@ -153,10 +153,20 @@ fn dequant_matmul_with(ctx: &mut NodeCtx, scheme: QuantScheme, f: Fusion) -> Low
             glu_mode,
         );
     }
-    // Under strict f32 a half weight's product stays f32 like the CPU's (the chunked path
-    // below); a reduced-precision policy lets cuBLASLt multiply in the weight's dtype.
-    if scheme.is_half() && ctx.precision != crate::precision::Precision::F32 {
-        return half_gemm(ctx, scheme, (&x, &w, &out), extras, (m, n, k), glu_mode);
+    // A half weight multiplies on tensor cores: under strict f32 with x split into half
+    // parts (the f32 product's accuracy), under a reduced-precision policy with x rounded
+    // to the weight's dtype.
+    if scheme.is_half() {
+        let strict = ctx.precision == crate::precision::Precision::F32;
+        return half_gemm(
+            ctx,
+            scheme,
+            (&x, &w, &out),
+            extras,
+            (m, n, k),
+            glu_mode,
+            strict,
+        );
     }
     // Chunks of whole 128-column groups keep every chunk's output offset aligned.
     let es = dt.size_bytes();
@@ -268,11 +278,12 @@ fn gemv(
     ctx.launch_fastest(&key, cands)
 }
 
-/// A half-precision weight past the GEMV's rows (prefill) under a reduced-precision policy:
-/// no dequantisation, the packed rows are the `[N, K]` matrix itself. h (x, its norm or its
-/// SwiGLU, in x's dtype) is cast to the weight's dtype, cuBLASLt multiplies in it, and the
-/// product is cast back with the residual added (x and the product rounded to the half
-/// type: about 3e-4 relative against the strict path).
+/// A half-precision weight past the GEMV's rows (prefill): no dequantisation, the packed
+/// rows are the `[N, K]` matrix itself, and h (x, its norm or its SwiGLU, in x's dtype)
+/// meets it in a half GEMM on tensor cores. `strict`: h as a sum of half parts
+/// (`dq_split_in`: 2 f16 / 3 bf16 values each, 22 / 24 significant bits) multiplied at once
+/// with f32 accumulation and summed back (`dq_split_out`), as accurate as an f32 product;
+/// else h rounded to the weight's dtype and the product too (about 3e-4 relative).
 fn half_gemm(
     ctx: &mut NodeCtx,
     scheme: QuantScheme,
@@ -280,6 +291,7 @@ fn half_gemm(
     extras: GemvExtras,
     (m, n, k): (usize, usize, usize),
     glu: i32,
+    strict: bool,
 ) -> Lowered {
     let sfx = Sfx::float(x.dtype)?;
     let wdt = if scheme == QuantScheme::F16 {
@@ -289,6 +301,30 @@ fn half_gemm(
     };
     let wsfx = Sfx::float(wdt)?;
     let h = prepared(ctx, x, extras, glu, (m, k))?.ptr;
+    if strict {
+        let parts = if wdt == DType::F16 { 2 } else { 3 };
+        let hw = ctx.scratch(parts * m * k * 2)?;
+        let inv = ctx.scratch(m * 4)?;
+        let (mi, ki, pi) = (m as i64, k as i64, parts as i32);
+        let split = quant::dq_split_in(sfx, wsfx, (h, hw, inv), mi, ki, pi);
+        ctx.run(split, [m as u32, 1, 1], [256, 1, 1], 0)?;
+        let wt = DevTensor {
+            ptr: w.ptr,
+            dims: vec![n, k],
+            dtype: wdt,
+        };
+        let pw = gemm_input(ctx, &wt)?;
+        let y = ctx.scratch(parts * m * n * 4)?;
+        let mut g = GemmDesc::simple(parts * m, n, k, hw, pw, y, wdt);
+        g.c_dtype = Some(DType::F32);
+        g.trans_b = true;
+        g.ldb = k;
+        g.label = format!("{}#{}", ctx.node.op.kind(), ctx.node.id.0);
+        ctx.gemm(g)?;
+        let ptrs = (y, inv, out.ptr, extras.residual);
+        let kernel = quant::dq_split_out(sfx, ptrs, mi, n as i64, pi);
+        return ctx.run_1d(kernel, m * n);
+    }
     let hw = ctx.scratch(m * k * 2)?;
     ctx.run_1d(quant::dq_cast_in(sfx, wsfx, h, hw, (m * k) as i64), m * k)?;
     let wt = DevTensor {

@@ -281,6 +281,7 @@ fn gemm(
         ldc,
         stride_c,
         dtype,
+        c_dtype: None,
         bias: None,
         act: None,
         accumulate,
