@@ -262,7 +262,7 @@ fn a_norm_read_by_several_products_fuses_into_each() {
         for (i, s) in schemes.iter().enumerate() {
             let rb = K / s.block_len() * s.block_bytes();
             let w = g
-                .input(&format!("w{i}"), Shape::new(&[N, rb], DType::U8))
+                .input(format!("w{i}"), Shape::new(&[N, rb], DType::U8))
                 .unwrap();
             outs.push(g.dequant_matmul(h, w, *s).unwrap());
         }
