@@ -667,7 +667,25 @@ RLX_FLOAT_TYPES(RLX_DQ_HALF_CASTS)
             stf(out, i, t * inv[r] + (res != nullptr ? ldf(res, i) : 0.f));                   \
         }                                                                                     \
     }
+// A quantized weight's chunk: y holds [x_hi; x_lo] · [w_hi; w_lo]ᵀ ([2m, 2·rows]); column
+// c of row r of the output sums its four parts smallest first and unscales them by x's row
+// scale ix[r] and the weight row's iw[c] (powers of two: exact).
+#define RLX_DQ_SPLIT2_OUT(sfx, T)                                                             \
+    extern "C" __global__ void dq_split2_out_##sfx(const float* y, const float* ix,           \
+                                                   const float* iw, T* out, const T* res,     \
+                                                   i64 m, i64 rows, i64 ldo, i64 n0) {        \
+        const i64 w2 = 2 * rows;                                                              \
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < m * rows;                \
+             i += (i64)gridDim.x * blockDim.x) {                                              \
+            const i64 r = i / rows, c = i - r * rows;                                         \
+            const float* hi = y + r * w2;                                                     \
+            const float* lo = y + (m + r) * w2;                                               \
+            const float t = ((lo[rows + c] + lo[c]) + hi[rows + c]) + hi[c];                  \
+            const i64 o = r * ldo + n0 + c;                                                   \
+            stf(out, o, t * ix[r] * iw[c] + (res != nullptr ? ldf(res, o) : 0.f));            \
+        }                                                                                     \
+    }
 #define RLX_DQ_SPLITS(sfx, T) \
     RLX_DQ_SPLIT(sfx, T, f16, __half) RLX_DQ_SPLIT(sfx, T, bf16, __nv_bfloat16) \
-    RLX_DQ_SPLIT_OUT(sfx, T)
+    RLX_DQ_SPLIT_OUT(sfx, T) RLX_DQ_SPLIT2_OUT(sfx, T)
 RLX_FLOAT_TYPES(RLX_DQ_SPLITS)

@@ -133,6 +133,20 @@ pub fn dq_split_out(
     Kernel::new(Lib::Quant, format!("dq_split_out_{}", sfx.name()), args)
 }
 
+/// `dq_split2_out_<sfx>(y, ix, iw, out, res, m, rows, ldo, n0)`: output columns n0.. of
+/// the chunk's four part products `y` (`[2m, 2·rows]`), unscaled by the row scales of x
+/// (`ix`) and of the weight rows (`iw`), plus res (0 = none); out and res have row stride
+/// `ldo`.
+pub fn dq_split2_out(
+    sfx: Sfx,
+    (y, ix, iw, out, res): (u64, u64, u64, u64, u64),
+    (m, rows, ldo, n0): (i64, i64, i64, i64),
+) -> Kernel {
+    let args = KArgs::new().ptr(y).ptr(ix).ptr(iw).ptr(out).ptr(res);
+    let args = args.i64(m).i64(rows).i64(ldo).i64(n0);
+    Kernel::new(Lib::Quant, format!("dq_split2_out_{}", sfx.name()), args)
+}
+
 /// `dq_cast_out_<wsfx>_<sfx>(y, out, res, n)`: out = y (a half product) + res (0 = none).
 pub fn dq_cast_out(wsfx: Sfx, sfx: Sfx, y: u64, out: u64, res: u64, n: i64) -> Kernel {
     let args = KArgs::new().ptr(y).ptr(out).ptr(res).i64(n);

@@ -397,6 +397,7 @@ fn every_kernel() -> Vec<Kernel> {
             v.push(quant::dq_split_in(s, w, (1, 2, 3), 4, 5, 6));
         }
         v.push(quant::dq_split_out(s, (1, 2, 3, 4), 5, 6, 7));
+        v.push(quant::dq_split2_out(s, (1, 2, 3, 4, 5), (6, 7, 8, 9)));
     }
     for u in [Unit::B2, Unit::B4, Unit::B8] {
         v.push(linalg::mm_gather(u, 1, 2, d, 3));

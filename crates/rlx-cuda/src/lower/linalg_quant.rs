@@ -2,12 +2,13 @@
 //! `kernels/quant.cu`). Decode-size products (M ≤ 8 rows) read the packed blocks directly in
 //! a GEMV that also takes the fused op's RMS norm or SwiGLU of x and its residual add: the
 //! staged GEMV (x's rows prepared once per block in shared memory, a few lanes per output
-//! column) wherever its shared memory fits, else the warp-per-column one. Larger M dequantise
-//! the weight chunk by chunk into a bounded scratch and hand each chunk to cuBLASLt (the
-//! fused op's norm or SwiGLU then runs first into a scratch, and its residual is copied into
-//! the output for the GEMMs to accumulate onto).
+//! column) wherever its shared memory fits, else the warp-per-column one. Larger M run on
+//! tensor cores at the f32 product's accuracy: x (the fused op's norm or SwiGLU of it, first
+//! into a scratch) split into f16 parts, the weight decoded chunk by chunk into a bounded
+//! scratch and split the same way (half weights need no split), one cuBLASLt f16 GEMM per
+//! chunk, and the parts summed back with the residual (`split_gemm`, `half_gemm`).
 use super::super::{DevTensor, KernelLaunch, Lowered, NodeCtx};
-use super::{gemm_input, gemm_output, gemm_output_done};
+use super::gemm_input;
 use crate::gemm::GemmDesc;
 use crate::kernels::norm::NormPtrs;
 use crate::kernels::quant::GemvExtras;
@@ -168,40 +169,68 @@ fn dequant_matmul_with(ctx: &mut NodeCtx, scheme: QuantScheme, f: Fusion) -> Low
             strict,
         );
     }
-    // Chunks of whole 128-column groups keep every chunk's output offset aligned.
-    let es = dt.size_bytes();
-    let per_row = k * es;
+    split_gemm(ctx, scheme, (&x, &w, &out), extras, (m, n, k), glu_mode)
+}
+
+/// A quantized weight past the GEMV's rows (prefill), on tensor cores at the f32 product's
+/// accuracy: x (its norm or SwiGLU) split once into two f16 parts per value, and per chunk
+/// of weight rows the blocks decoded, split the same way (`dq_split_in`: row-wise power-of-
+/// two scales, 22 significant bits), one f16 GEMM of all four part products with f32
+/// accumulation (each product of two halves exact in f32), and `dq_split2_out` summing
+/// them smallest first, unscaled, into the output's columns with the residual. Chunks of
+/// whole 128-row groups bound the scratch.
+fn split_gemm(
+    ctx: &mut NodeCtx,
+    scheme: QuantScheme,
+    (x, w, out): (&DevTensor, &DevTensor, &DevTensor),
+    extras: GemvExtras,
+    (m, n, k): (usize, usize, usize),
+    glu: i32,
+) -> Lowered {
+    let sfx = Sfx::float(x.dtype)?;
+    let rb = k / scheme.block_len() * scheme.block_bytes();
+    let h = prepared(ctx, x, extras, glu, (m, k))?.ptr;
+    // Per chunk row: its f32 decoding, two f16 parts, and 2·(2m) f32 products.
+    let per_row = k * 4 + 2 * k * 2 + 4 * m * 4;
     let mut chunk = (DEQUANT_SCRATCH / per_row).max(1);
     if chunk < n {
         chunk = (chunk / 128 * 128).max(128);
     }
     let chunk = chunk.min(n);
-    let wbuf = ctx.scratch(chunk * per_row)?;
-    let x = prepared(ctx, &x, extras, glu_mode, (m, k))?;
-    let px = gemm_input(ctx, &x)?;
-    let pc = gemm_output(ctx, out.ptr, out.bytes())?;
-    // The GEMMs accumulate onto the residual.
-    if extras.residual != 0 && extras.residual != pc {
-        ctx.copy(pc, extras.residual, out.bytes())?;
-    }
+    let (mi, ki) = (m as i64, k as i64);
+    let hx = ctx.scratch(2 * m * k * 2)?;
+    let inv_x = ctx.scratch(m * 4)?;
+    let split = quant::dq_split_in(sfx, Sfx::F16, (h, hx, inv_x), mi, ki, 2);
+    ctx.run(split, [m as u32, 1, 1], [256, 1, 1], 0)?;
+    let wf = ctx.scratch(chunk * k * 4)?;
+    let hw = ctx.scratch(2 * chunk * k * 2)?;
+    let inv_w = ctx.scratch(chunk * 4)?;
+    let y = ctx.scratch(2 * m * 2 * chunk * 4)?;
     let label = format!("{}#{}", ctx.node.op.kind(), ctx.node.id.0);
     let mut n0 = 0;
     while n0 < n {
         let rows = chunk.min(n - n0);
         let wp = w.ptr + (n0 * rb) as u64;
-        let kernel = quant::dq_dequant(scheme, sfx, wp, wbuf, rows as i64, k as i64);
-        ctx.run_1d(kernel, rows * k)?;
-        // out[:, n0..n0+rows] = x · W[n0..n0+rows]ᵀ, written in place with row stride N.
-        let mut g = GemmDesc::simple(m, rows, k, px, wbuf, pc + (n0 * es) as u64, dt);
+        let ri = rows as i64;
+        ctx.run_1d(
+            quant::dq_dequant(scheme, Sfx::F32, wp, wf, ri, ki),
+            rows * k,
+        )?;
+        let ws = quant::dq_split_in(Sfx::F32, Sfx::F16, (wf, hw, inv_w), ri, ki, 2);
+        ctx.run(ws, [rows as u32, 1, 1], [256, 1, 1], 0)?;
+        // y[2m, 2·rows] = [x_hi; x_lo] · [w_hi; w_lo]ᵀ
+        let mut g = GemmDesc::simple(2 * m, 2 * rows, k, hx, hw, y, DType::F16);
+        g.c_dtype = Some(DType::F32);
         g.trans_b = true;
         g.ldb = k;
-        g.ldc = n;
-        g.accumulate = extras.residual != 0;
         g.label = label.clone();
         ctx.gemm(g)?;
+        let ptrs = (y, inv_x, inv_w, out.ptr, extras.residual);
+        let kernel = quant::dq_split2_out(sfx, ptrs, (mi, ri, n as i64, n0 as i64));
+        ctx.run_1d(kernel, m * rows)?;
         n0 += rows;
     }
-    gemm_output_done(ctx, out.ptr, pc, out.bytes())
+    Ok(())
 }
 
 /// The decode GEMV (m ≤ 8 rows): launch shapes of the staged kernel (lanes per column ×

@@ -247,8 +247,10 @@ pub fn einsum() -> Vec<Case> {
                 // A contraction's rounding is a fraction of its Σ|terms| (a dot product that
                 // cancels to near zero keeps the digits of its terms, not of its result).
                 .sums(move |v, _| {
-                    let abs: Vec<Vec<f64>> =
-                        v.iter().map(|x| x.iter().map(|t| t.abs()).collect()).collect();
+                    let abs: Vec<Vec<f64>> = v
+                        .iter()
+                        .map(|x| x.iter().map(|t| t.abs()).collect())
+                        .collect();
                     let xs: Vec<&[f64]> = abs.iter().map(|x| x.as_slice()).collect();
                     let dims: Vec<&[usize]> = match db {
                         Some(db) => vec![da, db],
