@@ -778,6 +778,23 @@ struct AttStaged {
     const float* v;
     long long p0;
 };
+// A lane's 8 dims of key j and of its value: the staged rows for this call's keys (CW,
+// j >= st.p0), else the caches (kb / vb already at the lane's dims).
+template <typename T, bool CW>
+__device__ __forceinline__ void att_key8(const T* __restrict__ kb, const T* __restrict__ vb,
+                                         const AttnArgs& a, const AttStaged& st, int j, int ln,
+                                         float4& k0, float4& k1, float4& v0, float4& v1) {
+    if (CW && j >= st.p0) {
+        const float* s = st.k + (j - st.p0) * a.d + ln * 8;
+        const float* u = st.v + (j - st.p0) * a.dv + ln * 8;
+        k0 = ld4(s); k1 = ld4(s + 4); v0 = ld4(u); v1 = ld4(u + 4);
+    } else {
+        const T* kr = kb + (i64)j * a.k_s;
+        const T* vr = vb + (i64)j * a.v_s;
+        k0 = ld4(kr); k1 = ld4(kr + 4); v0 = ld4(vr); v1 = ld4(vr + 4);
+    }
+}
+
 template <typename T, bool CW = false>
 __device__ __forceinline__ void attn_split_chunk_grp(const T* __restrict__ q, const T* __restrict__ k,
                                                      const T* __restrict__ v,
@@ -816,24 +833,8 @@ __device__ __forceinline__ void attn_split_chunk_grp(const T* __restrict__ q, co
         const int ja = j0 + 2 * ng * t + g, jc = ja + ng;
         const int ra = min(ja, j1 - 1), rc = min(jc, j1 - 1);
         float4 ka0, ka1, kc0, kc1, va0, va1, vc0, vc1;
-        if (CW && ra >= st.p0) {
-            const float* s = st.k + (ra - st.p0) * a.d + ln * 8;
-            const float* u = st.v + (ra - st.p0) * a.dv + ln * 8;
-            ka0 = ld4(s); ka1 = ld4(s + 4); va0 = ld4(u); va1 = ld4(u + 4);
-        } else {
-            const T* ka = kb + (i64)ra * a.k_s;
-            const T* va = vb + (i64)ra * a.v_s;
-            ka0 = ld4(ka); ka1 = ld4(ka + 4); va0 = ld4(va); va1 = ld4(va + 4);
-        }
-        if (CW && rc >= st.p0) {
-            const float* s = st.k + (rc - st.p0) * a.d + ln * 8;
-            const float* u = st.v + (rc - st.p0) * a.dv + ln * 8;
-            kc0 = ld4(s); kc1 = ld4(s + 4); vc0 = ld4(u); vc1 = ld4(u + 4);
-        } else {
-            const T* kc = kb + (i64)rc * a.k_s;
-            const T* vc = vb + (i64)rc * a.v_s;
-            kc0 = ld4(kc); kc1 = ld4(kc + 4); vc0 = ld4(vc); vc1 = ld4(vc + 4);
-        }
+        att_key8<T, CW>(kb, vb, a, st, ra, ln, ka0, ka1, va0, va1);
+        att_key8<T, CW>(kb, vb, a, st, rc, ln, kc0, kc1, vc0, vc1);
         float da = qv[0] * ka0.x, dc = qv[0] * kc0.x;
         da = fmaf(qv[1], ka0.y, da); dc = fmaf(qv[1], kc0.y, dc);
         da = fmaf(qv[2], ka0.z, da); dc = fmaf(qv[2], kc0.z, dc);

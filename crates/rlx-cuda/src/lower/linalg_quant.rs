@@ -219,12 +219,7 @@ fn split_gemm(
         let ws = quant::dq_split_in(Sfx::F32, Sfx::F16, (wf, hw, inv_w), ri, ki, 2);
         ctx.run(ws, [rows as u32, 1, 1], [256, 1, 1], 0)?;
         // y[2m, 2·rows] = [x_hi; x_lo] · [w_hi; w_lo]ᵀ
-        let mut g = GemmDesc::simple(2 * m, 2 * rows, k, hx, hw, y, DType::F16);
-        g.c_dtype = Some(DType::F32);
-        g.trans_b = true;
-        g.ldb = k;
-        g.label = label.clone();
-        ctx.gemm(g)?;
+        parts_gemm(ctx, (hx, 2 * m), (hw, 2 * rows, DType::F16), k, y, &label)?;
         let ptrs = (y, inv_x, inv_w, out.ptr, extras.residual);
         let kernel = quant::dq_split2_out(sfx, ptrs, (mi, ri, n as i64, n0 as i64));
         ctx.run_1d(kernel, m * rows)?;
@@ -307,6 +302,24 @@ fn gemv(
     ctx.launch_fastest(&key, cands)
 }
 
+/// `y[ra, rb] = a[ra, k] · b[rb, k]ᵀ` in f32 from half `a` / `b` (the split paths' one GEMM
+/// of all their part products).
+fn parts_gemm(
+    ctx: &mut NodeCtx,
+    (a, ra): (u64, usize),
+    (b, rb, dt): (u64, usize, DType),
+    k: usize,
+    y: u64,
+    label: &str,
+) -> Lowered {
+    let mut g = GemmDesc::simple(ra, rb, k, a, b, y, dt);
+    g.c_dtype = Some(DType::F32);
+    g.trans_b = true;
+    g.ldb = k;
+    g.label = label.to_string();
+    ctx.gemm(g)
+}
+
 /// A half-precision weight past the GEMV's rows (prefill): no dequantisation, the packed
 /// rows are the `[N, K]` matrix itself, and h (x, its norm or its SwiGLU, in x's dtype)
 /// meets it in a half GEMM on tensor cores. `strict`: h as a sum of half parts
@@ -344,12 +357,8 @@ fn half_gemm(
         };
         let pw = gemm_input(ctx, &wt)?;
         let y = ctx.scratch(parts * m * n * 4)?;
-        let mut g = GemmDesc::simple(parts * m, n, k, hw, pw, y, wdt);
-        g.c_dtype = Some(DType::F32);
-        g.trans_b = true;
-        g.ldb = k;
-        g.label = format!("{}#{}", ctx.node.op.kind(), ctx.node.id.0);
-        ctx.gemm(g)?;
+        let label = format!("{}#{}", ctx.node.op.kind(), ctx.node.id.0);
+        parts_gemm(ctx, (hw, parts * m), (pw, n, wdt), k, y, &label)?;
         let ptrs = (y, inv, out.ptr, extras.residual);
         let kernel = quant::dq_split_out(sfx, ptrs, mi, n as i64, pi);
         return ctx.run_1d(kernel, m * n);
