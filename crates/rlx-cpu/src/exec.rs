@@ -99,7 +99,10 @@ pub fn from_buf(buf: Buf, shape: &[usize], dtype: DType) -> HostTensor {
 /// Ops whose thunks read U8 leaf bytes (`Buf::U8`) themselves; every other op gets such
 /// an input widened to i64 for the length of its thunk.
 fn reads_bytes(op: &Op) -> bool {
-    matches!(op, Op::DequantMatMul { .. } | Op::Gather { .. })
+    matches!(
+        op,
+        Op::DequantMatMul { .. } | Op::FusedDequantMatMul { .. } | Op::Gather { .. }
+    )
 }
 
 /// Make values obey their storage dtype (half rounding, integer wrap, bool 0/1).
