@@ -290,7 +290,31 @@ fn rows_avx2(
     specialise!(s, rows, true, w, rb, k, x, xs, out)
 }
 
+/// [`rows`] compiled for AVX-512 (16-lane vectors for the 32-lane accumulators).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+fn rows_avx512(
+    s: QuantScheme,
+    w: &[u8],
+    rb: usize,
+    k: usize,
+    x: &[f32],
+    xs: &[f32],
+    out: &mut [f32],
+) {
+    specialise!(s, rows, true, w, rb, k, x, xs, out)
+}
+
 fn rows_any(s: QuantScheme, w: &[u8], rb: usize, k: usize, x: &[f32], xs: &[f32], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("fma")
+    {
+        // SAFETY: the CPU has the features rows_avx512 is compiled for (checked just above).
+        return unsafe { rows_avx512(s, w, rb, k, x, xs, out) };
+    }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         // SAFETY: the CPU has the features rows_avx2 is compiled for (checked just above).
