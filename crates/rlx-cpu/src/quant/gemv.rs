@@ -275,35 +275,27 @@ macro_rules! specialise {
     };
 }
 
-/// [`rows`] compiled for AVX2 + FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn rows_avx2(
-    s: QuantScheme,
-    w: &[u8],
-    rb: usize,
-    k: usize,
-    x: &[f32],
-    xs: &[f32],
-    out: &mut [f32],
-) {
-    specialise!(s, rows, true, w, rb, k, x, xs, out)
+/// [`rows`] compiled with `$features` enabled: AVX2 + FMA, and AVX-512 (16-lane vectors
+/// for the 32-lane accumulators); `rows_any` picks one at run time.
+macro_rules! rows_with {
+    ($name:ident, $features:literal) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        fn $name(
+            s: QuantScheme,
+            w: &[u8],
+            rb: usize,
+            k: usize,
+            x: &[f32],
+            xs: &[f32],
+            out: &mut [f32],
+        ) {
+            specialise!(s, rows, true, w, rb, k, x, xs, out)
+        }
+    };
 }
-
-/// [`rows`] compiled for AVX-512 (16-lane vectors for the 32-lane accumulators).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-fn rows_avx512(
-    s: QuantScheme,
-    w: &[u8],
-    rb: usize,
-    k: usize,
-    x: &[f32],
-    xs: &[f32],
-    out: &mut [f32],
-) {
-    specialise!(s, rows, true, w, rb, k, x, xs, out)
-}
+rows_with!(rows_avx2, "avx2,fma");
+rows_with!(rows_avx512, "avx512f,avx512bw,avx512vl,avx2,fma");
 
 fn rows_any(s: QuantScheme, w: &[u8], rb: usize, k: usize, x: &[f32], xs: &[f32], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
