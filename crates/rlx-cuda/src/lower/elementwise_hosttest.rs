@@ -84,6 +84,10 @@ static inline float __shfl_xor_sync(unsigned, float v, int) { return v; }
 static inline double __shfl_xor_sync(unsigned, double v, int) { return v; }
 static inline void __syncthreads() {}
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+// Host float arithmetic is IEEE round-to-nearest; `volatile` keeps g++ from contracting to FMA.
+static inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
+static inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
+static inline float __fsub_rn(float a, float b) { volatile float r = a - b; return r; }
 ";
 
 const IO: &str = "
