@@ -27,6 +27,8 @@ pub enum Switch {
     FashionMnist,
     FuzzSeedDir,
     ModelCache,
+    RequireWgpu,
+    WgpuAdapter,
 }
 
 /// What a switch holds.
@@ -211,6 +213,22 @@ pub const SWITCHES: &[SwitchInfo] = &[
         "DIR",
         "where `scripts/fetch_models.sh` puts model files (GGUF, wheels) and the tests that \
          need them look (default `~/.cache/rlx`); a test whose file is absent skips with a message",
+    ),
+    sw(
+        Switch::RequireWgpu,
+        "RLX_REQUIRE_WGPU",
+        OFF,
+        "1",
+        "wgpu tests fail instead of skipping when no adapter is found (set by `.ci/run`, which \
+         installs lavapipe)",
+    ),
+    sw(
+        Switch::WgpuAdapter,
+        "RLX_WGPU_ADAPTER",
+        Kind::Text,
+        "TEXT",
+        "`--device wgpu` takes the first adapter whose name contains TEXT (`wgpu:N` picks by \
+         index; `rlx devices` lists them)",
     ),
 ];
 

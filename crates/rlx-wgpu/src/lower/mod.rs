@@ -1,0 +1,168 @@
+//! Lowering: each compute node of the bound graph becomes steps (kernels, buffer copies)
+//! over the plan's tensors, or answers `Unsupported` with a reason and runs on the CPU.
+//! One arm per op in [`lower_node`]; the op's pieces live in the file of its group.
+//!
+//! A reason that starts with [`PORTABLE`] is a limit of portable WGSL itself (no f64, no
+//! 64-bit integers), not a missing kernel: the dispatch report shows both alike.
+use crate::device::Caps;
+use crate::shader::{storable, Kernel, WTensor};
+use crate::WgpuError;
+use rlx_ir::{DType, Node, Op};
+
+pub mod elementwise;
+
+/// Prefix of the fallback reasons that are limits of portable WGSL, not missing kernels.
+pub const PORTABLE: &str = "portable WGSL:";
+
+#[derive(Debug)]
+pub enum LowerError {
+    /// Not lowered here: the node runs on the CPU thunks (the reason is reported).
+    Unsupported(String),
+    /// The GPU path failed: an error naming the node, never a fallback.
+    Internal(WgpuError),
+}
+
+impl From<WgpuError> for LowerError {
+    fn from(e: WgpuError) -> Self {
+        LowerError::Internal(e)
+    }
+}
+
+pub type Lowered = Result<(), LowerError>;
+
+/// Return `Err(LowerError::Unsupported(format!(…)))` from the enclosing lowering.
+#[macro_export]
+macro_rules! unsupported {
+    ($($t:tt)*) => {
+        return Err($crate::lower::LowerError::Unsupported(format!($($t)*)))
+    };
+}
+
+/// One step of a plan, in order.
+#[derive(Clone, Debug)]
+pub enum Step {
+    Kernel(Kernel),
+    /// `bytes` (a multiple of 4, offsets too) from one tensor's buffer to another's.
+    Copy {
+        src: (usize, u64),
+        dst: (usize, u64),
+        bytes: u64,
+    },
+}
+
+/// Lowering's state: the steps so far and the scratch buffers asked for (their slabs are
+/// numbered from `first_scratch` in order).
+pub struct LowerEnv {
+    pub steps: Vec<Step>,
+    pub scratch: Vec<u64>,
+    pub first_scratch: usize,
+}
+
+impl LowerEnv {
+    pub fn new(first_scratch: usize) -> LowerEnv {
+        LowerEnv {
+            steps: Vec::new(),
+            scratch: Vec::new(),
+            first_scratch,
+        }
+    }
+}
+
+/// What a lowering arm sees: the node with its bound op and shapes, its input and output
+/// tensors, the adapter's capabilities, and where its steps go.
+pub struct NodeCtx<'a> {
+    pub node: &'a Node,
+    pub ins: Vec<WTensor>,
+    pub out: WTensor,
+    pub caps: &'a Caps,
+    pub env: &'a mut LowerEnv,
+}
+
+impl NodeCtx<'_> {
+    pub fn push(&mut self, k: Kernel) {
+        self.env.steps.push(Step::Kernel(k));
+    }
+
+    /// A fresh device tensor for intermediate values of this node.
+    pub fn scratch(&mut self, dims: &[usize], dtype: DType) -> WTensor {
+        let bytes = (dims.iter().product::<usize>() * dtype.size_bytes()) as u64;
+        self.env.scratch.push(bytes);
+        WTensor {
+            slab: self.env.first_scratch + self.env.scratch.len() - 1,
+            off: 0,
+            dims: dims.to_vec(),
+            dtype,
+        }
+    }
+
+    /// Where a kernel that stores one element per invocation writes: the output itself
+    /// for word dtypes (f32, i32, i64), else an f32 (integers: i32) scratch that
+    /// [`finish_out`](Self::finish_out) converts into the output.
+    pub fn word_out(&mut self) -> WTensor {
+        match self.out.dtype {
+            DType::F32 | DType::I32 | DType::I64 => self.out.clone(),
+            d => {
+                let dims = self.out.dims.clone();
+                self.scratch(&dims, if d.is_float() { DType::F32 } else { DType::I32 })
+            }
+        }
+    }
+
+    /// Convert what a kernel wrote into `word_out`'s tensor into the output (a no-op when it
+    /// was the output).
+    pub fn finish_out(&mut self, y: &WTensor) -> Lowered {
+        if *y == self.out {
+            return Ok(());
+        }
+        let k = elementwise::convert(y, &self.out, self.caps)?;
+        self.push(k);
+        Ok(())
+    }
+
+    /// A copy of `src` into `dst` (same bytes): a buffer copy where both are word-aligned,
+    /// else a kernel.
+    pub fn copy(&mut self, src: &WTensor, dst: &WTensor) -> Lowered {
+        let bytes = src.bytes() as u64;
+        if bytes == 0 {
+            return Ok(());
+        }
+        if src.off % 4 == 0 && dst.off % 4 == 0 && bytes % 4 == 0 {
+            self.env.steps.push(Step::Copy {
+                src: (src.slab, src.off),
+                dst: (dst.slab, dst.off),
+                bytes,
+            });
+            return Ok(());
+        }
+        let k = elementwise::convert(src, dst, self.caps)?;
+        self.push(k);
+        Ok(())
+    }
+}
+
+/// Lower one node. The router is exhaustive over every op: a new op must answer here.
+pub fn lower_node(ctx: &mut NodeCtx) -> Lowered {
+    if let Some(t) = (ctx.ins.iter().chain([&ctx.out])).find(|t| !storable(t.dtype)) {
+        unsupported!(
+            "{PORTABLE} {} has no type (no f64 without an extension)",
+            t.dtype
+        );
+    }
+    if ctx.out.numel() == 0 && !ctx.node.op.kind().is_in_place() {
+        return Ok(());
+    }
+    let op = ctx.node.op.clone();
+    match &op {
+        Op::Input { .. } | Op::Param { .. } | Op::Constant { .. } => Ok(()),
+        Op::Activation(_)
+        | Op::Binary(_)
+        | Op::Compare(_)
+        | Op::Where
+        | Op::Cast { .. }
+        | Op::StopGradient
+        | Op::ElementwiseRegion { .. }
+        | Op::BatchElementwiseRegion { .. }
+        | Op::FusedSwiGLU { .. } => elementwise::lower(ctx, &op),
+        other => unsupported!("no wgpu lowering for {} yet", other.kind()),
+    }
+}
