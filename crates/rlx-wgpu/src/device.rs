@@ -295,6 +295,12 @@ impl Gpu {
         }
         // naga first: its message names the line, and nothing reaches the driver unchecked.
         crate::shader::validate(label, src)?;
+        // Debug builds (every test run, CI included) also translate each shader to MSL,
+        // SPIR-V and HLSL: a kernel that would not build for Metal or DX12 fails here,
+        // without a Mac or a Windows machine.
+        if cfg!(debug_assertions) {
+            crate::shader::translate_all(label, src)?;
+        }
         let layout = self.layout(bindings);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self
