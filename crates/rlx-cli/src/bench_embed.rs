@@ -105,7 +105,7 @@ pub fn embed(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
     let texts: Vec<&str> = owned.iter().map(String::as_str).collect();
     let precisions: &[DType] = match o.device {
         Device::Cpu => &[DType::F32],
-        Device::Cuda(_) => &[DType::F32, DType::F16],
+        Device::Cuda(_) | Device::Wgpu(_) => &[DType::F32, DType::F16],
     };
     let rounds = if o.quick { 3 } else { o.iters.clamp(3, 7) };
     for &precision in precisions {

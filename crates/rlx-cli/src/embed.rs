@@ -16,7 +16,7 @@ pub struct EmbedArgs {
     /// tokenizer.json, 1_Pooling/config.json).
     #[arg(long)]
     pub model: PathBuf,
-    /// cpu, cuda or cuda:N (default: the best available)
+    /// cpu, cuda[:N] or wgpu[:N] (default: the best available)
     #[arg(long)]
     pub device: Option<String>,
     /// Texts per run.

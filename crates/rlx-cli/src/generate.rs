@@ -20,7 +20,7 @@ pub struct ModelArgs {
     /// Hugging Face folders: compute in f32, f16 or bf16 (default: the weights' own dtype).
     #[arg(long)]
     pub precision: Option<String>,
-    /// cpu, cuda or cuda:N (default: the best available)
+    /// cpu, cuda[:N] or wgpu[:N] (default: the best available)
     #[arg(long)]
     pub device: Option<String>,
     /// Context length (default: the model's, at most 8192).

@@ -28,7 +28,7 @@ struct Cli {
 enum Cmd {
     /// Build a transformer block on random weights, run it, print a summary and checksum.
     Demo {
-        /// cpu, cuda or cuda:N (default: the best available)
+        /// cpu, cuda[:N] or wgpu[:N] (default: the best available)
         #[arg(long)]
         device: Option<String>,
         /// Sequence length.
@@ -63,7 +63,7 @@ enum Cmd {
     Run(run_onnx::RunArgs),
     /// Time matmul, a MiniLM-shaped encoder and the MNIST CNN training step; print a table.
     Bench {
-        /// cpu, cuda or cuda:N (default: the best available)
+        /// cpu, cuda[:N] or wgpu[:N] (default: the best available)
         #[arg(long)]
         device: Option<String>,
         /// Comma-separated suites: matmul, encoder, cnn, llm (decode tg128 / prefill pp512 of
@@ -122,7 +122,7 @@ enum Cmd {
     OnnxTest {
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
-        /// cpu, cuda or cuda:N (default: cpu)
+        /// cpu, cuda[:N] or wgpu[:N] (default: cpu)
         #[arg(long)]
         device: Option<String>,
         /// Write the failing cases (name, tab, reason category) to this file.
@@ -134,6 +134,9 @@ enum Cmd {
         #[command(subcommand)]
         what: train::TrainCmd,
     },
+    /// List the devices rlx can run on: the CPU, CUDA GPUs, wgpu adapters (Metal, Vulkan,
+    /// DX12; software ones such as lavapipe marked).
+    Devices,
 }
 
 /// A CLI failure with a hint on what to do next.
@@ -158,15 +161,28 @@ pub enum CliError {
 fn parse_device(s: Option<&str>) -> Result<Device, CliError> {
     match s {
         None => Ok(Device::best()),
-        Some("cpu") => Ok(Device::Cpu),
-        Some("cuda") => Ok(Device::Cuda(0)),
-        Some(d) => d
-            .strip_prefix("cuda:")
-            .and_then(|n| n.parse().ok())
-            .map(Device::Cuda)
-            .ok_or_else(|| {
-                CliError::Usage(format!("unknown device \"{d}\": use cpu, cuda or cuda:N"))
-            }),
+        Some(d) => Device::parse(d).ok_or_else(|| {
+            CliError::Usage(format!(
+                "unknown device \"{d}\": use cpu, cuda, cuda:N, wgpu or wgpu:N (`rlx devices` lists them)"
+            ))
+        }),
+    }
+}
+
+fn devices() {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("cpu      the reference backend ({threads} threads)");
+    match rlx_cuda::check_available(0) {
+        Ok(()) => println!("cuda:0   CUDA GPU"),
+        Err(e) => println!("cuda     not available: {e}"),
+    }
+    let ads = rlx_wgpu::adapters();
+    if ads.is_empty() {
+        println!("wgpu     no adapter (install a Vulkan driver; lavapipe: mesa-vulkan-drivers)");
+    }
+    for a in ads {
+        let soft = if a.hardware { "" } else { " (software)" };
+        println!("wgpu:{:<3} {} [{} {}]{soft}", a.index, a.name, a.backend, a.kind);
     }
 }
 
@@ -195,6 +211,10 @@ fn main() -> ExitCode {
         }
         Cmd::Run(args) => run_onnx::run(&args),
         Cmd::Train { what } => train::run(what),
+        Cmd::Devices => {
+            devices();
+            Ok(())
+        }
         Cmd::OnnxTest {
             dirs,
             device,

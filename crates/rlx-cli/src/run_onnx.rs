@@ -26,7 +26,7 @@ pub struct RunArgs {
     /// A whole input shape: NAME=D0,D1,… (for files whose dims share a meaningless name).
     #[arg(long = "shape", value_name = "NAME=D0,D1,...")]
     pub shapes: Vec<String>,
-    /// cpu, cuda or cuda:N (default: cpu)
+    /// cpu, cuda[:N] or wgpu[:N] (default: cpu)
     #[arg(long)]
     pub device: Option<String>,
     /// Write every output to DIR/<name>.npy.

@@ -55,7 +55,7 @@ pub struct TrainOpts {
     #[arg(long, num_args = 2, value_names = ["C1", "C2"],
           value_parser = crate::demo::size_arg(MAX_CHANNELS))]
     channels: Option<Vec<usize>>,
-    /// cpu, cuda or cuda:N (default: the best available)
+    /// cpu, cuda[:N] or wgpu[:N] (default: the best available)
     #[arg(long)]
     device: Option<String>,
 }

@@ -1,6 +1,6 @@
 //! The one interface a compiled graph runs through, whatever the device. Backends never
 //! depend on rlx-runtime, so the trait lives here with its implementations for each
-//! backend's executable (`cpu.rs`, `cuda.rs`); a new backend adds one file.
+//! backend's executable (`cpu.rs`, `cuda.rs`, `wgpu.rs`); a new backend adds one file.
 //!
 //! Inputs reach an executable already checked by the session's binding table
 //! (`CheckedInputs` can only be made by `IoBindings::check_inputs`), params already
@@ -10,9 +10,11 @@ use rlx_ir::{CheckedInputs, Graph, HostTensor, NodeId, OpKind};
 
 mod cpu;
 mod cuda;
+mod wgpu;
 
 pub use cpu::CpuBackend;
 pub use cuda::CudaBackend;
+pub use wgpu::WgpuBackend;
 
 /// A graph compiled for one device. Shared by every thread that runs the compiled graph:
 /// implementations lock what they must (the CPU runs concurrently; the GPU serialises).

@@ -77,6 +77,18 @@ pub enum Error {
     Cpu(#[from] CpuError),
     #[error(transparent)]
     Cuda(#[from] rlx_cuda::CudaError),
+    #[error(transparent)]
+    Wgpu(rlx_wgpu::WgpuError),
+}
+
+impl From<rlx_wgpu::WgpuError> for Error {
+    /// A binding mistake the wgpu executor reports reads as the session's own.
+    fn from(e: rlx_wgpu::WgpuError) -> Error {
+        match e {
+            rlx_wgpu::WgpuError::Bind(b) => b.into(),
+            e => Error::Wgpu(e),
+        }
+    }
 }
 
 impl From<BindError> for Error {

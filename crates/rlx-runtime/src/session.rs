@@ -1,10 +1,11 @@
 //! Devices, sessions and compiled graphs. Inputs and params are checked here, once,
 //! through the graph's binding table (`rlx_ir::IoBindings`), so every backend reports user
 //! mistakes the same way and trusts what it is handed.
-use crate::backend::{CpuBackend, CudaBackend, Executable};
+use crate::backend::{CpuBackend, CudaBackend, Executable, WgpuBackend};
 use crate::Error;
 use rlx_cpu::{CpuConstEvaluator, CpuExecutable};
 use rlx_cuda::{CudaExecutable, CudaOptions, Precision};
+use rlx_wgpu::{WgpuExecutable, WgpuOptions};
 use rlx_ir::env::{self, Switch};
 use rlx_ir::{CheckedInputs, Graph, HostTensor, IoBindings};
 use rlx_opt::{Autocast, ConstFold, Expand, Pipeline};
@@ -20,25 +21,35 @@ pub enum Device {
     Cpu,
     /// A CUDA GPU by ordinal.
     Cuda(usize),
+    /// A wgpu adapter (Metal, Vulkan or DX12) by its index in `rlx_wgpu::adapters()`.
+    Wgpu(usize),
 }
 
 impl Device {
     /// The fastest device usable here: the first CUDA GPU when a driver and a GPU are
-    /// present, else the CPU.
+    /// present, else the first hardware wgpu adapter (Metal, Vulkan, DX12), else the CPU (a
+    /// software adapter such as lavapipe is slower than the CPU backend).
     pub fn best() -> Device {
         if rlx_cuda::check_available(0).is_ok() {
             Device::Cuda(0)
+        } else if rlx_wgpu::has_hardware_adapter() && rlx_wgpu::check_available(0).is_ok() {
+            Device::Wgpu(0)
         } else {
             Device::Cpu
         }
     }
 
-    /// Parse `cpu`, `cuda`, `cuda:N` or `gpu`.
+    /// Parse `cpu`, `cuda`, `cuda:N`, `gpu`, `wgpu` or `wgpu:N`.
     pub fn parse(s: &str) -> Option<Device> {
         match s {
             "cpu" => Some(Device::Cpu),
             "cuda" | "gpu" => Some(Device::Cuda(0)),
-            _ => s.strip_prefix("cuda:")?.parse().ok().map(Device::Cuda),
+            "wgpu" => Some(Device::Wgpu(0)),
+            _ => match s.split_once(':')? {
+                ("cuda", n) => n.parse().ok().map(Device::Cuda),
+                ("wgpu", n) => n.parse().ok().map(Device::Wgpu),
+                _ => None,
+            },
         }
     }
 }
@@ -48,6 +59,7 @@ impl fmt::Display for Device {
         match self {
             Device::Cpu => write!(f, "cpu"),
             Device::Cuda(n) => write!(f, "cuda:{n}"),
+            Device::Wgpu(n) => write!(f, "wgpu:{n}"),
         }
     }
 }
@@ -167,6 +179,23 @@ impl Session {
                     force_variant: None,
                 };
                 Box::new(CudaBackend::new(CudaExecutable::new(optimized, n, cuda)?))
+            }
+            Device::Wgpu(n) => {
+                rlx_wgpu::check_available(n).map_err(|e| Error::DeviceUnavailable {
+                    device: self.device.to_string(),
+                    reason: e.to_string(),
+                })?;
+                // The CUDA pipeline: the same fused ops, autocast under the half policies
+                // (kernels compute in f32 over half storage).
+                let optimized = if opts.optimize {
+                    cuda_pipeline(opts.precision).run(&graph)?.0
+                } else {
+                    graph.clone()
+                };
+                let w = WgpuOptions {
+                    verify: opts.verify,
+                };
+                Box::new(WgpuBackend::new(WgpuExecutable::new(optimized, n, w)?))
             }
         };
         if env::flag(Switch::DispatchReport) {

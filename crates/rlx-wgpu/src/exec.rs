@@ -144,7 +144,7 @@ impl WgpuExecutable {
                 leaves.insert(n.id.0, b);
             }
         }
-        Ok(WgpuExecutable {
+        let mut exe = WgpuExecutable {
             param_set: vec![false; graph.nodes.len()],
             gpu,
             graph,
@@ -155,7 +155,13 @@ impl WgpuExecutable {
             spare: Vec::new(),
             io,
             reference: None,
-        })
+        };
+        // A graph without dynamic dims is lowered now, so the dispatch report is complete at
+        // compile time and the first run pays no shader compilation.
+        if exe.graph.inputs().all(|(_, s)| s.is_static()) {
+            exe.plan = Some(exe.build_plan(&HashMap::new())?);
+        }
+        Ok(exe)
     }
 
     pub fn graph(&self) -> &Graph {
