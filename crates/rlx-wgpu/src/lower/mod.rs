@@ -126,7 +126,7 @@ impl NodeCtx<'_> {
         if bytes == 0 {
             return Ok(());
         }
-        if src.off % 4 == 0 && dst.off % 4 == 0 && bytes % 4 == 0 {
+        if src.off.is_multiple_of(4) && dst.off.is_multiple_of(4) && bytes.is_multiple_of(4) {
             self.env.steps.push(Step::Copy {
                 src: (src.slab, src.off),
                 dst: (dst.slab, dst.off),
