@@ -79,7 +79,11 @@ pub fn lower_dequant_matmul(ctx: &mut NodeCtx, op: &Op) -> Lowered {
         unsupported!("a dequant matmul of {} x -> {}", x.dtype, ctx.out.dtype);
     }
     if x.dims.is_empty() || w.dims.len() != 2 {
-        unsupported!("want x [.., K] and W [N, bytes], got {:?}, {:?}", x.dims, w.dims);
+        unsupported!(
+            "want x [.., K] and W [N, bytes], got {:?}, {:?}",
+            x.dims,
+            w.dims
+        );
     }
     let xk = x.dims[x.dims.len() - 1];
     if norm_eps.is_some() && glu.is_some() {
