@@ -57,7 +57,7 @@ fn row_bytes(scheme: QuantScheme, w: &WTensor, k: usize) -> Result<usize, String
     if w.dtype != DType::U8 {
         return Err(format!("a packed weight held as {}", w.dtype));
     }
-    if k == 0 || k % scheme.block_len() != 0 {
+    if k == 0 || !k.is_multiple_of(scheme.block_len()) {
         return Err(format!("{scheme:?} rows of {k} values"));
     }
     Ok(k / scheme.block_len() * scheme.block_bytes())
@@ -90,7 +90,7 @@ pub fn lower_dequant_matmul(ctx: &mut NodeCtx, op: &Op) -> Lowered {
         unsupported!("FusedDequantMatMul with both a norm and a SwiGLU");
     }
     let k = if glu.is_some() { xk / 2 } else { xk };
-    if glu.is_some() && xk % 2 != 0 {
+    if glu.is_some() && !xk.is_multiple_of(2) {
         unsupported!("a SwiGLU input row of {xk} values");
     }
     let n = w.dims[0];
@@ -109,6 +109,9 @@ pub fn lower_dequant_matmul(ctx: &mut NodeCtx, op: &Op) -> Lowered {
             let gamma = ctx.ins[2].clone();
             if gamma.numel() != k {
                 unsupported!("gamma {:?} for rows of {k}", gamma.dims);
+            }
+            if m > ctx.caps.max_groups_per_dim as usize {
+                unsupported!("{m} rows to normalise exceed the grid's x limit");
             }
             let h = ctx.scratch(&[m, k], DType::F32);
             let kern = rms_prologue(&x, &gamma, &h, (m, k), eps)?;
