@@ -185,7 +185,8 @@ fn settle(d: DType, e: String) -> String {
     }
 }
 
-fn activation(a: Activation, x: &str) -> String {
+/// The WGSL expression of activation `a` applied to the f32 expression `x`.
+pub fn activation(a: Activation, x: &str) -> String {
     match a {
         Activation::Gelu => format!("act_gelu({x})"),
         Activation::GeluApprox => format!("act_gelu_approx({x})"),

@@ -10,6 +10,8 @@ use crate::WgpuError;
 use rlx_ir::{DType, Node, Op};
 
 pub mod elementwise;
+pub mod linalg;
+pub mod linalg_quant;
 
 /// Prefix of the fallback reasons that are limits of portable WGSL, not missing kernels.
 pub const PORTABLE: &str = "portable WGSL:";
@@ -163,6 +165,11 @@ pub fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         | Op::ElementwiseRegion { .. }
         | Op::BatchElementwiseRegion { .. }
         | Op::FusedSwiGLU { .. } => elementwise::lower(ctx, &op),
+        Op::MatMul | Op::FusedMatMulBiasAct { .. } => linalg::lower(ctx, &op),
+        Op::DequantMatMul { .. } | Op::FusedDequantMatMul { .. } => {
+            linalg_quant::lower_dequant_matmul(ctx, &op)
+        }
+        Op::Dequantize { scheme } => linalg_quant::lower_dequantize(ctx, *scheme),
         other => unsupported!("no wgpu lowering for {} yet", other.kind()),
     }
 }

@@ -1,0 +1,260 @@
+//! MatMul and FusedMatMulBiasAct (NumPy `a @ b`: batch dims broadcast, rank-1 operands
+//! promoted as the CPU does), and the tiled GEMM that the quantized products share
+//! (`linalg_quant`).
+//!
+//! Two kernels: a tiled GEMM (64×64 output tile a workgroup, K in slices of 16 staged in
+//! workgroup memory, 4×4 outputs an invocation, f32 accumulation) and, for M = 1 (a decode
+//! step's GEMV), a kernel where each invocation walks a strided slice of K for one output
+//! column (adjacent invocations read adjacent columns of b, so loads coalesce) and the
+//! slices meet in a workgroup tree reduction. Batch items are the grid's z; each item's
+//! operand offsets are baked index arithmetic (stride 0 along broadcast dims), so broadcast
+//! operands are read in place.
+use super::elementwise::activation;
+use super::{Lowered, NodeCtx};
+use crate::shader::Shader;
+use crate::unsupported;
+use rlx_ir::{Activation, Op};
+
+/// Output tile edge of the GEMM (rows and columns) and its K slice.
+pub const TILE: usize = 64;
+pub const TK: usize = 16;
+
+pub fn lower(ctx: &mut NodeCtx, op: &Op) -> Lowered {
+    let act = match op {
+        Op::MatMul => None,
+        Op::FusedMatMulBiasAct { activation } => Some(*activation),
+        _ => unreachable!("routed here by lower_node"),
+    };
+    let (a, b) = (ctx.ins[0].clone(), ctx.ins[1].clone());
+    if !a.dtype.is_float() || !b.dtype.is_float() || !ctx.out.dtype.is_float() {
+        unsupported!("a matmul of {} @ {} -> {}", a.dtype, b.dtype, ctx.out.dtype);
+    }
+    if a.dims.is_empty() || b.dims.is_empty() {
+        unsupported!("matmul operands must have rank >= 1");
+    }
+    // Rank-1 operands promoted: [K] is a row of a, [K] a column of b.
+    let ash = if a.dims.len() == 1 {
+        vec![1, a.dims[0]]
+    } else {
+        a.dims.clone()
+    };
+    let bsh = if b.dims.len() == 1 {
+        vec![b.dims[0], 1]
+    } else {
+        b.dims.clone()
+    };
+    let (ar, br) = (ash.len(), bsh.len());
+    let (m, k, n) = (ash[ar - 2], ash[ar - 1], bsh[br - 1]);
+    if bsh[br - 2] != k {
+        unsupported!("inner dims differ: {:?} @ {:?}", a.dims, b.dims);
+    }
+    let (ab, bb) = (&ash[..ar - 2], &bsh[..br - 2]);
+    let Ok(ob) = rlx_ir::broadcast_static(ab, bb) else {
+        unsupported!("batch dims {ab:?} and {bb:?} do not broadcast");
+    };
+    let nb: usize = ob.iter().product();
+    if nb * m * n != ctx.out.numel() {
+        unsupported!("output {:?} is not the product's shape", ctx.out.dims);
+    }
+    let bias = match act {
+        Some(_) => {
+            let bias = ctx.ins[2].clone();
+            if bias.numel() != n || !bias.dtype.is_float() {
+                unsupported!("bias {:?} for {n} output columns", bias.dims);
+            }
+            Some(bias)
+        }
+        None => None,
+    };
+    let y = ctx.word_out();
+    let caps_max = ctx.caps.max_groups_per_dim as usize;
+    let mut sh = Shader::new(format!(
+        "matmul {:?} @ {:?}{}",
+        a.dims,
+        b.dims,
+        if act.is_some() { " + bias" } else { "" }
+    ));
+    sh.input("a", &a)?;
+    sh.input("b", &b)?;
+    let epi = match (&bias, act.flatten()) {
+        (Some(t), a) => {
+            sh.input("bias", t)?;
+            epilogue("v + ld_bias(gn)", a)
+        }
+        (None, _) => "v".to_string(),
+    };
+    sh.output("y", &y)?;
+    sh.text(&format!(
+        "fn epi(v: f32, gm: u32, gn: u32) -> f32 {{\n    return {epi};\n}}"
+    ));
+    let aoff = batch_offset(&ob, ab, m * k);
+    let boff = batch_offset(&ob, bb, k * n);
+    if nb > caps_max {
+        unsupported!("{nb} batch items exceed the grid's z limit {caps_max}");
+    }
+    let kernel = if m == 1 {
+        gemv_dense(sh, (n, k), nb, &aoff, &boff, caps_max)
+    } else {
+        if n.div_ceil(TILE) > caps_max || m.div_ceil(TILE) > caps_max {
+            unsupported!("a {m}×{n} product needs more tiles than the grid holds");
+        }
+        let load_b = format!(
+            "    for (var j = 0u; j < 4u; j++) {{
+        let e = lid + 256u * j;
+        let gk = k0 + e / {TILE}u;
+        let gn = n0 + e % {TILE}u;
+        var v = 0.0;
+        if (gk < {k}u && gn < {n}u) {{ v = ld_b(boff + gk * {n}u + gn); }}
+        Bs[e] = v;
+    }}\n"
+        );
+        tiled(sh, (m, n, k), nb, &aoff, &boff, &load_b)
+    };
+    ctx.push(kernel);
+    ctx.finish_out(&y)
+}
+
+/// `act(v)` around the expression `v` (the bias already in it).
+pub fn epilogue(v: &str, act: Option<Activation>) -> String {
+    match act {
+        Some(a) => activation(a, &format!("({v})")),
+        None => v.to_string(),
+    }
+}
+
+/// The element offset of batch item `bi` of an operand with batch dims `ib` (right-aligned
+/// against the broadcast batch dims `ob`, stride 0 where it broadcasts), `item` elements an
+/// item.
+fn batch_offset(ob: &[usize], ib: &[usize], item: usize) -> String {
+    let lead = ob.len() - ib.len();
+    let mut terms = Vec::new();
+    let (mut below, mut stride) = (1usize, item);
+    for j in (0..ob.len()).rev() {
+        let d = if j >= lead { ib[j - lead] } else { 1 };
+        if d != 1 {
+            terms.push(format!("((bi / {below}u) % {}u) * {stride}u", ob[j]));
+            stride *= d;
+        }
+        below *= ob[j];
+    }
+    if terms.is_empty() {
+        "0u".into()
+    } else {
+        terms.join(" + ")
+    }
+}
+
+/// The tiled GEMM `y[bi] = epi(A[bi] · B[bi])`, A `[m, k]` through `ld_a(aoff + ..)`; the
+/// shader declares `ld_a`, `st_y`, `epi(v, gm, gn)` and whatever `load_b` reads. `load_b`
+/// fills `Bs[kk * 64 + nn]` (B's rows k0.., columns n0.., zero outside) from `lid`, `k0`,
+/// `n0`, `boff`. `k` must be a multiple of [`TK`] where `load_b` reads whole slices only.
+pub fn tiled(
+    mut sh: Shader,
+    (m, n, k): (usize, usize, usize),
+    nb: usize,
+    aoff: &str,
+    boff: &str,
+    load_b: &str,
+) -> crate::shader::Kernel {
+    sh.text(&format!(
+        "var<workgroup> As: array<f32, {}>;\nvar<workgroup> Bs: array<f32, {}>;",
+        TK * TILE,
+        TK * TILE
+    ));
+    let y_store = "st_y(bi * MN + gm * N + gn, epi(acc[i][jj], gm, gn));";
+    let main = format!(
+        "const M: u32 = {m}u;
+const N: u32 = {n}u;
+const K: u32 = {k}u;
+const MN: u32 = {mn}u;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
+    let n0 = wid.x * {TILE}u;
+    let m0 = wid.y * {TILE}u;
+    let bi = wid.z;
+    let aoff = {aoff};
+    let boff = {boff};
+    // This invocation's 4×4 outputs: rows m0 + ty*4.., columns n0 + tx*4..
+    let tx = lid % 16u;
+    let ty = lid / 16u;
+    var acc: array<vec4<f32>, 4>;
+    for (var k0 = 0u; k0 < K; k0 += {TK}u) {{
+        // A's tile, K-fastest reads (rows of A are contiguous), stored k-major.
+        for (var j = 0u; j < 4u; j++) {{
+            let e = lid + 256u * j;
+            let mm = e / {TK}u;
+            let kk = e % {TK}u;
+            var v = 0.0;
+            if (m0 + mm < M && k0 + kk < K) {{ v = ld_a(aoff + (m0 + mm) * K + k0 + kk); }}
+            As[kk * {TILE}u + mm] = v;
+        }}
+{load_b}        workgroupBarrier();
+        for (var kk = 0u; kk < {TK}u; kk++) {{
+            let ar = kk * {TILE}u + ty * 4u;
+            let br = kk * {TILE}u + tx * 4u;
+            let bv = vec4<f32>(Bs[br], Bs[br + 1u], Bs[br + 2u], Bs[br + 3u]);
+            acc[0] += As[ar] * bv;
+            acc[1] += As[ar + 1u] * bv;
+            acc[2] += As[ar + 2u] * bv;
+            acc[3] += As[ar + 3u] * bv;
+        }}
+        workgroupBarrier();
+    }}
+    for (var i = 0u; i < 4u; i++) {{
+        let gm = m0 + ty * 4u + i;
+        for (var jj = 0u; jj < 4u; jj++) {{
+            let gn = n0 + tx * 4u + jj;
+            if (gm < M && gn < N) {{ {y_store} }}
+        }}
+    }}
+}}
+",
+        mn = m * n
+    );
+    let groups = [n.div_ceil(TILE) as u32, m.div_ceil(TILE) as u32, nb as u32];
+    sh.finish(&main, groups)
+}
+
+/// `y[bi, 0, :] = epi(a[bi] · B[bi])` for a single row of a (`[k]`) and B `[k, n]`: `C`
+/// columns a workgroup, `256 / C` invocations splitting K per column, a tree reduction.
+fn gemv_dense(
+    mut sh: Shader,
+    (n, k): (usize, usize),
+    nb: usize,
+    aoff: &str,
+    boff: &str,
+    max: usize,
+) -> crate::shader::Kernel {
+    // Narrow outputs give the workgroup's invocations to K instead of idle columns.
+    let c = n.next_power_of_two().clamp(1, 64);
+    let s = 256 / c;
+    let gx = n.div_ceil(c);
+    let (x, y) = (gx.min(max), gx.div_ceil(gx.min(max)));
+    sh.text("var<workgroup> red: array<f32, 256>;");
+    let main = format!(
+        "@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
+    let bi = wid.z;
+    let aoff = {aoff};
+    let boff = {boff};
+    let gn = (wid.y * {x}u + wid.x) * {c}u + lid % {c}u;
+    let sl = lid / {c}u;
+    var acc = 0.0;
+    if (gn < {n}u) {{
+        for (var kk = sl; kk < {k}u; kk += {s}u) {{
+            acc += ld_a(aoff + kk) * ld_b(boff + kk * {n}u + gn);
+        }}
+    }}
+    red[lid] = acc;
+    workgroupBarrier();
+    for (var h = {half}u; h > 0u; h = h >> 1u) {{
+        if (sl < h) {{ red[lid] += red[lid + h * {c}u]; }}
+        workgroupBarrier();
+    }}
+    if (sl == 0u && gn < {n}u) {{ st_y(bi * {n}u + gn, epi(red[lid], 0u, gn)); }}
+}}
+",
+        half = s / 2
+    );
+    sh.finish(&main, [x as u32, y as u32, nb as u32])
+}

@@ -1,0 +1,77 @@
+//! wgpu parity of the linalg group (rlx-testutil's case table: MatMul, FusedMatMulBiasAct,
+//! DequantMatMul and Dequantize for every scheme) against the CPU reference and the f64
+//! oracle, plus FusedDequantMatMul's fusions (norm, SwiGLU, residual), which no case table
+//! holds.
+mod common;
+use common::*;
+
+rlx_testutil::case_tests!(linalg, wgpu);
+
+use rlx_ir::{DType, Graph, Op, QuantScheme, Shape};
+
+/// FusedDequantMatMul for every scheme: the GEMV (m = 1, 3) and the tiled product (m = 40),
+/// each with the RMS norm of x, the SwiGLU of x's halves (either order) and the residual.
+#[test]
+fn fused_dequant_matmul() {
+    if !gpu() {
+        return;
+    }
+    let mut rng = Rng::new("wgpu fused_dequant_matmul");
+    let n = 37;
+    for scheme in QuantScheme::ALL {
+        let k = 2 * scheme.block_len();
+        let vals: Vec<f32> = rng.normals(n * k).iter().map(|&v| v as f32).collect();
+        let packed = rlx_cpu::quant::quantize(scheme, &vals, n, k).unwrap();
+        let rb = k / scheme.block_len() * scheme.block_bytes();
+        let w = feed(
+            "w",
+            &[n, rb],
+            packed.iter().map(|&b| f64::from(b)).collect(),
+        );
+        for m in [1usize, 3, 40] {
+            for (norm, glu, residual) in [
+                (true, None, false),
+                (true, None, true),
+                (false, Some(true), true),
+                (false, Some(false), false),
+                (false, None, true),
+            ] {
+                let xk = if glu.is_some() { 2 * k } else { k };
+                let gamma: Vec<f64> = rng.normals(k).iter().map(|v| 1.0 + 0.3 * v).collect();
+                let feeds = vec![
+                    normal(&mut rng, "x", &[m, xk]),
+                    w.clone(),
+                    feed("gamma", &[k], gamma),
+                    normal(&mut rng, "r", &[m, n]),
+                ];
+                let build = |d: DType| {
+                    let mut g = Graph::new("fused_dequant_matmul");
+                    let x = g.input("x", Shape::new(&[m, xk], d)).unwrap();
+                    let wi = g.input("w", Shape::new(&[n, rb], DType::U8)).unwrap();
+                    let gi = g.input("gamma", Shape::new(&[k], d)).unwrap();
+                    let ri = g.input("r", Shape::new(&[m, n], d)).unwrap();
+                    let mut ins = vec![x, wi];
+                    if norm {
+                        ins.push(gi);
+                    }
+                    if residual {
+                        ins.push(ri);
+                    }
+                    let op = Op::FusedDequantMatMul {
+                        scheme,
+                        norm_eps: norm.then_some(1e-5),
+                        residual,
+                        glu,
+                    };
+                    let z = g.add_node(op, &ins).unwrap();
+                    g.set_outputs(vec![z, gi, ri]);
+                    g
+                };
+                for dt in FLOATS {
+                    let what = format!("{scheme:?} m={m} norm={norm} glu={glu:?} res={residual}");
+                    parity(&what, &build, &feeds, dt);
+                }
+            }
+        }
+    }
+}
