@@ -12,6 +12,7 @@ use rlx_ir::{DType, Node, Op};
 pub mod elementwise;
 pub mod norm;
 pub mod reduce;
+pub mod reduce_scan;
 pub mod reduce_softmax;
 
 /// Prefix of the fallback reasons that are limits of portable WGSL, not missing kernels.
@@ -180,6 +181,11 @@ pub fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         Op::SoftmaxCrossEntropy => reduce_softmax::lower_ce(ctx, false),
         Op::SoftmaxCrossEntropyWithLogits => reduce_softmax::lower_ce(ctx, true),
         Op::SoftmaxCrossEntropyBackward => reduce_softmax::lower_ce_backward(ctx),
+        Op::CumSum {
+            axis,
+            exclusive,
+            reverse,
+        } => reduce_scan::lower_cumsum(ctx, *axis, *exclusive, *reverse),
         other => unsupported!("no wgpu lowering for {} yet", other.kind()),
     }
 }

@@ -117,7 +117,6 @@ pub const PENDING: &[OpKind] = &[
     OpKind::DequantMatMul,
     OpKind::FusedDequantMatMul,
     OpKind::Dequantize,
-    OpKind::CumSum,
     OpKind::TopK,
     OpKind::Reshape,
     OpKind::Expand,
