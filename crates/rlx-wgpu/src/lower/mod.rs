@@ -12,6 +12,10 @@ use rlx_ir::{DType, Node, Op};
 pub mod elementwise;
 pub mod linalg;
 pub mod linalg_quant;
+pub mod norm;
+pub mod reduce;
+pub mod reduce_scan;
+pub mod reduce_softmax;
 
 /// Prefix of the fallback reasons that are limits of portable WGSL, not missing kernels.
 pub const PORTABLE: &str = "portable WGSL:";
@@ -170,6 +174,25 @@ pub fn lower_node(ctx: &mut NodeCtx) -> Lowered {
             linalg_quant::lower_dequant_matmul(ctx, &op)
         }
         Op::Dequantize { scheme } => linalg_quant::lower_dequantize(ctx, *scheme),
+        Op::LayerNorm { axis, eps } => norm::lower_axis_norm(ctx, false, *axis, *eps),
+        Op::RmsNorm { axis, eps } => norm::lower_axis_norm(ctx, true, *axis, *eps),
+        Op::FusedResidualLN { has_bias, eps } => {
+            norm::lower_residual_norm(ctx, false, *has_bias, *eps)
+        }
+        Op::FusedResidualRmsNorm { has_bias, eps } => {
+            norm::lower_residual_norm(ctx, true, *has_bias, *eps)
+        }
+        Op::Reduce { op, axes, .. } => reduce::lower_reduce(ctx, *op, axes),
+        Op::ArgMax { axis, .. } => reduce::lower_argmax(ctx, *axis),
+        Op::Softmax { axis } => reduce_softmax::lower_softmax(ctx, *axis),
+        Op::SoftmaxCrossEntropy => reduce_softmax::lower_ce(ctx, false),
+        Op::SoftmaxCrossEntropyWithLogits => reduce_softmax::lower_ce(ctx, true),
+        Op::SoftmaxCrossEntropyBackward => reduce_softmax::lower_ce_backward(ctx),
+        Op::CumSum {
+            axis,
+            exclusive,
+            reverse,
+        } => reduce_scan::lower_cumsum(ctx, *axis, *exclusive, *reverse),
         other => unsupported!("no wgpu lowering for {} yet", other.kind()),
     }
 }

@@ -112,18 +112,7 @@ pub fn compare(what: &str, got: &HostTensor, want: &HostTensor, tol: f64) {
 /// Kinds with no wgpu lowering yet: their cases check the CPU-fallback path (the dispatch
 /// report lists them). Remove a kind here when its lowering lands.
 pub const PENDING: &[OpKind] = &[
-    OpKind::LayerNorm,
-    OpKind::RmsNorm,
-    OpKind::FusedResidualLN,
-    OpKind::FusedResidualRmsNorm,
-    OpKind::Reduce,
-    OpKind::Softmax,
-    OpKind::ArgMax,
-    OpKind::CumSum,
     OpKind::TopK,
-    OpKind::SoftmaxCrossEntropy,
-    OpKind::SoftmaxCrossEntropyWithLogits,
-    OpKind::SoftmaxCrossEntropyBackward,
     OpKind::Reshape,
     OpKind::Expand,
     OpKind::Transpose,
