@@ -10,6 +10,8 @@ use crate::WgpuError;
 use rlx_ir::{DType, Node, Op};
 
 pub mod elementwise;
+pub mod shape;
+pub mod shape_index;
 
 /// Prefix of the fallback reasons that are limits of portable WGSL, not missing kernels.
 pub const PORTABLE: &str = "portable WGSL:";
@@ -163,6 +165,29 @@ pub fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         | Op::ElementwiseRegion { .. }
         | Op::BatchElementwiseRegion { .. }
         | Op::FusedSwiGLU { .. } => elementwise::lower(ctx, &op),
+        Op::Reshape { .. } => shape::reshape(ctx),
+        Op::Expand { .. } => shape::expand(ctx),
+        Op::Transpose { perm } => shape::transpose(ctx, perm),
+        Op::Narrow { axis, start, len } => shape::narrow(ctx, *axis, *start, *len),
+        Op::Slice {
+            axes,
+            starts,
+            ends,
+            steps,
+        } => shape::slice(ctx, axes, starts, ends, steps),
+        Op::Tile { repeats } => shape::tile(ctx, repeats),
+        Op::Pad { pads, value } => shape::pad(ctx, pads, *value),
+        Op::Concat { axis } => shape::concat(ctx, *axis),
+        Op::Gather { axis } => shape::gather(ctx, *axis),
+        Op::TransformRegion { steps } => shape::transform_region(ctx, steps),
+        Op::GatherElements { axis } => shape_index::gather_elements(ctx, *axis),
+        Op::GatherND { batch_dims } => shape_index::gather_nd(ctx, *batch_dims),
+        Op::ScatterElements { axis, reduction } => {
+            shape_index::scatter_elements(ctx, *axis, *reduction)
+        }
+        Op::ScatterND { reduction } => shape_index::scatter_nd(ctx, *reduction),
+        Op::OneHot { axis, depth } => shape_index::one_hot(ctx, *axis, *depth),
+        Op::Range { .. } => shape_index::range(ctx),
         other => unsupported!("no wgpu lowering for {} yet", other.kind()),
     }
 }
