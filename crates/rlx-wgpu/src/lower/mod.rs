@@ -128,13 +128,22 @@ impl NodeCtx<'_> {
         if bytes == 0 {
             return Ok(());
         }
-        if src.off % 4 == 0 && dst.off % 4 == 0 && bytes % 4 == 0 {
+        // A buffer copy cannot read and write one buffer: those move through a kernel.
+        if src.slab != dst.slab && src.off % 4 == 0 && dst.off % 4 == 0 && bytes % 4 == 0 {
             self.env.steps.push(Step::Copy {
                 src: (src.slab, src.off),
                 dst: (dst.slab, dst.off),
                 bytes,
             });
             return Ok(());
+        }
+        if src.dtype.size_bytes() == dst.dtype.size_bytes() {
+            let view = shape::View::contiguous(&[src.numel()]);
+            let flat = WTensor {
+                dims: vec![dst.numel()],
+                ..dst.clone()
+            };
+            return shape::copy_view(self, src, &view, &flat);
         }
         let k = elementwise::convert(src, dst, self.caps)?;
         self.push(k);

@@ -127,7 +127,11 @@ pub fn coords(dims: &[usize], var: &str, prefix: &str) -> String {
         } else {
             format!("({var} / {below}u)")
         };
-        let e = if below * d == total { q } else { format!("{q} % {d}u") };
+        let e = if below * d == total {
+            q
+        } else {
+            format!("{q} % {d}u")
+        };
         let _ = writeln!(s, "    let {prefix}{k} = {e};");
         below *= d;
     }
@@ -150,7 +154,11 @@ fn view_offset(view: &View) -> Result<String, LowerError> {
             } else {
                 format!("(i / {below}u)")
             };
-            let c = if below * d == n { q } else { format!("({q} % {d}u)") };
+            let c = if below * d == n {
+                q
+            } else {
+                format!("({q} % {d}u)")
+            };
             terms.push(format!("i32({c}) * {s}"));
         }
         below *= d;
@@ -232,7 +240,11 @@ pub fn fill_bits(value: f64, dtype: DType) -> Result<(u32, u32), LowerError> {
 pub fn mover(mut sh: Shader, out: &WTensor, caps: &Caps) -> Result<Kernel, LowerError> {
     let es = out.dtype.size_bytes();
     if out.off % 4 != 0 {
-        unsupported!("a {} output at byte {} is not word-aligned", out.dtype, out.off);
+        unsupported!(
+            "a {} output at byte {} is not word-aligned",
+            out.dtype,
+            out.off
+        );
     }
     sh.words("y", out)?;
     let n = out.numel() as u64;
@@ -285,7 +297,7 @@ pub fn copy_view(ctx: &mut NodeCtx, x: &WTensor, view: &View, dst: &WTensor) -> 
             dims: dst.dims.clone(),
             ..x.clone()
         };
-        if src.off % 4 == 0 && dst.off % 4 == 0 && src.bytes() % 4 == 0 {
+        if src.slab != dst.slab && src.off % 4 == 0 && dst.off % 4 == 0 && src.bytes() % 4 == 0 {
             return ctx.copy(&src, dst);
         }
     }
@@ -304,7 +316,11 @@ pub fn copy_view(ctx: &mut NodeCtx, x: &WTensor, view: &View, dst: &WTensor) -> 
 fn same_width(ctx: &NodeCtx) -> Result<WTensor, LowerError> {
     let x = ctx.ins[0].clone();
     if x.dtype.size_bytes() != ctx.out.dtype.size_bytes() {
-        unsupported!("output {} differs from input {} in width", ctx.out.dtype, x.dtype);
+        unsupported!(
+            "output {} differs from input {} in width",
+            ctx.out.dtype,
+            x.dtype
+        );
     }
     Ok(x)
 }
@@ -314,7 +330,11 @@ fn view_out(ctx: &mut NodeCtx, view: View) -> Lowered {
     let x = same_width(ctx)?;
     let out = ctx.out.clone();
     if view.dims != out.dims {
-        unsupported!("view {:?} does not give the output {:?}", view.dims, out.dims);
+        unsupported!(
+            "view {:?} does not give the output {:?}",
+            view.dims,
+            out.dims
+        );
     }
     copy_view(ctx, &x, &view, &out)
 }
@@ -361,10 +381,17 @@ pub fn narrow(ctx: &mut NodeCtx, ax: i64, start: usize, len: usize) -> Lowered {
     view_out(ctx, v)
 }
 
-pub fn slice(ctx: &mut NodeCtx, axes: &[i64], starts: &[i64], ends: &[i64], steps: &[i64]) -> Lowered {
+pub fn slice(
+    ctx: &mut NodeCtx,
+    axes: &[i64],
+    starts: &[i64],
+    ends: &[i64],
+    steps: &[i64],
+) -> Lowered {
     let dims = ctx.ins[0].dims.clone();
     let mut v = View::contiguous(&dims);
-    let params = slice_params(dims.len(), axes, starts, ends, steps).map_err(LowerError::Unsupported)?;
+    let params =
+        slice_params(dims.len(), axes, starts, ends, steps).map_err(LowerError::Unsupported)?;
     for (a, s, e, step) in params {
         let (first, len) = slice_range(dims[a], s, e, step);
         v.offset += first as i64 * v.strides[a];
@@ -405,9 +432,15 @@ pub fn pad(ctx: &mut NodeCtx, pads: &[[usize; 2]], value: f64) -> Lowered {
     if pads.len() != r {
         unsupported!("pad lists {} pairs for rank {r}", pads.len());
     }
-    let want: Vec<usize> = (x.dims.iter().zip(pads)).map(|(d, p)| d + p[0] + p[1]).collect();
+    let want: Vec<usize> = (x.dims.iter().zip(pads))
+        .map(|(d, p)| d + p[0] + p[1])
+        .collect();
     if want != out.dims {
-        unsupported!("pad of {:?} gives {want:?}, the output is {:?}", x.dims, out.dims);
+        unsupported!(
+            "pad of {:?} gives {want:?}, the output is {:?}",
+            x.dims,
+            out.dims
+        );
     }
     let (lo, hi) = fill_bits(value, out.dtype)?;
     let mut sh = shader(format!("pad {:?} {pads:?} {}", x.dims, x.dtype));
@@ -448,7 +481,12 @@ pub fn concat(ctx: &mut NodeCtx, ax: i64) -> Lowered {
     let mut start = 0usize;
     for (k, x) in ctx.ins.iter().enumerate() {
         if x.dims.len() != out.dims.len() || x.dtype.size_bytes() != out.dtype.size_bytes() {
-            unsupported!("concat input {:?} {} does not match the output {:?}", x.dims, x.dtype, out.dims);
+            unsupported!(
+                "concat input {:?} {} does not match the output {:?}",
+                x.dims,
+                x.dtype,
+                out.dims
+            );
         }
         if !slabs.contains(&x.slab) {
             slabs.push(x.slab);
@@ -488,7 +526,11 @@ pub fn concat(ctx: &mut NodeCtx, ax: i64) -> Lowered {
 pub fn gather(ctx: &mut NodeCtx, ax: i64) -> Lowered {
     let (data, idx, out) = (ctx.ins[0].clone(), ctx.ins[1].clone(), ctx.out.clone());
     if data.dtype.size_bytes() != out.dtype.size_bytes() {
-        unsupported!("output {} differs from data {} in width", out.dtype, data.dtype);
+        unsupported!(
+            "output {} differs from data {} in width",
+            out.dtype,
+            data.dtype
+        );
     }
     let a = axis(ax, data.dims.len())?;
     let n = data.dims[a];
@@ -500,7 +542,10 @@ pub fn gather(ctx: &mut NodeCtx, ax: i64) -> Lowered {
     if want != out.dims {
         unsupported!("gather gives {want:?}, the output is {:?}", out.dims);
     }
-    let mut sh = shader(format!("gather {:?} axis {a} by {} {}", data.dims, idx.dtype, data.dtype));
+    let mut sh = shader(format!(
+        "gather {:?} axis {a} by {} {}",
+        data.dims, idx.dtype, data.dtype
+    ));
     reader(&mut sh, "x", &data)?;
     index_reader(&mut sh, "i", &idx)?;
     sh.text(&format!(
@@ -531,7 +576,9 @@ pub fn transform_region(ctx: &mut NodeCtx, steps: &[TransformStep]) -> Lowered {
         };
         v = match step {
             TransformStep::Transpose(p) => v.permute(p)?,
-            TransformStep::Narrow { axis: ax, start, .. } => {
+            TransformStep::Narrow {
+                axis: ax, start, ..
+            } => {
                 let a = axis(*ax, v.dims.len())?;
                 v.narrow(a, *start, next[a])?
             }

@@ -22,7 +22,11 @@ fn axis(axis: i64, rank: usize) -> Result<usize, LowerError> {
 
 fn same_width(x: &WTensor, out: &WTensor) -> Result<(), LowerError> {
     if x.dtype.size_bytes() != out.dtype.size_bytes() {
-        unsupported!("output {} differs from data {} in width", out.dtype, x.dtype);
+        unsupported!(
+            "output {} differs from data {} in width",
+            out.dtype,
+            x.dtype
+        );
     }
     Ok(())
 }
@@ -41,10 +45,18 @@ pub fn gather_elements(ctx: &mut NodeCtx, ax: i64) -> Lowered {
     let r = data.dims.len();
     let a = axis(ax, r)?;
     if idx.dims.len() != r || idx.dims != out.dims {
-        unsupported!("gather_elements of {:?} by {:?} into {:?}", data.dims, idx.dims, out.dims);
+        unsupported!(
+            "gather_elements of {:?} by {:?} into {:?}",
+            data.dims,
+            idx.dims,
+            out.dims
+        );
     }
     let ds = rlx_ir::strides(&data.dims);
-    let mut sh = shader(format!("gather_elements {:?} axis {a} {}", data.dims, data.dtype));
+    let mut sh = shader(format!(
+        "gather_elements {:?} axis {a} {}",
+        data.dims, data.dtype
+    ));
     reader(&mut sh, "x", &data)?;
     index_reader(&mut sh, "i", &idx)?;
     let mut f = coords(&idx.dims, "i", "c");
@@ -73,17 +85,28 @@ pub fn gather_nd(ctx: &mut NodeCtx, b: usize) -> Lowered {
         unsupported!("gather_nd indices of rank 0");
     };
     if k == 0 || b + k > data.dims.len() {
-        unsupported!("gather_nd rows of {k} into {:?} (batch dims {b})", data.dims);
+        unsupported!(
+            "gather_nd rows of {k} into {:?} (batch dims {b})",
+            data.dims
+        );
     }
     let batches: usize = data.dims[..b].iter().product();
     let per_batch: usize = data.dims[b..].iter().product();
     let slice: usize = data.dims[b + k..].iter().product();
     let rows = idx.numel() / k / batches.max(1);
     if batches * rows * slice != out.numel() {
-        unsupported!("gather_nd of {:?} by {:?} into {:?}", data.dims, idx.dims, out.dims);
+        unsupported!(
+            "gather_nd of {:?} by {:?} into {:?}",
+            data.dims,
+            idx.dims,
+            out.dims
+        );
     }
     let st = rlx_ir::strides(&data.dims[b..]);
-    let mut sh = shader(format!("gather_nd {:?} batch {b} k {k} {}", data.dims, data.dtype));
+    let mut sh = shader(format!(
+        "gather_nd {:?} batch {b} k {k} {}",
+        data.dims, data.dtype
+    ));
     reader(&mut sh, "x", &data)?;
     index_reader(&mut sh, "i", &idx)?;
     let mut f = format!(
@@ -91,7 +114,11 @@ pub fn gather_nd(ctx: &mut NodeCtx, b: usize) -> Lowered {
     );
     let mut terms = vec![format!("bi * {per_batch}u"), "s".into()];
     for t in 0..k {
-        f.push_str(&norm_index(&format!("p{t}"), &format!("row * {k}u + {t}u"), data.dims[b + t]));
+        f.push_str(&norm_index(
+            &format!("p{t}"),
+            &format!("row * {k}u + {t}u"),
+            data.dims[b + t],
+        ));
         terms.push(format!("u32(p{t}) * {}u", st[t]));
     }
     let _ = writeln!(f, "    return rx_x({});", terms.join(" + "));
@@ -109,7 +136,11 @@ pub fn one_hot(ctx: &mut NodeCtx, ax: i64, depth: usize) -> Lowered {
     let a = axis(ax, idx.dims.len() + 1)?;
     let inner: usize = idx.dims[a..].iter().product();
     if idx.numel() * depth != out.numel() || vals.numel() < 2 {
-        unsupported!("one_hot of {:?} depth {depth} into {:?}", idx.dims, out.dims);
+        unsupported!(
+            "one_hot of {:?} depth {depth} into {:?}",
+            idx.dims,
+            out.dims
+        );
     }
     let mut sh = shader(format!("one_hot depth {depth} axis {a} {}", out.dtype));
     reader(&mut sh, "v", &vals)?;
@@ -155,7 +186,9 @@ pub fn range(ctx: &mut NodeCtx) -> Lowered {
         }
         t => unsupported!("range of {t}"),
     };
-    sh.text(&format!("fn elem(i: u32) -> vec2<u32> {{\n    return {e};\n}}"));
+    sh.text(&format!(
+        "fn elem(i: u32) -> vec2<u32> {{\n    return {e};\n}}"
+    ));
     let k = mover(sh, &out, ctx.caps)?;
     ctx.push(k);
     Ok(())
@@ -182,8 +215,17 @@ fn combine(red: ScatterReduction, c: &str) -> String {
 
 /// Shared by both scatters: `y` (the word output, already holding the data) gets
 /// `upd(j)` combined at element `o` by `fn apply(o: u32, j: u32)`.
-fn scatter_apply(sh: &mut Shader, y: &WTensor, upd: &WTensor, red: ScatterReduction) -> Result<(), LowerError> {
-    let c = if y.dtype == DType::I64 { "i64" } else { class(y.dtype) };
+fn scatter_apply(
+    sh: &mut Shader,
+    y: &WTensor,
+    upd: &WTensor,
+    red: ScatterReduction,
+) -> Result<(), LowerError> {
+    let c = if y.dtype == DType::I64 {
+        "i64"
+    } else {
+        class(y.dtype)
+    };
     sh.words("y", y)?;
     let comb = combine(red, c);
     let text = match c {
@@ -205,7 +247,12 @@ fn scatter_apply(sh: &mut Shader, y: &WTensor, upd: &WTensor, red: ScatterReduct
 fn start_scatter(ctx: &mut NodeCtx) -> Result<WTensor, LowerError> {
     let (data, out) = (ctx.ins[0].clone(), ctx.out.clone());
     if data.dtype != out.dtype || ctx.ins[2].dtype != out.dtype {
-        unsupported!("a scatter of {} updates into {} data gives {}", ctx.ins[2].dtype, data.dtype, out.dtype);
+        unsupported!(
+            "a scatter of {} updates into {} data gives {}",
+            ctx.ins[2].dtype,
+            data.dtype,
+            out.dtype
+        );
     }
     if data.dims != out.dims {
         unsupported!("a scatter of {:?} into {:?}", data.dims, out.dims);
@@ -228,8 +275,15 @@ pub fn scatter_elements(ctx: &mut NodeCtx, ax: i64, red: ScatterReduction) -> Lo
     let dims = ctx.ins[0].dims.clone();
     let r = dims.len();
     let a = axis(ax, r)?;
-    if idx.dims.len() != r || idx.dims != upd.dims || (0..r).any(|d| idx.dims[d] > dims[d] && d != a) {
-        unsupported!("scatter_elements of {:?} by {:?} into {dims:?}", upd.dims, idx.dims);
+    if idx.dims.len() != r
+        || idx.dims != upd.dims
+        || (0..r).any(|d| idx.dims[d] > dims[d] && d != a)
+    {
+        unsupported!(
+            "scatter_elements of {:?} by {:?} into {dims:?}",
+            upd.dims,
+            idx.dims
+        );
     }
     if idx.numel() == 0 {
         return start_scatter(ctx).and_then(|y| ctx.finish_out(&y));
@@ -239,7 +293,10 @@ pub fn scatter_elements(ctx: &mut NodeCtx, ax: i64, red: ScatterReduction) -> Lo
     let inner: usize = idx.dims[a + 1..].iter().product();
     let lines = idx.numel() / m;
     let ds = rlx_ir::strides(&dims);
-    let mut sh = shader(format!("scatter_elements {dims:?} axis {a} {red:?} {}", y.dtype));
+    let mut sh = shader(format!(
+        "scatter_elements {dims:?} axis {a} {red:?} {}",
+        y.dtype
+    ));
     index_reader(&mut sh, "i", &idx)?;
     scatter_apply(&mut sh, &y, &upd, red)?;
     let (groups, head) = grid_1d(lines as u64, ctx.caps.max_groups_per_dim);
@@ -255,7 +312,13 @@ pub fn scatter_elements(ctx: &mut NodeCtx, ax: i64, red: ScatterReduction) -> Lo
         "        var p = ix_i(j);\n        if (p < 0) {{ p += {n}; }}\n        if (p < 0 || p >= {n}) {{ continue; }}"
     );
     let terms: Vec<String> = (0..r)
-        .map(|d| if d == a { format!("u32(p) * {}u", ds[d]) } else { format!("c{d} * {}u", ds[d]) })
+        .map(|d| {
+            if d == a {
+                format!("u32(p) * {}u", ds[d])
+            } else {
+                format!("c{d} * {}u", ds[d])
+            }
+        })
         .collect();
     let _ = writeln!(body, "        apply({}, j);\n    }}", terms.join(" + "));
     ctx.push(sh.finish(&format!("{head}{body}}}\n"), groups));
@@ -275,7 +338,11 @@ pub fn scatter_nd(ctx: &mut NodeCtx, red: ScatterReduction) -> Lowered {
     let rows = idx.numel() / k;
     let slice: usize = dims[k..].iter().product();
     if rows * slice != upd.numel() {
-        unsupported!("scatter_nd of {:?} by {:?} into {dims:?}", upd.dims, idx.dims);
+        unsupported!(
+            "scatter_nd of {:?} by {:?} into {dims:?}",
+            upd.dims,
+            idx.dims
+        );
     }
     let y = start_scatter(ctx)?;
     if rows == 0 || slice == 0 {
@@ -295,7 +362,10 @@ pub fn scatter_nd(ctx: &mut NodeCtx, red: ScatterReduction) -> Lowered {
             st[t]
         );
     }
-    let _ = writeln!(body, "        if (ok) {{ apply(off, j * {slice}u + gi); }}\n    }}");
+    let _ = writeln!(
+        body,
+        "        if (ok) {{ apply(off, j * {slice}u + gi); }}\n    }}"
+    );
     ctx.push(sh.finish(&format!("{head}{body}}}\n"), groups));
     ctx.finish_out(&y)
 }
