@@ -36,7 +36,7 @@ impl Caps {
             max_invocations: l.max_compute_invocations_per_workgroup,
             max_workgroup_storage: l.max_compute_workgroup_storage_size,
             max_groups_per_dim: l.max_compute_workgroups_per_dimension,
-            max_binding_bytes: l.max_storage_buffer_binding_size as u64,
+            max_binding_bytes: l.max_storage_buffer_binding_size,
             max_buffer_bytes: l.max_buffer_size,
             max_storage_buffers: l.max_storage_buffers_per_shader_stage,
         }
@@ -53,7 +53,7 @@ impl Caps {
             max_invocations: l.max_compute_invocations_per_workgroup,
             max_workgroup_storage: l.max_compute_workgroup_storage_size,
             max_groups_per_dim: l.max_compute_workgroups_per_dimension,
-            max_binding_bytes: l.max_storage_buffer_binding_size as u64,
+            max_binding_bytes: l.max_storage_buffer_binding_size,
             max_buffer_bytes: l.max_buffer_size,
             max_storage_buffers: l.max_storage_buffers_per_shader_stage,
         }
@@ -354,7 +354,7 @@ impl Gpu {
         if data.is_empty() {
             return;
         }
-        if data.len() % 4 == 0 {
+        if data.len().is_multiple_of(4) {
             self.queue.write_buffer(buf, off, data);
         } else {
             let mut v = data.to_vec();

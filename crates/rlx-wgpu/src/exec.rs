@@ -312,7 +312,7 @@ impl WgpuExecutable {
             let pid = self.param_node(pname)?.id.0;
             let dst = &self.leaves[&pid];
             let bytes = (src.bytes() as u64).div_ceil(4) * 4;
-            if bytes > 0 && src.off % 4 == 0 {
+            if bytes > 0 && src.off.is_multiple_of(4) {
                 enc.copy_buffer_to_buffer(&plan.buffers[src.slab], src.off, dst, 0, bytes);
             } else if bytes > 0 {
                 return Err(WgpuError::Node {
@@ -368,7 +368,7 @@ impl WgpuExecutable {
         let buf = &plan.buffers[t.slab];
         let skew = (t.off % 4) as usize;
         let end = skew + data.len();
-        if skew == 0 && data.len() % 4 == 0 {
+        if skew == 0 && data.len().is_multiple_of(4) {
             self.gpu.write(buf, t.off, data);
             return Ok(());
         }

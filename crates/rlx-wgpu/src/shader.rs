@@ -152,7 +152,7 @@ impl Shader {
             ),
             DType::F16 | DType::BF16 | DType::U8 | DType::Bool => {
                 let k = per_word(t.dtype) as u64;
-                if e0 % k != 0 {
+                if !e0.is_multiple_of(k) {
                     return Err(WgpuError::Shader {
                         label: self.label.clone(),
                         msg: format!("a {} output at byte {} is not word-aligned", t.dtype, t.off),
@@ -178,7 +178,7 @@ impl Shader {
     /// Raw word access to `t`'s buffer: `rd_<name>(w)` / `wr_<name>(w, v)` with `w` counted
     /// from the tensor's first byte (which must be word-aligned).
     pub fn words(&mut self, name: &str, t: &WTensor) -> Result<(), WgpuError> {
-        if t.off % 4 != 0 {
+        if !t.off.is_multiple_of(4) {
             return Err(WgpuError::Shader {
                 label: self.label.clone(),
                 msg: format!("raw words of a tensor at byte {}", t.off),

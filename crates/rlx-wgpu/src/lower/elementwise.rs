@@ -61,7 +61,7 @@ fn batch(ctx: &mut NodeCtx, chain: &[ChainStep], nb: usize, prologue: RegionProl
             dims: per_dims.clone(),
             ..out.clone()
         };
-        if per_word(out.dtype) > 1 && part.off % 4 != 0 {
+        if per_word(out.dtype) > 1 && !part.off.is_multiple_of(4) {
             unsupported!("batch samples of {} bytes are not word-aligned", per_bytes);
         }
         let mut ins: Vec<&WTensor> = vec![&ctx.ins[b]];

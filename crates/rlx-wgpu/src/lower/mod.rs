@@ -129,7 +129,11 @@ impl NodeCtx<'_> {
             return Ok(());
         }
         // A buffer copy cannot read and write one buffer: those move through a kernel.
-        if src.slab != dst.slab && src.off % 4 == 0 && dst.off % 4 == 0 && bytes % 4 == 0 {
+        if src.slab != dst.slab
+            && src.off.is_multiple_of(4)
+            && dst.off.is_multiple_of(4)
+            && bytes.is_multiple_of(4)
+        {
             self.env.steps.push(Step::Copy {
                 src: (src.slab, src.off),
                 dst: (dst.slab, dst.off),

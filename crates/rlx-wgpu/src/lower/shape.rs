@@ -239,7 +239,7 @@ pub fn fill_bits(value: f64, dtype: DType) -> Result<(u32, u32), LowerError> {
 /// keeps the bytes past its end (they may be another tensor's).
 pub fn mover(mut sh: Shader, out: &WTensor, caps: &Caps) -> Result<Kernel, LowerError> {
     let es = out.dtype.size_bytes();
-    if out.off % 4 != 0 {
+    if !out.off.is_multiple_of(4) {
         unsupported!(
             "a {} output at byte {} is not word-aligned",
             out.dtype,
@@ -297,7 +297,11 @@ pub fn copy_view(ctx: &mut NodeCtx, x: &WTensor, view: &View, dst: &WTensor) -> 
             dims: dst.dims.clone(),
             ..x.clone()
         };
-        if src.slab != dst.slab && src.off % 4 == 0 && dst.off % 4 == 0 && src.bytes() % 4 == 0 {
+        if src.slab != dst.slab
+            && src.off.is_multiple_of(4)
+            && dst.off.is_multiple_of(4)
+            && src.bytes().is_multiple_of(4)
+        {
             return ctx.copy(&src, dst);
         }
     }
