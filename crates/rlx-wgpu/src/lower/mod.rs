@@ -16,6 +16,8 @@ pub mod norm;
 pub mod reduce;
 pub mod reduce_scan;
 pub mod reduce_softmax;
+pub mod shape;
+pub mod shape_index;
 
 /// Prefix of the fallback reasons that are limits of portable WGSL, not missing kernels.
 pub const PORTABLE: &str = "portable WGSL:";
@@ -132,13 +134,26 @@ impl NodeCtx<'_> {
         if bytes == 0 {
             return Ok(());
         }
-        if src.off.is_multiple_of(4) && dst.off.is_multiple_of(4) && bytes.is_multiple_of(4) {
+        // A buffer copy cannot read and write one buffer: those move through a kernel.
+        if src.slab != dst.slab
+            && src.off.is_multiple_of(4)
+            && dst.off.is_multiple_of(4)
+            && bytes.is_multiple_of(4)
+        {
             self.env.steps.push(Step::Copy {
                 src: (src.slab, src.off),
                 dst: (dst.slab, dst.off),
                 bytes,
             });
             return Ok(());
+        }
+        if src.dtype.size_bytes() == dst.dtype.size_bytes() {
+            let view = shape::View::contiguous(&[src.numel()]);
+            let flat = WTensor {
+                dims: vec![dst.numel()],
+                ..dst.clone()
+            };
+            return shape::copy_view(self, src, &view, &flat);
         }
         let k = elementwise::convert(src, dst, self.caps)?;
         self.push(k);
@@ -193,6 +208,29 @@ pub fn lower_node(ctx: &mut NodeCtx) -> Lowered {
             exclusive,
             reverse,
         } => reduce_scan::lower_cumsum(ctx, *axis, *exclusive, *reverse),
+        Op::Reshape { .. } => shape::reshape(ctx),
+        Op::Expand { .. } => shape::expand(ctx),
+        Op::Transpose { perm } => shape::transpose(ctx, perm),
+        Op::Narrow { axis, start, len } => shape::narrow(ctx, *axis, *start, *len),
+        Op::Slice {
+            axes,
+            starts,
+            ends,
+            steps,
+        } => shape::slice(ctx, axes, starts, ends, steps),
+        Op::Tile { repeats } => shape::tile(ctx, repeats),
+        Op::Pad { pads, value } => shape::pad(ctx, pads, *value),
+        Op::Concat { axis } => shape::concat(ctx, *axis),
+        Op::Gather { axis } => shape::gather(ctx, *axis),
+        Op::TransformRegion { steps } => shape::transform_region(ctx, steps),
+        Op::GatherElements { axis } => shape_index::gather_elements(ctx, *axis),
+        Op::GatherND { batch_dims } => shape_index::gather_nd(ctx, *batch_dims),
+        Op::ScatterElements { axis, reduction } => {
+            shape_index::scatter_elements(ctx, *axis, *reduction)
+        }
+        Op::ScatterND { reduction } => shape_index::scatter_nd(ctx, *reduction),
+        Op::OneHot { axis, depth } => shape_index::one_hot(ctx, *axis, *depth),
+        Op::Range { .. } => shape_index::range(ctx),
         other => unsupported!("no wgpu lowering for {} yet", other.kind()),
     }
 }
