@@ -59,6 +59,8 @@ pub(crate) struct CpuStep {
     names: Vec<String>,
     ins: Vec<WTensor>,
     out: WTensor,
+    /// Where the fallback graph's further outputs go: the caches the op writes in place.
+    written: Vec<WTensor>,
 }
 
 impl CpuStep {
@@ -69,8 +71,33 @@ impl CpuStep {
         for (k, t) in ins.iter().enumerate() {
             ids.push(g.input(names[k].clone(), Shape::new(&t.dims, t.dtype))?);
         }
-        let id = g.push_node(node.op.clone(), ids, node.shape.clone());
-        g.set_outputs(vec![id]);
+        let mut written = Vec::new();
+        match &node.op {
+            // The CPU would write its own copies of the caches: here they live on the device,
+            // so the fallback is the ops it stands for, the written caches outputs too.
+            Op::CachedAttention { spec, rope } => {
+                let (mut q, mut k) = (ids[0], ids[1]);
+                if let Some(r) = rope {
+                    q = g.rope(q, ids[6], ids[7], spec.head_dim, r.n_rot, r.style)?;
+                    k = g.rope(k, ids[6], ids[7], spec.head_dim, r.n_rot, r.style)?;
+                }
+                let kc = g.cache_write(ids[3], k, ids[5], 1)?;
+                let vc = g.cache_write(ids[4], ids[2], ids[5], 1)?;
+                let a = g.attention_cached(q, kc, vc, ids[5], spec.clone())?;
+                g.set_outputs(vec![a, kc, vc]);
+                written = vec![ins[3].clone(), ins[4].clone()];
+            }
+            op if !op.written_inputs().is_empty() && !op.kind().is_in_place() => {
+                return Err(WgpuError::Node {
+                    node: node.label(),
+                    msg: format!("no CPU fallback writes {}'s inputs back", op.kind()),
+                });
+            }
+            _ => {
+                let id = g.push_node(node.op.clone(), ids, node.shape.clone());
+                g.set_outputs(vec![id]);
+            }
+        }
         let exe = CpuExecutable::new(g).map_err(|e| WgpuError::Node {
             node: node.label(),
             msg: format!("cannot prepare the CPU fallback: {e}"),
@@ -80,6 +107,7 @@ impl CpuStep {
             names,
             ins,
             out,
+            written,
         })
     }
 }
@@ -355,13 +383,14 @@ impl WgpuExecutable {
                     let vals = self.download_after(plan, &ins, enc)?;
                     let feeds: Vec<(&str, HostTensor)> =
                         c.names.iter().map(|s| s.as_str()).zip(vals).collect();
-                    let out = c
+                    let outs = c
                         .exe
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .run(&feeds)?
-                        .remove(0);
-                    self.upload_into(plan, &c.out, &out.data)?;
+                        .run(&feeds)?;
+                    for (t, v) in std::iter::once(&c.out).chain(&c.written).zip(&outs) {
+                        self.upload_into(plan, t, &v.data)?;
+                    }
                     enc = self.gpu.encoder();
                 }
             }
