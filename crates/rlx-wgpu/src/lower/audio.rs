@@ -17,10 +17,20 @@ use rlx_ir::{DType, FftNorm};
 const MAX_ELEMS: usize = 1 << 30;
 
 fn floats(ctx: &NodeCtx, what: &str) -> Lowered {
-    if let Some(t) = ctx.ins.iter().chain([&ctx.out]).find(|t| !t.dtype.is_float()) {
+    if let Some(t) = ctx
+        .ins
+        .iter()
+        .chain([&ctx.out])
+        .find(|t| !t.dtype.is_float())
+    {
         unsupported!("{what} of {} values", t.dtype);
     }
-    if let Some(t) = ctx.ins.iter().chain([&ctx.out]).find(|t| t.numel() >= MAX_ELEMS) {
+    if let Some(t) = ctx
+        .ins
+        .iter()
+        .chain([&ctx.out])
+        .find(|t| t.numel() >= MAX_ELEMS)
+    {
         unsupported!("{what}: {:?} is too large for 32-bit index math", t.dims);
     }
     Ok(())
@@ -140,7 +150,11 @@ fn mel_dims(spec: &WTensor, fb: &WTensor) -> Result<[usize; 4], LowerError> {
 
 /// m = spec·fb per (item, frame, mel) into an f32 scratch: raw (`log` false) or as
 /// l = log10(max(m, 1e-10)), a NaN kept.
-fn mel_kernel(ctx: &mut NodeCtx, [items, f, nf, nm]: [usize; 4], log: bool) -> Result<WTensor, LowerError> {
+fn mel_kernel(
+    ctx: &mut NodeCtx,
+    [items, f, nf, nm]: [usize; 4],
+    log: bool,
+) -> Result<WTensor, LowerError> {
     let (spec, fb) = (ctx.ins[0].clone(), ctx.ins[1].clone());
     let m = ctx.scratch(&[items * f * nm], DType::F32);
     let mut sh = Shader::new(format!("log-mel m {:?}x{nm} log={log}", spec.dims));
@@ -162,7 +176,13 @@ const LOG10: &str = "fn lg(m: f32) -> f32 {\n    if (is_nan(m)) { return m; }\n 
 
 /// The per-item max of `lg(m)` (`log` false: m is raw) over `per` values, NaN-propagating:
 /// one workgroup per item, a tree in workgroup memory.
-fn item_max(ctx: &mut NodeCtx, m: &WTensor, items: usize, per: usize, log: bool) -> Result<WTensor, LowerError> {
+fn item_max(
+    ctx: &mut NodeCtx,
+    m: &WTensor,
+    items: usize,
+    per: usize,
+    log: bool,
+) -> Result<WTensor, LowerError> {
     if items > ctx.caps.max_groups_per_dim as usize {
         unsupported!("LogMel over {items} items (one workgroup each)");
     }
@@ -223,7 +243,10 @@ pub fn log_mel_backward(ctx: &mut NodeCtx) -> Lowered {
     let [items, f, nf, nm] = dims;
     let dy = ctx.ins[2].clone();
     if dy.numel() != items * f * nm {
-        unsupported!("LogMelBackward: dy {:?} does not match the LogMel output", dy.dims);
+        unsupported!(
+            "LogMelBackward: dy {:?} does not match the LogMel output",
+            dy.dims
+        );
     }
     if items * f * nm == 0 {
         let y = ctx.word_out();

@@ -180,7 +180,7 @@ pub fn resize_nearest2x(ctx: &mut NodeCtx) -> Lowered {
     if x.dims.len() != 4 || x.dtype != y.dtype {
         unsupported!("ResizeNearest2x of {:?} {}", x.dims, x.dtype);
     }
-    if x.off % 4 != 0 || y.off % 4 != 0 {
+    if !x.off.is_multiple_of(4) || !y.off.is_multiple_of(4) {
         unsupported!("ResizeNearest2x of a tensor not starting on a word");
     }
     check_sizes(&[&y])?;

@@ -44,7 +44,7 @@ impl Geom {
     fn new(spec: &ConvSpec, x: [usize; 4], o: usize) -> Result<Geom, LowerError> {
         let s2 = conv_spec_2d(spec, &Dim::Static(x[2]));
         let g = s2.groups;
-        if g == 0 || x[1] % g != 0 || o % g != 0 {
+        if g == 0 || !x[1].is_multiple_of(g) || !o.is_multiple_of(g) {
             unsupported!("channels {} / {o} are not divisible by groups {g}", x[1]);
         }
         let mut out = [0usize; 2];
@@ -237,7 +237,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
 }
 
 fn float_ins(ctx: &NodeCtx, what: &str) -> Lowered {
-    if let Some(t) = ctx.ins.iter().chain([&ctx.out]).find(|t| !t.dtype.is_float()) {
+    if let Some(t) = ctx
+        .ins
+        .iter()
+        .chain([&ctx.out])
+        .find(|t| !t.dtype.is_float())
+    {
         unsupported!("{what} of {} values", t.dtype);
     }
     Ok(())
@@ -257,7 +262,11 @@ pub fn conv(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
     let bias = ctx.ins.get(2).cloned();
     let geo = Geom::new(spec, rank4(&x, "conv input")?, w.dims[0])?;
     if w.numel() != geo.o * geo.cg() * geo.khw() || ctx.out.numel() != geo.n * geo.o * geo.pp() {
-        unsupported!("conv weight {:?} / output {:?} disagree with the geometry", w.dims, ctx.out.dims);
+        unsupported!(
+            "conv weight {:?} / output {:?} disagree with the geometry",
+            w.dims,
+            ctx.out.dims
+        );
     }
     check_sizes(&[&x, &w, &ctx.out])?;
     let y = ctx.word_out();
@@ -299,7 +308,11 @@ pub fn conv2d_backward_input(ctx: &mut NodeCtx, spec: &ConvSpec, input_hw: [usiz
     let o = rank4(&ctx.out, "dx")?;
     let geo = Geom::new(spec, [o[0], o[1], input_hw[0], input_hw[1]], w.dims[0])?;
     if dy.dims[..] != [geo.n, geo.o, geo.ho, geo.wo] || w.numel() != geo.o * geo.cg() * geo.khw() {
-        unsupported!("dy {:?} / w {:?} disagree with the conv geometry", dy.dims, w.dims);
+        unsupported!(
+            "dy {:?} / w {:?} disagree with the conv geometry",
+            dy.dims,
+            w.dims
+        );
     }
     check_sizes(&[&dy, &w, &ctx.out])?;
     let y = ctx.word_out();
@@ -354,7 +367,11 @@ pub fn conv2d_backward_weight(ctx: &mut NodeCtx, spec: &ConvSpec) -> Lowered {
     let geo = Geom::new(spec, rank4(&x, "conv input")?, dy.dims[1])?;
     let kk = geo.cg() * geo.khw();
     if dy.dims[..] != [geo.n, geo.o, geo.ho, geo.wo] || ctx.out.numel() != geo.o * kk {
-        unsupported!("dy {:?} / dw {:?} disagree with the conv geometry", dy.dims, ctx.out.dims);
+        unsupported!(
+            "dy {:?} / dw {:?} disagree with the conv geometry",
+            dy.dims,
+            ctx.out.dims
+        );
     }
     check_sizes(&[&x, &dy, &ctx.out])?;
     let mut gemm = Gemm {
