@@ -9,6 +9,7 @@ use crate::shader::{storable, Kernel, WTensor};
 use crate::WgpuError;
 use rlx_ir::{DType, Node, Op};
 
+pub mod audio;
 pub mod elementwise;
 pub mod linalg;
 pub mod linalg_quant;
@@ -18,6 +19,7 @@ pub mod reduce_scan;
 pub mod reduce_softmax;
 pub mod shape;
 pub mod shape_index;
+pub mod vision;
 
 /// Prefix of the fallback reasons that are limits of portable WGSL, not missing kernels.
 pub const PORTABLE: &str = "portable WGSL:";
@@ -231,6 +233,17 @@ pub fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         Op::ScatterND { reduction } => shape_index::scatter_nd(ctx, *reduction),
         Op::OneHot { axis, depth } => shape_index::one_hot(ctx, *axis, *depth),
         Op::Range { .. } => shape_index::range(ctx),
+        Op::Conv(spec) => vision::conv(ctx, spec),
+        Op::Pool(spec) => vision::pool(ctx, spec),
+        Op::ResizeNearest2x => vision::resize_nearest2x(ctx),
+        Op::Conv2dBackwardInput { spec, input_hw } => {
+            vision::conv2d_backward_input(ctx, spec, *input_hw)
+        }
+        Op::Conv2dBackwardWeight(spec) => vision::conv2d_backward_weight(ctx, spec),
+        Op::MaxPool2dBackward(spec) => vision::max_pool2d_backward(ctx, spec),
+        Op::Fft { inverse, norm } => audio::fft(ctx, *inverse, *norm),
+        Op::LogMel => audio::log_mel(ctx),
+        Op::LogMelBackward => audio::log_mel_backward(ctx),
         other => unsupported!("no wgpu lowering for {} yet", other.kind()),
     }
 }

@@ -118,15 +118,6 @@ pub const PENDING: &[OpKind] = &[
     OpKind::CacheWrite,
     OpKind::RopeCacheWrite,
     OpKind::CachedAttention,
-    OpKind::Conv,
-    OpKind::Pool,
-    OpKind::ResizeNearest2x,
-    OpKind::Conv2dBackwardInput,
-    OpKind::Conv2dBackwardWeight,
-    OpKind::MaxPool2dBackward,
-    OpKind::Fft,
-    OpKind::LogMel,
-    OpKind::LogMelBackward,
     OpKind::FloatRound,
 ];
 
