@@ -10,6 +10,7 @@ use crate::WgpuError;
 use rlx_ir::{DType, Node, Op};
 
 pub mod elementwise;
+pub mod transformer;
 
 /// Prefix of the fallback reasons that are limits of portable WGSL, not missing kernels.
 pub const PORTABLE: &str = "portable WGSL:";
@@ -163,6 +164,20 @@ pub fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         | Op::ElementwiseRegion { .. }
         | Op::BatchElementwiseRegion { .. }
         | Op::FusedSwiGLU { .. } => elementwise::lower(ctx, &op),
+        Op::Attention(spec) => transformer::attention(ctx, spec),
+        Op::Rope {
+            head_dim,
+            n_rot,
+            style,
+        } => transformer::rope(ctx, *head_dim, *n_rot, *style),
+        Op::CacheWrite { axis } => transformer::cache_write(ctx, *axis),
+        Op::RopeCacheWrite {
+            axis,
+            head_dim,
+            n_rot,
+            style,
+        } => transformer::rope_cache_write(ctx, *axis, *head_dim, *n_rot, *style),
+        Op::CachedAttention { spec, rope } => transformer::cached_attention(ctx, spec, rope),
         other => unsupported!("no wgpu lowering for {} yet", other.kind()),
     }
 }
