@@ -98,20 +98,31 @@ fn write_rows(
         unsupported!("pos must be one i64, got {} {:?}", pos.dtype, pos.dims);
     }
     if new.dtype != cache.dtype {
-        unsupported!("new rows {} differ from the cache's {}", new.dtype, cache.dtype);
+        unsupported!(
+            "new rows {} differ from the cache's {}",
+            new.dtype,
+            cache.dtype
+        );
     }
     let r = cache.dims.len();
     if axis >= r || new.dims.len() != r {
         unsupported!("axis {axis} of cache {:?} / new {:?}", cache.dims, new.dims);
     }
     if (0..r).any(|a| a != axis && new.dims[a] != cache.dims[a]) {
-        unsupported!("new rows {:?} differ from the cache {:?} off axis {axis}", new.dims, cache.dims);
+        unsupported!(
+            "new rows {:?} differ from the cache {:?} off axis {axis}",
+            new.dims,
+            cache.dims
+        );
     }
     if new.numel() == 0 {
         return Ok(());
     }
     if cache.numel() > (i32::MAX as usize) / 2 {
-        unsupported!("a cache of {} elements is beyond the kernel's u32 indexing", cache.numel());
+        unsupported!(
+            "a cache of {} elements is beyond the kernel's u32 indexing",
+            cache.numel()
+        );
     }
     if rope.is_some() && !cache.dtype.is_float() {
         unsupported!("a rotated cache write of {}", cache.dtype);
@@ -119,7 +130,10 @@ fn write_rows(
     let outer: usize = cache.dims[..axis].iter().product();
     let inner: usize = cache.dims[axis + 1..].iter().product();
     let (c, s) = (cache.dims[axis], new.dims[axis]);
-    let mut sh = Shader::new(format!("cache_write {:?} axis {axis} <- {:?}", cache.dims, new.dims));
+    let mut sh = Shader::new(format!(
+        "cache_write {:?} axis {axis} <- {:?}",
+        cache.dims, new.dims
+    ));
     sh.words("cache", cache)?;
     sh.input("pos", pos)?;
     let size = cache.dtype.size_bytes();
@@ -151,7 +165,7 @@ fn write_rows(
             ));
         }
         (None, _) => {
-            if new.off % 4 != 0 {
+            if !new.off.is_multiple_of(4) {
                 unsupported!("new rows at byte {} are not word-aligned", new.off);
             }
             sh.words("new", new)?;

@@ -51,12 +51,15 @@ pub(super) fn attend(
     past: Option<&WTensor>,
 ) -> Lowered {
     let out = ctx.out.clone();
-    if !q.dtype.is_float() || k.dtype != q.dtype || v.dtype != q.dtype || out.dtype != q.dtype
-    {
+    if !q.dtype.is_float() || k.dtype != q.dtype || v.dtype != q.dtype || out.dtype != q.dtype {
         unsupported!("q, k, v and the output must share a float dtype");
     }
     let (h, d, dv) = (spec.num_heads, spec.head_dim, spec.v_dim());
-    let rank = if spec.layout == AttentionLayout::Packed { 3 } else { 4 };
+    let rank = if spec.layout == AttentionLayout::Packed {
+        3
+    } else {
+        4
+    };
     if [q, k, v, &out].iter().any(|t| t.dims.len() != rank) {
         unsupported!("q/k/v/out ranks do not match the {:?} layout", spec.layout);
     }
@@ -65,7 +68,7 @@ pub(super) fn attend(
         AttentionLayout::Bshd => (q.dims[0], q.dims[1], k.dims[1], k.dims[2]),
         AttentionLayout::Bhsd => (q.dims[0], q.dims[2], k.dims[2], k.dims[1]),
     };
-    if hkv == 0 || h % hkv != 0 {
+    if hkv == 0 || !h.is_multiple_of(hkv) {
         unsupported!("{h} query heads are not a multiple of {hkv} KV heads");
     }
     if d == 0 || dv == 0 || d > MAX_HEAD || dv > MAX_HEAD {
@@ -74,7 +77,9 @@ pub(super) fn attend(
     if out.numel() == 0 {
         return Ok(());
     }
-    let big = [q, k, v, &out].iter().any(|t| t.numel() > i32::MAX as usize)
+    let big = [q, k, v, &out]
+        .iter()
+        .any(|t| t.numel() > i32::MAX as usize)
         || b * sk > i32::MAX as usize
         || sk + sq > i32::MAX as usize / 2;
     if big {
@@ -131,9 +136,7 @@ pub(super) fn attend(
     }
     sh.text(&consts);
     // The default scale rounded once to f32 from f64, as the CPU reference does.
-    let scale = spec
-        .score_scale
-        .unwrap_or((1.0 / (d as f64).sqrt()) as f32);
+    let scale = spec.score_scale.unwrap_or((1.0 / (d as f64).sqrt()) as f32);
     let scaled = format!("bitcast<f32>({:#x}u) * dot", scale.to_bits());
     let score = match spec.attn_logit_softcap {
         Some(cap) => format!(

@@ -10,7 +10,12 @@ use rlx_ir::{DType, Dim, RopeStyle};
 /// The table row (in units of n_rot/2) of each head row of x, as a WGSL expression of the
 /// head row `r`: x is seen as `[lead.., head_dim]` (rlx-ir's `rope_view`) and the tables'
 /// lead dims broadcast against `lead` from the right.
-fn table_row(x: &WTensor, cos: &WTensor, head_dim: usize, n_rot: usize) -> Result<String, LowerError> {
+fn table_row(
+    x: &WTensor,
+    cos: &WTensor,
+    head_dim: usize,
+    n_rot: usize,
+) -> Result<String, LowerError> {
     let stat = |d: &[usize]| d.iter().map(|&v| Dim::Static(v)).collect::<Vec<_>>();
     let view = rope_view(&stat(&x.dims), &stat(&cos.dims), head_dim, n_rot)
         .map_err(LowerError::Unsupported)?;
@@ -22,7 +27,11 @@ fn table_row(x: &WTensor, cos: &WTensor, head_dim: usize, n_rot: usize) -> Resul
         unsupported!("cos must have rank >= 1");
     };
     if last != n_rot / 2 || cos_lead.len() > lead.len() {
-        unsupported!("cos {:?} does not fit x {:?} with n_rot {n_rot}", cos.dims, x.dims);
+        unsupported!(
+            "cos {:?} does not fit x {:?} with n_rot {n_rot}",
+            cos.dims,
+            x.dims
+        );
     }
     let off = lead.len() - cos_lead.len();
     let cst = rlx_ir::strides(cos_lead);
