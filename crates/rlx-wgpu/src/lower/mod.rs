@@ -20,6 +20,7 @@ pub mod reduce_softmax;
 pub mod shape;
 pub mod shape_index;
 pub mod vision;
+pub mod transformer;
 
 /// Prefix of the fallback reasons that are limits of portable WGSL, not missing kernels.
 pub const PORTABLE: &str = "portable WGSL:";
@@ -244,6 +245,20 @@ pub fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         Op::Fft { inverse, norm } => audio::fft(ctx, *inverse, *norm),
         Op::LogMel => audio::log_mel(ctx),
         Op::LogMelBackward => audio::log_mel_backward(ctx),
+        Op::Attention(spec) => transformer::attention(ctx, spec),
+        Op::Rope {
+            head_dim,
+            n_rot,
+            style,
+        } => transformer::rope(ctx, *head_dim, *n_rot, *style),
+        Op::CacheWrite { axis } => transformer::cache_write(ctx, *axis),
+        Op::RopeCacheWrite {
+            axis,
+            head_dim,
+            n_rot,
+            style,
+        } => transformer::rope_cache_write(ctx, *axis, *head_dim, *n_rot, *style),
+        Op::CachedAttention { spec, rope } => transformer::cached_attention(ctx, spec, rope),
         other => unsupported!("no wgpu lowering for {} yet", other.kind()),
     }
 }

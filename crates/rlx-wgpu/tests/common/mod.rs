@@ -113,11 +113,6 @@ pub fn compare(what: &str, got: &HostTensor, want: &HostTensor, tol: f64) {
 /// report lists them). Remove a kind here when its lowering lands.
 pub const PENDING: &[OpKind] = &[
     OpKind::TopK,
-    OpKind::Attention,
-    OpKind::Rope,
-    OpKind::CacheWrite,
-    OpKind::RopeCacheWrite,
-    OpKind::CachedAttention,
     OpKind::FloatRound,
 ];
 
