@@ -16,6 +16,7 @@ pub mod norm;
 pub mod reduce;
 pub mod reduce_scan;
 pub mod reduce_softmax;
+pub mod reduce_topk;
 
 /// Prefix of the fallback reasons that are limits of portable WGSL, not missing kernels.
 pub const PORTABLE: &str = "portable WGSL:";
@@ -193,6 +194,10 @@ pub fn lower_node(ctx: &mut NodeCtx) -> Lowered {
             exclusive,
             reverse,
         } => reduce_scan::lower_cumsum(ctx, *axis, *exclusive, *reverse),
+        // `sorted = false` may return any order: the sorted one is one of them.
+        Op::TopK {
+            k, axis, largest, ..
+        } => reduce_topk::lower_topk(ctx, *k, *axis, *largest),
         other => unsupported!("no wgpu lowering for {} yet", other.kind()),
     }
 }

@@ -112,7 +112,6 @@ pub fn compare(what: &str, got: &HostTensor, want: &HostTensor, tol: f64) {
 /// Kinds with no wgpu lowering yet: their cases check the CPU-fallback path (the dispatch
 /// report lists them). Remove a kind here when its lowering lands.
 pub const PENDING: &[OpKind] = &[
-    OpKind::TopK,
     OpKind::Reshape,
     OpKind::Expand,
     OpKind::Transpose,
