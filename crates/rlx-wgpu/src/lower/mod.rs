@@ -166,6 +166,7 @@ pub fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         | Op::Compare(_)
         | Op::Where
         | Op::Cast { .. }
+        | Op::FloatRound { .. }
         | Op::StopGradient
         | Op::ElementwiseRegion { .. }
         | Op::BatchElementwiseRegion { .. }

@@ -142,7 +142,6 @@ pub const PENDING: &[OpKind] = &[
     OpKind::Fft,
     OpKind::LogMel,
     OpKind::LogMelBackward,
-    OpKind::FloatRound,
 ];
 
 /// The parity check: `build(dtype)` on wgpu against the CPU in `dtype` and in f64. Every
