@@ -2,7 +2,9 @@
 //! one output word (1 element of f32/i32, 2 of f16/bf16, 4 of u8/bool), each element through
 //! `val(i)`: every used input loaded once through its broadcast index expression (sizes are
 //! baked into the text, so the driver folds them), one line per step, each step's value
-//! settled into its dtype as the CPU's chain engine does.
+//! settled into its dtype as the CPU's chain engine does. Integer Mod, the bitwise ops and
+//! shifts follow rlx-cpu's `binary_i` in i32 (helpers in `wgsl/elementwise_int.wgsl`), float
+//! Mod is an exact fmod on the bits. FloatRound has its own kernel at the end.
 use super::{LowerError, Lowered, NodeCtx, PORTABLE};
 use crate::device::Caps;
 use crate::shader::{class, grid_1d, per_word, Kernel, Shader, WTensor};
@@ -224,7 +226,15 @@ fn binary(op: BinaryOp, float: bool, a: &str, b: &str) -> Result<String, LowerEr
         (BinaryOp::Min, false) => format!("min({a}, {b})"),
         (BinaryOp::Pow, true) => format!("f_pow({a}, {b})"),
         (BinaryOp::Pow, false) => format!("i_pow({a}, {b})"),
-        _ => unsupported!("no wgpu kernel for Binary {op:?} yet"),
+        (BinaryOp::Mod { fmod: true }, true) => format!("f_fmod({a}, {b})"),
+        (BinaryOp::Mod { fmod: false }, true) => format!("f_pymod({a}, {b})"),
+        (BinaryOp::Mod { fmod }, false) => format!("i_mod({a}, {b}, {fmod})"),
+        (BinaryOp::BitAnd, false) => format!("({a} & {b})"),
+        (BinaryOp::BitOr, false) => format!("({a} | {b})"),
+        (BinaryOp::BitXor, false) => format!("({a} ^ {b})"),
+        (BinaryOp::ShiftLeft, false) => format!("i_shl({a}, {b})"),
+        (BinaryOp::ShiftRight, false) => format!("i_shr({a}, {b})"),
+        _ => unsupported!("no wgpu kernel for Binary {op:?} on floats"),
     })
 }
 
@@ -298,6 +308,18 @@ pub fn chain_kernel(
         }
     }
     let mut sh = Shader::new(format!("region {:?} -> {}", chain, out.dtype));
+    let needs_int = chain.iter().any(|s| {
+        matches!(
+            s,
+            ChainStep::Binary(
+                BinaryOp::Mod { .. } | BinaryOp::ShiftLeft | BinaryOp::ShiftRight,
+                ..
+            )
+        )
+    });
+    if needs_int {
+        sh.text(include_str!("../wgsl/elementwise_int.wgsl"));
+    }
     let mut val = String::new();
     for (k, t) in ins.iter().enumerate() {
         if !used[k] {
@@ -319,8 +341,17 @@ pub fn chain_kernel(
             ChainOperand::Step(j) => dts[j],
         };
         let e = match step {
+            // Integer Neg / Abs wrap (|i32::MIN| is itself), as the CPU's wrapping ops
+            // narrowed to the dtype; u8's negation wraps modulo 256 in the settle.
+            ChainStep::Activation(Activation::Neg, x) if !dt.is_float() => {
+                settle(dt, format!("(0 - {})", operand(x)))
+            }
+            ChainStep::Activation(Activation::Abs, x) if !dt.is_float() => {
+                let x = operand(x);
+                settle(dt, format!("select({x}, 0 - {x}, {x} < 0)"))
+            }
             ChainStep::Activation(a, _) if !dt.is_float() => {
-                unsupported!("no wgpu kernel for integer {a:?} yet")
+                unsupported!("integer {a:?} is not defined")
             }
             ChainStep::Activation(a, x) => settle(dt, activation(*a, &operand(x))),
             ChainStep::Binary(op, a, b) => {
