@@ -2,13 +2,16 @@
 //! one output word (1 element of f32/i32, 2 of f16/bf16, 4 of u8/bool), each element through
 //! `val(i)`: every used input loaded once through its broadcast index expression (sizes are
 //! baked into the text, so the driver folds them), one line per step, each step's value
-//! settled into its dtype as the CPU's chain engine does.
+//! settled into its dtype as the CPU's chain engine does. Integer Mod, the bitwise ops and
+//! shifts follow rlx-cpu's `binary_i` in i32 (helpers in `wgsl/elementwise_int.wgsl`), float
+//! Mod is an exact fmod on the bits. FloatRound has its own kernel at the end.
 use super::{LowerError, Lowered, NodeCtx, PORTABLE};
 use crate::device::Caps;
 use crate::shader::{class, grid_1d, per_word, Kernel, Shader, WTensor};
 use crate::unsupported;
 use rlx_ir::ops::region::chain_dtypes;
 use rlx_ir::{Activation, BinaryOp, ChainOperand, ChainStep, CompareOp, DType, Op, RegionPrologue};
+use rlx_ir::{E8M0Round, MiniFloat};
 use std::fmt::Write;
 
 pub fn lower(ctx: &mut NodeCtx, op: &Op) -> Lowered {
@@ -31,6 +34,7 @@ pub fn lower(ctx: &mut NodeCtx, op: &Op) -> Lowered {
             return ctx.copy(&src, &dst);
         }
         Op::FusedSwiGLU { gate_first, .. } => return swiglu(ctx, *gate_first),
+        Op::FloatRound { format, saturate } => return float_round(ctx, *format, *saturate),
         Op::ElementwiseRegion { chain, prologue } => (chain.clone(), *prologue),
         Op::BatchElementwiseRegion {
             chain,
@@ -222,7 +226,15 @@ fn binary(op: BinaryOp, float: bool, a: &str, b: &str) -> Result<String, LowerEr
         (BinaryOp::Min, false) => format!("min({a}, {b})"),
         (BinaryOp::Pow, true) => format!("f_pow({a}, {b})"),
         (BinaryOp::Pow, false) => format!("i_pow({a}, {b})"),
-        _ => unsupported!("no wgpu kernel for Binary {op:?} yet"),
+        (BinaryOp::Mod { fmod: true }, true) => format!("f_fmod({a}, {b})"),
+        (BinaryOp::Mod { fmod: false }, true) => format!("f_pymod({a}, {b})"),
+        (BinaryOp::Mod { fmod }, false) => format!("i_mod({a}, {b}, {fmod})"),
+        (BinaryOp::BitAnd, false) => format!("({a} & {b})"),
+        (BinaryOp::BitOr, false) => format!("({a} | {b})"),
+        (BinaryOp::BitXor, false) => format!("({a} ^ {b})"),
+        (BinaryOp::ShiftLeft, false) => format!("i_shl({a}, {b})"),
+        (BinaryOp::ShiftRight, false) => format!("i_shr({a}, {b})"),
+        _ => unsupported!("no wgpu kernel for Binary {op:?} on floats"),
     })
 }
 
@@ -296,6 +308,18 @@ pub fn chain_kernel(
         }
     }
     let mut sh = Shader::new(format!("region {:?} -> {}", chain, out.dtype));
+    let needs_int = chain.iter().any(|s| {
+        matches!(
+            s,
+            ChainStep::Binary(
+                BinaryOp::Mod { .. } | BinaryOp::ShiftLeft | BinaryOp::ShiftRight,
+                ..
+            )
+        )
+    });
+    if needs_int {
+        sh.text(include_str!("../wgsl/elementwise_int.wgsl"));
+    }
     let mut val = String::new();
     for (k, t) in ins.iter().enumerate() {
         if !used[k] {
@@ -317,8 +341,17 @@ pub fn chain_kernel(
             ChainOperand::Step(j) => dts[j],
         };
         let e = match step {
+            // Integer Neg / Abs wrap (|i32::MIN| is itself), as the CPU's wrapping ops
+            // narrowed to the dtype; u8's negation wraps modulo 256 in the settle.
+            ChainStep::Activation(Activation::Neg, x) if !dt.is_float() => {
+                settle(dt, format!("(0 - {})", operand(x)))
+            }
+            ChainStep::Activation(Activation::Abs, x) if !dt.is_float() => {
+                let x = operand(x);
+                settle(dt, format!("select({x}, 0 - {x}, {x} < 0)"))
+            }
             ChainStep::Activation(a, _) if !dt.is_float() => {
-                unsupported!("no wgpu kernel for integer {a:?} yet")
+                unsupported!("integer {a:?} is not defined")
             }
             ChainStep::Activation(a, x) => settle(dt, activation(*a, &operand(x))),
             ChainStep::Binary(op, a, b) => {
@@ -403,5 +436,66 @@ fn swiglu(ctx: &mut NodeCtx, gate_first: bool) -> Lowered {
         )
     };
     ctx.push(sh.finish(&format!("{head}{body}}}\n"), groups));
+    Ok(())
+}
+
+/// FloatRound: each element onto `format`'s grid, into the F32 output, by the bit-level
+/// rounding of `wgsl/float_round.wgsl` (one element per invocation).
+fn float_round(ctx: &mut NodeCtx, format: MiniFloat, saturate: bool) -> Lowered {
+    let x = ctx.ins[0].clone();
+    let out = ctx.out.clone();
+    if !x.dtype.is_float() || out.dtype != DType::F32 || out.numel() != x.numel() {
+        unsupported!("FloatRound of {} into {}", x.dtype, out.dtype);
+    }
+    const NAN: u32 = 0x7fc0_0000;
+    let max = (format.max() as f32).to_bits();
+    // E2M1 has nothing but max to overflow to.
+    let sat = saturate || format == MiniFloat::E2M1;
+    let over = if sat {
+        max
+    } else if format == MiniFloat::E5M2 {
+        f32::INFINITY.to_bits()
+    } else {
+        NAN
+    };
+    // The grid formats' mantissa bits and exponent bias; E8M0 has its own function.
+    let (mb, bias) = match format {
+        MiniFloat::E4M3FN => (3, 7),
+        MiniFloat::E4M3FNUZ => (3, 8),
+        MiniFloat::E5M2 => (2, 15),
+        MiniFloat::E5M2FNUZ => (2, 16),
+        MiniFloat::E2M1 => (1, 1),
+        MiniFloat::E8M0 { .. } => (0, 127),
+    };
+    let nan_out = if format == MiniFloat::E2M1 { 0 } else { NAN };
+    let (bump, edge, f) = match format {
+        MiniFloat::E8M0 { round } => match round {
+            E8M0Round::Up => ("select(0, 1, up)", "max(k, -127)", "fr_e8m0"),
+            E8M0Round::Down => ("0", "min(k, 127)", "fr_e8m0"),
+            E8M0Round::Nearest => ("select(0, 1, near)", "k", "fr_e8m0"),
+        },
+        _ => ("0", "k", "fr_grid"),
+    };
+    let mut sh = Shader::new(format!("float_round {format:?} sat {saturate} {}", x.dtype));
+    sh.input("x", &x)?;
+    sh.output("y", &out)?;
+    sh.text(&format!(
+        "const MB: i32 = {mb};
+const EMIN: i32 = {emin};
+const MAXB: u32 = {max}u;
+const OVER: u32 = {over}u;
+const NAN_OUT: u32 = {nan_out}u;
+const FNUZ: bool = {fnuz};
+const SAT: bool = {sat};
+fn e8m0_bump(up: bool, near: bool) -> i32 {{ return {bump}; }}
+fn e8m0_edge(k: i32) -> i32 {{ return {edge}; }}
+{}",
+        include_str!("../wgsl/float_round.wgsl"),
+        emin = 1 - bias,
+        fnuz = format.is_fnuz(),
+    ));
+    let (groups, head) = grid_1d(out.numel() as u64, ctx.caps.max_groups_per_dim);
+    let body = format!("    st_y(gi, bitcast<f32>({f}(bitcast<u32>(ld_x(gi)))));\n}}\n");
+    ctx.push(sh.finish(&format!("{head}{body}"), groups));
     Ok(())
 }

@@ -21,6 +21,7 @@ pub mod shape;
 pub mod shape_index;
 pub mod vision;
 pub mod transformer;
+pub mod reduce_topk;
 
 /// Prefix of the fallback reasons that are limits of portable WGSL, not missing kernels.
 pub const PORTABLE: &str = "portable WGSL:";
@@ -183,6 +184,7 @@ pub fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         | Op::Compare(_)
         | Op::Where
         | Op::Cast { .. }
+        | Op::FloatRound { .. }
         | Op::StopGradient
         | Op::ElementwiseRegion { .. }
         | Op::BatchElementwiseRegion { .. }
@@ -259,6 +261,10 @@ pub fn lower_node(ctx: &mut NodeCtx) -> Lowered {
             style,
         } => transformer::rope_cache_write(ctx, *axis, *head_dim, *n_rot, *style),
         Op::CachedAttention { spec, rope } => transformer::cached_attention(ctx, spec, rope),
+        // `sorted = false` may return any order: the sorted one is one of them.
+        Op::TopK {
+            k, axis, largest, ..
+        } => reduce_topk::lower_topk(ctx, *k, *axis, *largest),
         other => unsupported!("no wgpu lowering for {} yet", other.kind()),
     }
 }
