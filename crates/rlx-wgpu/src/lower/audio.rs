@@ -172,7 +172,7 @@ fn mel_kernel(
 }
 
 /// `lg(m)` = log10(max(m, 1e-10)) with a NaN kept (a plain max could hide it).
-const LOG10: &str = "fn lg(m: f32) -> f32 {\n    if (is_nan(m)) { return m; }\n    return log(max(m, 1e-10)) * 0.43429448190325182;\n}";
+const LOG10: &str = "fn lg(m: f32) -> f32 {\n    if (is_nan(m)) { return m; }\n    return log_(max(m, 1e-10)) * 0.43429448190325182;\n}";
 
 /// The per-item max of `lg(m)` (`log` false: m is raw) over `per` values, NaN-propagating:
 /// one workgroup per item, a tree in workgroup memory.

@@ -199,7 +199,7 @@ pub fn activation(a: Activation, x: &str) -> String {
         Activation::Sigmoid => format!("act_sigmoid({x})"),
         Activation::Tanh => format!("tanh_({x})"),
         Activation::Exp => format!("exp({x})"),
-        Activation::Log => format!("log({x})"),
+        Activation::Log => format!("log_({x})"),
         Activation::Sqrt => format!("sqrt({x})"),
         Activation::Rsqrt => format!("(1.0 / sqrt({x}))"),
         Activation::Neg => format!("(-{x})"),

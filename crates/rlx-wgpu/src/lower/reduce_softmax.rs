@@ -178,7 +178,7 @@ pub fn lower_ce(ctx: &mut NodeCtx, sparse: bool) -> Lowered {
     let (groups, head) = row_grid(n, wg, ctx.caps);
     let body = format!(
         "    let b0 = lbase(row);
-{lse}    let lse = log(s);
+{lse}    let lse = log_(s);
 {tail}    if (valid && lid == 0u) {{ st_y(row, loss); }}
 }}
 ",
@@ -230,7 +230,7 @@ pub fn lower_ce_backward(ctx: &mut NodeCtx) -> Lowered {
     let (groups, head) = row_grid(n, wg, ctx.caps);
     let body = format!(
         "    let b0 = lbase(row);
-{lse}    let lse = log(s);
+{lse}    let lse = log_(s);
     let l = {lab};
     let g = select(f_nan(), ld_d(row), l >= 0);
     if (valid) {{

@@ -48,11 +48,39 @@ fn expm1_(x: f32) -> f32 {
     }
     return exp(x) - 1.0;
 }
+// Natural log to about 1 ulp: WGSL lets `log` be 2^-21 off absolutely near 1, where the
+// result itself is small. x = m * 2^e with m in [sqrt(1/2), sqrt(2)), then
+// log(m) = 2 atanh(f / (2 + f)) with f = m - 1 (odd series in s = f / (2 + f), |s| < 0.172).
+fn log_(x: f32) -> f32 {
+    if (is_nan(x) || x < 0.0) { return f_nan(); }
+    if (x == 0.0) { return -f_inf(); }
+    if (x == f_inf()) { return x; }
+    var u = bitcast<u32>(x);
+    var e = 0;
+    if (u < 0x00800000u) {
+        u = bitcast<u32>(x * 16777216.0);
+        e = -24;
+    }
+    e = e + i32(u >> 23u) - 127;
+    var m = bitcast<f32>((u & 0x007fffffu) | 0x3f800000u);
+    if (m > 1.41421356) {
+        m = m * 0.5;
+        e = e + 1;
+    }
+    let f = m - 1.0;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let t = z * (0.66666667 + z * (0.4 + z * (0.28571429 + z * (0.22222222 + z * (0.18181818 + z * 0.15384615)))));
+    let lm = f - s * (f - t);
+    let ef = f32(e);
+    // ln 2 as 0.693359375 (9 bits: e times it is exact) minus 2.12194440e-4 (cephes).
+    return (ef * -2.12194440e-4 + lm) + ef * 0.693359375;
+}
 // log(1 + y), accurate for small y (Kahan's correction).
 fn log1p_(y: f32) -> f32 {
     let u = 1.0 + y;
     if (u == 1.0) { return y; }
-    return log(u) * (y / (u - 1.0));
+    return log_(u) * (y / (u - 1.0));
 }
 fn tanh_(x: f32) -> f32 {
     if (is_nan(x)) { return x; }
