@@ -182,7 +182,10 @@ fn devices() {
     }
     for a in ads {
         let soft = if a.hardware { "" } else { " (software)" };
-        println!("wgpu:{:<3} {} [{} {}]{soft}", a.index, a.name, a.backend, a.kind);
+        println!(
+            "wgpu:{:<3} {} [{} {}]{soft}",
+            a.index, a.name, a.backend, a.kind
+        );
     }
 }
 

@@ -77,8 +77,9 @@ pub enum Error {
     Cpu(#[from] CpuError),
     #[error(transparent)]
     Cuda(#[from] rlx_cuda::CudaError),
+    /// Boxed: the wgpu errors carry node names and shader logs, and `Error` stays small.
     #[error(transparent)]
-    Wgpu(rlx_wgpu::WgpuError),
+    Wgpu(Box<rlx_wgpu::WgpuError>),
 }
 
 impl From<rlx_wgpu::WgpuError> for Error {
@@ -86,7 +87,7 @@ impl From<rlx_wgpu::WgpuError> for Error {
     fn from(e: rlx_wgpu::WgpuError) -> Error {
         match e {
             rlx_wgpu::WgpuError::Bind(b) => b.into(),
-            e => Error::Wgpu(e),
+            e => Error::Wgpu(Box::new(e)),
         }
     }
 }

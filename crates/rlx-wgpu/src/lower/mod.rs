@@ -17,11 +17,11 @@ pub mod norm;
 pub mod reduce;
 pub mod reduce_scan;
 pub mod reduce_softmax;
+pub mod reduce_topk;
 pub mod shape;
 pub mod shape_index;
-pub mod vision;
 pub mod transformer;
-pub mod reduce_topk;
+pub mod vision;
 
 /// Prefix of the fallback reasons that are limits of portable WGSL, not missing kernels.
 pub const PORTABLE: &str = "portable WGSL:";

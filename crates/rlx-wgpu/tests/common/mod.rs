@@ -111,8 +111,7 @@ pub fn compare(what: &str, got: &HostTensor, want: &HostTensor, tol: f64) {
 
 /// Kinds with no wgpu lowering yet: their cases check the CPU-fallback path (the dispatch
 /// report lists them). Remove a kind here when its lowering lands.
-pub const PENDING: &[OpKind] = &[
-];
+pub const PENDING: &[OpKind] = &[];
 
 /// The parity check: `build(dtype)` on wgpu against the CPU in `dtype` and in f64. Every
 /// compute node must run on the GPU unless its kind is in `allow_fallback` or its reason is
