@@ -5,8 +5,8 @@
 #   tar -xJf .devpack/device.tar.xz && bash bench/device_run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-../shared/device/stage.sh -p rlx-cuda -p rlx-runtime -p rlx-models --bin rlx >/dev/null
-grep -E '^(parity_|smoke-|cuda-|train_digits-|embed_cuda-|hf_decoder-)' .device/tests/index > .device/tests/index.keep
+../shared/device/stage.sh -p rlx-cuda -p rlx-wgpu -p rlx-runtime -p rlx-models --bin rlx >/dev/null
+grep -E '^(parity_|smoke-|cuda-|wgpu-|train_digits-|embed_cuda-|hf_decoder-)' .device/tests/index > .device/tests/index.keep
 for f in .device/tests/*-*; do
   grep -q "^$(basename "$f") " .device/tests/index.keep || rm -f "$f"
 done
