@@ -2,7 +2,7 @@
 //! shape and the dynamic dims it binds — built in one pass over the graph, so a run's inputs
 //! and a param's value are checked in one place (the runtime's session) with typed errors
 //! naming the tensor, and looked up by hash instead of by scanning the nodes.
-use crate::{DType, Dim, Graph, HostTensor, NodeId, Op, Shape};
+use crate::{DType, Dim, Graph, HostTensor, IrError, NodeId, Op, Shape};
 use std::collections::HashMap;
 use thiserror::Error;
 
@@ -313,6 +313,47 @@ fn known(list: &[Binding]) -> String {
         .map(|b| format!("{}: {}", b.name, b.shape))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+impl Graph {
+    /// Every node for one binding of the dynamic dims, as an executor plans it: ops with the
+    /// bound sizes substituted into their parameters, shapes re-inferred from the bound
+    /// inputs. A shape left with an unbound dim, or one the rule rejects, names its node.
+    pub fn bind_static(
+        &self,
+        bindings: &HashMap<String, usize>,
+    ) -> Result<Vec<crate::Node>, IrError> {
+        let fail = |n: &crate::Node, msg: String| IrError::Verify {
+            node: n.id,
+            op: n.op.kind(),
+            name: n
+                .name
+                .as_ref()
+                .map(|s| format!(" \"{s}\""))
+                .unwrap_or_default(),
+            msg,
+        };
+        let mut nodes: Vec<crate::Node> = Vec::with_capacity(self.nodes.len());
+        for n in &self.nodes {
+            let op =
+                crate::ops::shape_ops::bind_op(&n.op, bindings).unwrap_or_else(|| n.op.clone());
+            let s = if n.op.is_leaf() {
+                n.shape.bind(bindings)
+            } else {
+                let ins: Vec<&Shape> = n.inputs.iter().map(|i| &nodes[i.0].shape).collect();
+                crate::ops::infer_shape(&op, &ins).map_err(|m| fail(n, m))?
+            };
+            if !s.is_static() {
+                return Err(fail(n, format!("shape {s} has an unbound dynamic dim")));
+            }
+            nodes.push(crate::Node {
+                op,
+                shape: s,
+                ..n.clone()
+            });
+        }
+        Ok(nodes)
+    }
 }
 
 #[cfg(test)]

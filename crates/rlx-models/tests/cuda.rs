@@ -5,7 +5,8 @@
 //! gap there must be below our logits' difference from its (a near-tie, not a wrong model) —
 //! and teacher-forced incremental steps (llama.cpp's tokens fed, our top-1 against its).
 //! On CUDA also the step logits against the CPU's. Without a GPU the CUDA tests skip with a
-//! message (`RLX_REQUIRE_CUDA=1` fails them instead); absent model files skip.
+//! message (`RLX_REQUIRE_CUDA=1` fails them instead); absent model files skip. The tiny
+//! models also run on wgpu (lavapipe in CI: `RLX_REQUIRE_WGPU=1`).
 use rlx_io::gguf::Gguf;
 use rlx_models::generate::{Decoder, LoadOptions};
 use rlx_runtime::Device;
@@ -191,12 +192,30 @@ fn cuda_smollm2_generates_as_llama_cpp() {
 /// The same steps on both devices: CUDA's logits (its kernels) against the CPU's.
 #[test]
 fn cuda_steps_match_the_cpu() {
-    if !cuda() {
-        return;
+    if cuda() {
+        steps_match(Device::Cuda(0), &[TINY[0], TINY[1], TINY[2], SMOL]);
     }
-    for (file, _) in TINY.into_iter().chain([SMOL]) {
+}
+
+#[test]
+fn wgpu_tiny_models_generate_as_llama_cpp() {
+    if rlx_wgpu::gpu_or_skip() {
+        tiny_models(Device::Wgpu(0));
+    }
+}
+
+/// wgpu's logits against the CPU's (the tiny models: SmolLM2 is slow on a software adapter).
+#[test]
+fn wgpu_steps_match_the_cpu() {
+    if rlx_wgpu::gpu_or_skip() {
+        steps_match(Device::Wgpu(0), &TINY);
+    }
+}
+
+fn steps_match(device: Device, files: &[(&str, &str)]) {
+    for &(file, _) in files {
         let Some(path) = model(file) else { continue };
-        let (mut c, mut g) = (open(&path, Device::Cpu), open(&path, Device::Cuda(0)));
+        let (mut c, mut g) = (open(&path, Device::Cpu), open(&path, device));
         let prompt: Vec<u32> = (0..11).map(|i| 17 + 31 * i).collect();
         let (mut lc, mut lg) = (c.prefill(&prompt).unwrap(), g.prefill(&prompt).unwrap());
         let mut worst = 0f64;
@@ -208,12 +227,12 @@ fn cuda_steps_match_the_cpu() {
             worst = worst.max(rel);
             assert!(
                 rel < 2e-2,
-                "{file} step {step}: CUDA vs CPU logits rel-L2 {rel:.3e}"
+                "{file} step {step}: {device} vs CPU logits rel-L2 {rel:.3e}"
             );
             let tok = argmax(&lc);
             lc = c.step(tok).unwrap();
             lg = g.step(tok).unwrap();
         }
-        println!("{file}: CUDA vs CPU step logits, worst rel-L2 {worst:.3e} over 12 steps");
+        println!("{file}: {device} vs CPU step logits, worst rel-L2 {worst:.3e} over 12 steps");
     }
 }

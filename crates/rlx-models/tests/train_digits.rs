@@ -22,6 +22,16 @@ fn digits_cnn_reaches_97_percent_on_cuda() {
     digits_on(Device::Cuda(0));
 }
 
+/// The same training run on wgpu (lavapipe in CI): every node of the step, the backward ops
+/// and the Adam update included, on the GPU.
+#[test]
+fn digits_cnn_reaches_97_percent_on_wgpu() {
+    if !rlx_wgpu::gpu_or_skip() {
+        return;
+    }
+    digits_on(Device::Wgpu(0));
+}
+
 fn digits_on(device: Device) {
     let t0 = Instant::now();
     let data = Dataset::digits().unwrap();

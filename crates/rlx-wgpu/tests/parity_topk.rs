@@ -7,7 +7,7 @@ use common::*;
 use rlx_ir::{DType, Graph, Shape};
 
 /// The index group's table lets TopK fall back; its lowering is here, so its cases run
-/// with no fallback allowed (the values' GatherElements is still PENDING).
+/// with no fallback allowed (the values are a GatherElements, lowered too).
 #[test]
 fn top_k_lowered() {
     let mut cases = rlx_testutil::cases::index::top_k();

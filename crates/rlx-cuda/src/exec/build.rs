@@ -8,8 +8,7 @@ use crate::device::{device_lock, DevBuf};
 use crate::lower::{lower_node, DevTensor, LowerError, Lowered, NodeCtx};
 use crate::plan::{CpuStep, LowerEnv, Step};
 use crate::CudaError;
-use rlx_ir::ops::infer_shape;
-use rlx_ir::{Node, Op, Shape};
+use rlx_ir::{Node, Op};
 use rlx_opt::{plan_memory, PlanOptions};
 use std::collections::HashMap;
 
@@ -29,46 +28,14 @@ pub(super) fn outcome(n: &Node, r: Lowered) -> Result<Option<String>, CudaError>
 }
 
 impl CudaExecutable {
-    /// Concrete shapes (and ops with bound symbols) for this binding.
-    fn bind_graph(
-        &self,
-        bindings: &HashMap<String, usize>,
-    ) -> Result<(Vec<Vec<usize>>, Vec<Node>), CudaError> {
-        let mut shapes: Vec<Shape> = Vec::with_capacity(self.graph.nodes.len());
-        let mut nodes = Vec::with_capacity(self.graph.nodes.len());
-        for n in &self.graph.nodes {
-            let op =
-                rlx_ir::ops::shape_ops::bind_op(&n.op, bindings).unwrap_or_else(|| n.op.clone());
-            let s = if n.op.is_leaf() {
-                n.shape.bind(bindings)
-            } else {
-                let ins: Vec<&Shape> = n.inputs.iter().map(|i| &shapes[i.0]).collect();
-                infer_shape(&op, &ins).map_err(|m| node_err(n, m))?
-            };
-            if !s.is_static() {
-                return Err(node_err(n, format!("shape {s} has an unbound dynamic dim")));
-            }
-            nodes.push(Node {
-                op,
-                shape: s.clone(),
-                ..n.clone()
-            });
-            shapes.push(s);
-        }
-        Ok((
-            shapes
-                .iter()
-                .map(|s| s.static_dims().expect("static"))
-                .collect(),
-            nodes,
-        ))
-    }
-
     pub(super) fn build_plan(&self, bindings: &HashMap<String, usize>) -> Result<Plan, CudaError> {
         // Lowering allocates and sets up cuBLASLt; capture must not overlap any of that (in
         // any thread), so the whole build holds the device lock.
         let _dev = device_lock();
-        let (shapes, nodes) = self.bind_graph(bindings)?;
+        let nodes = self.graph.bind_static(bindings)?;
+        let shapes: Vec<Vec<usize>> = (nodes.iter())
+            .map(|n| n.shape.static_dims().expect("static"))
+            .collect();
         let g = &self.graph;
         // Verify mode keeps every node's value (no reuse, no views) so each can be compared.
         let keep_all = self.opts.verify;

@@ -2,31 +2,21 @@
 //! reference in the same dtype, and on the CPU in f64 (the oracle); every output is compared.
 //! Without a GPU the tests skip with a message; `RLX_REQUIRE_CUDA=1` turns that into a failure.
 #![allow(dead_code)]
-use rlx_cpu::CpuExecutable;
 use rlx_cuda::{CudaExecutable, CudaOptions, Precision};
-use rlx_ir::{DType, Graph, HostTensor, Op};
+use rlx_ir::{DType, Graph, HostTensor};
 #[allow(unused_imports)]
 pub use rlx_ir::{OpKind, OpKindSet};
+use rlx_testutil::run::device::{assert_leaves_kept, check_outputs, leaves};
+#[allow(unused_imports)]
+pub use rlx_testutil::run::device::{compare, feed, normal, run_cpu};
+pub use rlx_testutil::run::parity::Feed;
+#[allow(unused_imports)]
 pub use rlx_testutil::{rel_l2, Rng};
 
 /// True when a GPU is usable; otherwise prints why and returns false (or panics under
 /// `RLX_REQUIRE_CUDA=1`).
 pub fn gpu() -> bool {
     rlx_cuda::gpu_or_skip(0)
-}
-
-/// One named value for an input or param: dims and f64 values (converted to the declared
-/// dtype of the graph's leaf).
-pub type Feed = (String, Vec<usize>, Vec<f64>);
-
-pub fn feed(name: &str, dims: &[usize], data: Vec<f64>) -> Feed {
-    (name.to_string(), dims.to_vec(), data)
-}
-
-/// Random normal feed.
-pub fn normal(rng: &mut Rng, name: &str, dims: &[usize]) -> Feed {
-    let n = dims.iter().product();
-    feed(name, dims, rng.normals(n))
 }
 
 /// Tolerance on rel-L2 for a dtype (DESIGN.md).
@@ -39,88 +29,21 @@ pub fn tol(dtype: DType, precision: Precision) -> f64 {
     }
 }
 
-type Named = Vec<(String, HostTensor)>;
-
-fn tensors(g: &Graph, feeds: &[Feed]) -> (Named, Named) {
-    let (mut ins, mut ps) = (Vec::new(), Vec::new());
-    for (name, dims, data) in feeds {
-        let node = g
-            .nodes
-            .iter()
-            .find(|n| matches!(&n.op, Op::Input { name: m } | Op::Param { name: m } if m == name))
-            .unwrap_or_else(|| panic!("feed {name} is not a leaf of the graph"));
-        let t = HostTensor::from_f64_as(dims, data, node.shape.dtype);
-        if matches!(node.op, Op::Param { .. }) {
-            ps.push((name.clone(), t));
-        } else {
-            ins.push((name.clone(), t));
-        }
-    }
-    (ins, ps)
-}
-
-pub fn run_cpu(g: &Graph, feeds: &[Feed]) -> Vec<HostTensor> {
-    let (ins, ps) = tensors(g, feeds);
-    let mut exe = CpuExecutable::new(g.clone()).expect("cpu compile");
-    for (n, t) in &ps {
-        exe.set_param(n, t).expect("cpu set_param");
-    }
-    let refs: Vec<(&str, HostTensor)> = ins.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
-    exe.run(&refs).expect("cpu run")
-}
-
 /// Compile for the GPU, returning the executable (so tests can inspect dispatch).
 pub fn compile_gpu(g: &Graph, opts: CudaOptions) -> CudaExecutable {
     CudaExecutable::new(g.clone(), 0, opts).expect("cuda compile")
 }
 
 pub fn run_gpu_exe(exe: &mut CudaExecutable, g: &Graph, feeds: &[Feed]) -> Vec<HostTensor> {
-    let (ins, ps) = tensors(g, feeds);
+    let (ins, ps) = leaves(g, feeds);
     for (n, t) in &ps {
         exe.set_param(n, t).expect("cuda set_param");
     }
     let refs: Vec<(&str, HostTensor)> = ins.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
     let out = exe.run(&refs).expect("cuda run");
-    // The run must have read exactly what was uploaded, and left it untouched (but for the
-    // leaves an in-place op writes: a KV cache).
-    let written: Vec<&str> = (g.nodes.iter())
-        .flat_map(|n| n.op.written_inputs().iter().map(|&k| n.inputs[k]))
-        .filter_map(|t| match &g.nodes[t.0].op {
-            Op::Input { name } | Op::Param { name } => Some(name.as_str()),
-            _ => None,
-        })
-        .collect();
-    for (n, t) in ins.iter().filter(|(n, _)| !written.contains(&n.as_str())) {
-        let dev = exe.input_value(n).expect("input download");
-        assert!(
-            dev.data == t.data,
-            "input {n}: the device copy differs from the upload"
-        );
-    }
-    for (n, t) in ps.iter().filter(|(n, _)| !written.contains(&n.as_str())) {
-        let dev = exe.param_value(n).expect("param download");
-        assert!(
-            dev.data == t.data,
-            "param {n}: the device copy differs from the upload"
-        );
-    }
+    assert_leaves_kept(g, &[&ins], &|n| exe.input_value(n).expect("input download"));
+    assert_leaves_kept(g, &[&ps], &|n| exe.param_value(n).expect("param download"));
     out
-}
-
-/// Compare two outputs: floats by rel-L2, everything else exactly.
-pub fn compare(what: &str, got: &HostTensor, want: &HostTensor, tol: f64) {
-    assert_eq!(got.shape, want.shape, "{what}: shape");
-    let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
-    assert!(
-        g.iter().all(|v| !v.is_nan()) || w.iter().any(|v| v.is_nan()),
-        "{what}: GPU produced NaN"
-    );
-    if got.dtype.is_float() {
-        let e = rel_l2(&g, &w);
-        assert!(e <= tol, "{what}: rel-L2 {e:.3e} > {tol:.1e}");
-    } else {
-        assert_eq!(g, w, "{what}: integer outputs differ");
-    }
 }
 
 /// The parity check: `build(dtype)` on the GPU against the CPU in `dtype` and the CPU in
@@ -145,37 +68,7 @@ pub fn parity_with(
             );
         }
     }
-    let cpu = run_cpu(&g, feeds);
-    let t = tol(dtype, opts.precision);
-    // Rounding to the storage type compounds along a graph, and an ill-conditioned graph
-    // (a LayerNorm of rows shifted by large constants, say) can leave any evaluation in this
-    // dtype far from exact: the CPU reference's own distance from the f64 oracle is the scale
-    // of what evaluation order alone may change. The GPU may be up to SLACK times that from
-    // either the CPU or the exact result, never less strict than the per-op tolerance.
-    const SLACK: f64 = 4.0;
-    let oracle = (dtype != DType::F64).then(|| run_cpu(&build(DType::F64), feeds));
-    for (i, (a, b)) in got.iter().zip(&cpu).enumerate() {
-        let cpu_err = match &oracle {
-            Some(o) if b.dtype.is_float() => rel_l2(&b.to_f64_vec(), &o[i].to_f64_vec()),
-            _ => 0.0,
-        };
-        let allowed = t.max(SLACK * cpu_err);
-        compare(
-            &format!("{name} [{dtype}] output {i} vs CPU"),
-            a,
-            b,
-            allowed,
-        );
-        if let Some(o) = &oracle {
-            if a.dtype.is_float() {
-                let e = rel_l2(&a.to_f64_vec(), &o[i].to_f64_vec());
-                assert!(
-                    e <= allowed,
-                    "{name} [{dtype}] output {i} vs f64 oracle: rel-L2 {e:.3e} > {allowed:.1e} (CPU's own {cpu_err:.1e})"
-                );
-            }
-        }
-    }
+    check_outputs(name, build, feeds, dtype, &got, tol(dtype, opts.precision));
     got
 }
 

@@ -3,6 +3,7 @@
 //! checks VJPs against finite differences, and `parity` is the device-independent half of a
 //! device's parity check (a device module wraps it with its own compile-and-run).
 pub mod cpu;
+pub mod device;
 pub mod grad;
 pub mod parity;
 

@@ -5,8 +5,7 @@ use super::{trace_on, CpuStep, Plan, Prepared, Segment, WgpuExecutable};
 use crate::lower::{lower_node, LowerEnv, LowerError, NodeCtx, Step};
 use crate::shader::WTensor;
 use crate::WgpuError;
-use rlx_ir::ops::infer_shape;
-use rlx_ir::{Node, Op, Shape};
+use rlx_ir::{Node, Op};
 use rlx_opt::{plan_memory, PlanOptions};
 use std::collections::HashMap;
 
@@ -31,33 +30,8 @@ fn node_err(n: &Node, msg: impl Into<String>) -> WgpuError {
 }
 
 impl WgpuExecutable {
-    fn bind_graph(&self, bindings: &HashMap<String, usize>) -> Result<Vec<Node>, WgpuError> {
-        let mut shapes: Vec<Shape> = Vec::with_capacity(self.graph.nodes.len());
-        let mut nodes = Vec::with_capacity(self.graph.nodes.len());
-        for n in &self.graph.nodes {
-            let op =
-                rlx_ir::ops::shape_ops::bind_op(&n.op, bindings).unwrap_or_else(|| n.op.clone());
-            let s = if n.op.is_leaf() {
-                n.shape.bind(bindings)
-            } else {
-                let ins: Vec<&Shape> = n.inputs.iter().map(|i| &shapes[i.0]).collect();
-                infer_shape(&op, &ins).map_err(|m| node_err(n, m))?
-            };
-            if !s.is_static() {
-                return Err(node_err(n, format!("shape {s} has an unbound dynamic dim")));
-            }
-            nodes.push(Node {
-                op,
-                shape: s.clone(),
-                ..n.clone()
-            });
-            shapes.push(s);
-        }
-        Ok(nodes)
-    }
-
     pub(super) fn build_plan(&self, bindings: &HashMap<String, usize>) -> Result<Plan, WgpuError> {
-        let nodes = self.bind_graph(bindings)?;
+        let nodes = self.graph.bind_static(bindings)?;
         let dims: Vec<Vec<usize>> = (nodes.iter())
             .map(|n| n.shape.static_dims().expect("static"))
             .collect();

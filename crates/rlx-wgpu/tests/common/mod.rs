@@ -3,25 +3,20 @@
 //! Without an adapter the tests skip with a message; `RLX_REQUIRE_WGPU=1` (set by `.ci/run`,
 //! which installs lavapipe) turns that into a failure.
 #![allow(dead_code)]
-use rlx_cpu::CpuExecutable;
-use rlx_ir::{DType, Graph, HostTensor, Op};
+use rlx_ir::{DType, Graph, HostTensor};
+#[allow(unused_imports)]
 pub use rlx_ir::{OpKind, OpKindSet};
+#[allow(unused_imports)]
 pub use rlx_testutil::{rel_l2, Rng};
 use rlx_wgpu::{WgpuExecutable, WgpuOptions};
 
+use rlx_testutil::run::device::{assert_leaves_kept, check_outputs, leaves};
+#[allow(unused_imports)]
+pub use rlx_testutil::run::device::{compare, feed, normal, run_cpu};
+pub use rlx_testutil::run::parity::Feed;
+
 pub fn gpu() -> bool {
     rlx_wgpu::gpu_or_skip()
-}
-
-pub type Feed = (String, Vec<usize>, Vec<f64>);
-
-pub fn feed(name: &str, dims: &[usize], data: Vec<f64>) -> Feed {
-    (name.to_string(), dims.to_vec(), data)
-}
-
-pub fn normal(rng: &mut Rng, name: &str, dims: &[usize]) -> Feed {
-    let n = dims.iter().product();
-    feed(name, dims, rng.normals(n))
 }
 
 /// Tolerance on rel-L2 for a dtype (DESIGN.md).
@@ -32,86 +27,17 @@ pub fn tol(dtype: DType) -> f64 {
     }
 }
 
-type Named = Vec<(String, HostTensor)>;
-
-fn tensors(g: &Graph, feeds: &[Feed]) -> (Named, Named) {
-    let (mut ins, mut ps) = (Vec::new(), Vec::new());
-    for (name, dims, data) in feeds {
-        let node = (g.nodes.iter())
-            .find(|n| matches!(&n.op, Op::Input { name: m } | Op::Param { name: m } if m == name))
-            .unwrap_or_else(|| panic!("feed {name} is not a leaf of the graph"));
-        let t = HostTensor::from_f64_as(dims, data, node.shape.dtype);
-        if matches!(node.op, Op::Param { .. }) {
-            ps.push((name.clone(), t));
-        } else {
-            ins.push((name.clone(), t));
-        }
-    }
-    (ins, ps)
-}
-
-pub fn run_cpu(g: &Graph, feeds: &[Feed]) -> Vec<HostTensor> {
-    let (ins, ps) = tensors(g, feeds);
-    let mut exe = CpuExecutable::new(g.clone()).expect("cpu compile");
-    for (n, t) in &ps {
-        exe.set_param(n, t).expect("cpu set_param");
-    }
-    let refs: Vec<(&str, HostTensor)> = ins.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
-    exe.run(&refs).expect("cpu run")
-}
-
 pub fn run_gpu_exe(exe: &mut WgpuExecutable, g: &Graph, feeds: &[Feed]) -> Vec<HostTensor> {
-    let (ins, ps) = tensors(g, feeds);
+    let (ins, ps) = leaves(g, feeds);
     for (n, t) in &ps {
         exe.set_param(n, t).expect("wgpu set_param");
     }
     let refs: Vec<(&str, HostTensor)> = ins.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
     let out = exe.run(&refs).expect("wgpu run");
-    // The run read exactly what was uploaded and left it untouched (but for the leaves an
-    // in-place op writes: a KV cache).
-    let written: Vec<&str> = (g.nodes.iter())
-        .flat_map(|n| n.op.written_inputs().iter().map(|&k| n.inputs[k]))
-        .filter_map(|t| match &g.nodes[t.0].op {
-            Op::Input { name } | Op::Param { name } => Some(name.as_str()),
-            _ => None,
-        })
-        .collect();
-    for (n, t) in ins.iter().filter(|(n, _)| !written.contains(&n.as_str())) {
-        let dev = exe.input_value(n).expect("input download");
-        assert!(
-            dev.data == t.data,
-            "input {n}: the device copy differs from the upload"
-        );
-    }
-    for (n, t) in ps.iter().filter(|(n, _)| !written.contains(&n.as_str())) {
-        let dev = exe.param_value(n).expect("param download");
-        assert!(
-            dev.data == t.data,
-            "param {n}: the device copy differs from the upload"
-        );
-    }
+    assert_leaves_kept(g, &[&ins], &|n| exe.input_value(n).expect("input download"));
+    assert_leaves_kept(g, &[&ps], &|n| exe.param_value(n).expect("param download"));
     out
 }
-
-/// Compare two outputs: floats by rel-L2, everything else exactly.
-pub fn compare(what: &str, got: &HostTensor, want: &HostTensor, tol: f64) {
-    assert_eq!(got.shape, want.shape, "{what}: shape");
-    let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
-    assert!(
-        g.iter().all(|v| !v.is_nan()) || w.iter().any(|v| v.is_nan()),
-        "{what}: GPU produced NaN"
-    );
-    if got.dtype.is_float() {
-        let e = rel_l2(&g, &w);
-        assert!(e <= tol, "{what}: rel-L2 {e:.3e} > {tol:.1e}");
-    } else {
-        assert_eq!(g, w, "{what}: integer outputs differ");
-    }
-}
-
-/// Kinds with no wgpu lowering yet: their cases check the CPU-fallback path (the dispatch
-/// report lists them). Remove a kind here when its lowering lands.
-pub const PENDING: &[OpKind] = &[];
 
 /// The parity check: `build(dtype)` on wgpu against the CPU in `dtype` and in f64. Every
 /// compute node must run on the GPU unless its kind is in `allow_fallback` or its reason is
@@ -129,41 +55,12 @@ pub fn parity_with(
     for (id, kind, reason) in exe.dispatch() {
         if let Some(r) = reason {
             assert!(
-                allow_fallback.contains(kind)
-                    || PENDING.contains(&kind)
-                    || r.starts_with(rlx_wgpu::lower::PORTABLE),
+                allow_fallback.contains(kind) || r.starts_with(rlx_wgpu::lower::PORTABLE),
                 "{name} [{dtype}]: node {id} ({kind}) fell back to the CPU: {r}"
             );
         }
     }
-    let cpu = run_cpu(&g, feeds);
-    let t = tol(dtype);
-    // As on CUDA: the CPU reference's own distance from the f64 oracle scales what
-    // evaluation order alone may change in an ill-conditioned graph.
-    const SLACK: f64 = 4.0;
-    let oracle = (dtype != DType::F64).then(|| run_cpu(&build(DType::F64), feeds));
-    for (i, (a, b)) in got.iter().zip(&cpu).enumerate() {
-        let cpu_err = match &oracle {
-            Some(o) if b.dtype.is_float() => rel_l2(&b.to_f64_vec(), &o[i].to_f64_vec()),
-            _ => 0.0,
-        };
-        let allowed = t.max(SLACK * cpu_err);
-        compare(
-            &format!("{name} [{dtype}] output {i} vs CPU"),
-            a,
-            b,
-            allowed,
-        );
-        if let Some(o) = &oracle {
-            if a.dtype.is_float() {
-                let e = rel_l2(&a.to_f64_vec(), &o[i].to_f64_vec());
-                assert!(
-                    e <= allowed,
-                    "{name} [{dtype}] output {i} vs f64 oracle: rel-L2 {e:.3e} > {allowed:.1e} (CPU's own {cpu_err:.1e})"
-                );
-            }
-        }
-    }
+    check_outputs(name, build, feeds, dtype, &got, tol(dtype));
     got
 }
 
