@@ -153,49 +153,39 @@ impl Session {
         let graph = graph.into();
         graph.verify()?;
         let io = IoBindings::new(&graph)?;
+        let optimize = |p: Pipeline| -> Result<Graph, Error> {
+            Ok(if opts.optimize {
+                p.run(&graph)?.0
+            } else {
+                graph.clone()
+            })
+        };
+        let unavailable = |reason: String| Error::DeviceUnavailable {
+            device: self.device.to_string(),
+            reason,
+        };
         let exe: Box<dyn Executable> = match self.device {
-            Device::Cpu => {
-                let optimized = if opts.optimize {
-                    cpu_pipeline().run(&graph)?.0
-                } else {
-                    graph.clone()
-                };
-                Box::new(CpuBackend(CpuExecutable::new(optimized)?))
-            }
+            Device::Cpu => Box::new(CpuBackend(CpuExecutable::new(optimize(cpu_pipeline())?)?)),
             Device::Cuda(n) => {
-                rlx_cuda::check_available(n).map_err(|e| Error::DeviceUnavailable {
-                    device: self.device.to_string(),
-                    reason: e.to_string(),
-                })?;
-                let optimized = if opts.optimize {
-                    cuda_pipeline(opts.precision).run(&graph)?.0
-                } else {
-                    graph.clone()
-                };
+                rlx_cuda::check_available(n).map_err(|e| unavailable(e.to_string()))?;
                 let cuda = CudaOptions {
                     precision: opts.precision,
                     cuda_graph: opts.cuda_graph,
                     verify: opts.verify,
                     force_variant: None,
                 };
-                Box::new(CudaBackend::new(CudaExecutable::new(optimized, n, cuda)?))
+                let g = optimize(cuda_pipeline(opts.precision))?;
+                Box::new(CudaBackend::new(CudaExecutable::new(g, n, cuda)?))
             }
             Device::Wgpu(n) => {
-                rlx_wgpu::check_available(n).map_err(|e| Error::DeviceUnavailable {
-                    device: self.device.to_string(),
-                    reason: e.to_string(),
-                })?;
+                rlx_wgpu::check_available(n).map_err(|e| unavailable(e.to_string()))?;
                 // The CUDA pipeline: the same fused ops, autocast under the half policies
                 // (kernels compute in f32 over half storage).
-                let optimized = if opts.optimize {
-                    cuda_pipeline(opts.precision).run(&graph)?.0
-                } else {
-                    graph.clone()
-                };
+                let g = optimize(cuda_pipeline(opts.precision))?;
                 let w = WgpuOptions {
                     verify: opts.verify,
                 };
-                Box::new(WgpuBackend::new(WgpuExecutable::new(optimized, n, w)?))
+                Box::new(WgpuBackend::new(WgpuExecutable::new(g, n, w)?))
             }
         };
         if env::flag(Switch::DispatchReport) {
