@@ -194,6 +194,7 @@ impl Session {
                 };
                 let w = WgpuOptions {
                     verify: opts.verify,
+                    portable: false,
                 };
                 Box::new(WgpuBackend::new(WgpuExecutable::new(optimized, n, w)?))
             }
