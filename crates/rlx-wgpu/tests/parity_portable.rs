@@ -1,10 +1,13 @@
-//! The portable path under test on any adapter: the linalg case tables lowered with
-//! `WgpuOptions::portable` (as for an adapter without subgroups or f16 arithmetic), so the
-//! workgroup-memory reductions stay checked where the adapter would take subgroup ones.
+//! The portable path under test on any adapter: the linalg, norm and reduce case tables
+//! lowered with `WgpuOptions::portable` (as for an adapter without subgroups or f16
+//! arithmetic), so the workgroup-memory reductions stay checked where the adapter would
+//! take subgroup ones.
 mod common;
 use common::*;
 
 rlx_testutil::case_tests!(linalg, portable);
+rlx_testutil::case_tests!(norm, portable);
+rlx_testutil::case_tests!(reduce, portable);
 
 use rlx_ir::{DType, Graph, Op, QuantScheme, Shape};
 use rlx_wgpu::lower::{lower_node, LowerEnv, NodeCtx, Step};
@@ -24,7 +27,10 @@ fn gemv_sources(caps: &Caps, m: usize, k: usize, n: usize, quant: bool) -> Vec<S
         };
         (w, op)
     } else {
-        (g.input("w", Shape::new(&[k, n], DType::F32)).unwrap(), Op::MatMul)
+        (
+            g.input("w", Shape::new(&[k, n], DType::F32)).unwrap(),
+            Op::MatMul,
+        )
     };
     let y = g.add_node(op, &[x, w]).unwrap();
     let node = &g.nodes[y.0];

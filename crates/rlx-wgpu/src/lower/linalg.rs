@@ -6,7 +6,8 @@
 //! workgroup memory, 4×4 outputs an invocation, f32 accumulation) and, for M = 1 (a decode
 //! step's GEMV), a kernel where each invocation walks a strided slice of K for one output
 //! column (adjacent invocations read adjacent columns of b, so loads coalesce) and the
-//! slices meet in a workgroup tree reduction. Batch items are the grid's z; each item's
+//! slices meet in a workgroup tree reduction (where the adapter has subgroups: shuffles
+//! within each subgroup, then one barrier over a small array). Batch items are the grid's z; each item's
 //! operand offsets are baked index arithmetic (stride 0 along broadcast dims), so broadcast
 //! operands are read in place.
 use super::elementwise::activation;
@@ -93,7 +94,14 @@ pub fn lower(ctx: &mut NodeCtx, op: &Op) -> Lowered {
         unsupported!("{nb} batch items exceed the grid's z limit {caps_max}");
     }
     let kernel = if m == 1 {
-        gemv_dense(sh, (n, k), nb, (&aoff, &boff), caps_max, subgroup_min(ctx.caps))
+        gemv_dense(
+            sh,
+            (n, k),
+            nb,
+            (&aoff, &boff),
+            caps_max,
+            subgroup_min(ctx.caps),
+        )
     } else {
         if n.div_ceil(TILE) > caps_max || m.div_ceil(TILE) > caps_max {
             unsupported!("a {m}×{n} product needs more tiles than the grid holds");
@@ -117,7 +125,8 @@ pub fn lower(ctx: &mut NodeCtx, op: &Op) -> Lowered {
 /// The smallest subgroup size to size a kernel's arrays for (at least 4), where the adapter
 /// has subgroup operations.
 pub fn subgroup_min(caps: &crate::Caps) -> Option<usize> {
-    caps.subgroups.then(|| (caps.subgroup_min as usize).clamp(4, 256))
+    caps.subgroups
+        .then(|| (caps.subgroup_min as usize).clamp(4, 256))
 }
 
 /// `act(v)` around the expression `v` (the bias already in it).

@@ -4,7 +4,8 @@
 //!
 //! `x @ Wᵀ` with W `[N, K]` runs as a GEMV for decode shapes (M ≤ 8 rows of x: a group of
 //! invocations per weight row, each decoding 32-value units of the row and dotting them with
-//! every row of x, then a workgroup tree reduction) and above that as the tiled GEMM of
+//! every row of x, then a workgroup tree reduction, or `subgroupAdd` and one barrier where the
+//! adapter has subgroups) and above that as the tiled GEMM of
 //! `linalg` with B's tile decoded from the packed rows. FusedDequantMatMul's prologue (the
 //! RMS norm of x times gamma, or silu(gate)·up of x's halves) is one small kernel writing the
 //! product's input, rounded to x's dtype as the CPU's unfused graph holds it; its residual
