@@ -184,6 +184,7 @@ impl Session {
                 let g = optimize(cuda_pipeline(opts.precision))?;
                 let w = WgpuOptions {
                     verify: opts.verify,
+                    portable: false,
                 };
                 Box::new(WgpuBackend::new(WgpuExecutable::new(g, n, w)?))
             }

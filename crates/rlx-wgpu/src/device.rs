@@ -42,6 +42,16 @@ impl Caps {
         }
     }
 
+    /// These limits without the optional features (f16 arithmetic, subgroups): what
+    /// `WgpuOptions::portable` lowers for.
+    pub fn without_optional(&self) -> Caps {
+        Caps {
+            f16: false,
+            subgroups: false,
+            ..self.clone()
+        }
+    }
+
     fn of(adapter: &wgpu::Adapter) -> Caps {
         let l = adapter.limits();
         let f = adapter.features();

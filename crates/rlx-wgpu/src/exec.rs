@@ -17,12 +17,17 @@ mod build;
 pub struct WgpuOptions {
     /// Run the CPU reference beside the GPU and report the first diverging node (`RLX_VERIFY=1`).
     pub verify: bool,
+    /// Lower as for an adapter without optional features (no subgroup operations, no f16
+    /// arithmetic) whatever this one offers: the path every adapter can take, kept under
+    /// test on adapters that would otherwise always take the faster one.
+    pub portable: bool,
 }
 
 impl Default for WgpuOptions {
     fn default() -> Self {
         WgpuOptions {
             verify: rlx_ir::env::flag(rlx_ir::env::Switch::Verify),
+            portable: false,
         }
     }
 }

@@ -109,6 +109,12 @@ impl WgpuExecutable {
                 dtype: n.shape.dtype,
             });
         }
+        // The portable option lowers as for an adapter without the optional features.
+        let caps = if self.opts.portable {
+            self.gpu.caps.without_optional()
+        } else {
+            self.gpu.caps.clone()
+        };
         let mut env = LowerEnv::new(buffers.len());
         let mut steps: Vec<Result<Step, Box<CpuStep>>> = Vec::new();
         let mut dispatch = Vec::new();
@@ -121,7 +127,7 @@ impl WgpuExecutable {
                 node: bound,
                 ins: n.inputs.iter().map(|i| tensors[i.0].clone()).collect(),
                 out: tensors[n.id.0].clone(),
-                caps: &self.gpu.caps,
+                caps: &caps,
                 env: &mut env,
             };
             let before = ctx.env.steps.len();

@@ -6,7 +6,8 @@
 //! workgroup memory, 4×4 outputs an invocation, f32 accumulation) and, for M = 1 (a decode
 //! step's GEMV), a kernel where each invocation walks a strided slice of K for one output
 //! column (adjacent invocations read adjacent columns of b, so loads coalesce) and the
-//! slices meet in a workgroup tree reduction. Batch items are the grid's z; each item's
+//! slices meet in a workgroup tree reduction (where the adapter has subgroups: shuffles
+//! within each subgroup, then one barrier over a small array). Batch items are the grid's z; each item's
 //! operand offsets are baked index arithmetic (stride 0 along broadcast dims), so broadcast
 //! operands are read in place.
 use super::elementwise::activation;
@@ -93,7 +94,14 @@ pub fn lower(ctx: &mut NodeCtx, op: &Op) -> Lowered {
         unsupported!("{nb} batch items exceed the grid's z limit {caps_max}");
     }
     let kernel = if m == 1 {
-        gemv_dense(sh, (n, k), nb, &aoff, &boff, caps_max)
+        gemv_dense(
+            sh,
+            (n, k),
+            nb,
+            (&aoff, &boff),
+            caps_max,
+            subgroup_min(ctx.caps),
+        )
     } else {
         if n.div_ceil(TILE) > caps_max || m.div_ceil(TILE) > caps_max {
             unsupported!("a {m}×{n} product needs more tiles than the grid holds");
@@ -112,6 +120,13 @@ pub fn lower(ctx: &mut NodeCtx, op: &Op) -> Lowered {
     };
     ctx.push(kernel);
     ctx.finish_out(&y)
+}
+
+/// The smallest subgroup size to size a kernel's arrays for (at least 4), where the adapter
+/// has subgroup operations.
+pub fn subgroup_min(caps: &crate::Caps) -> Option<usize> {
+    caps.subgroups
+        .then(|| (caps.subgroup_min as usize).clamp(4, 256))
 }
 
 /// `act(v)` around the expression `v` (the bias already in it).
@@ -216,24 +231,66 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 }
 
 /// `y[bi, 0, :] = epi(a[bi] · B[bi])` for a single row of a (`[k]`) and B `[k, n]`: `C`
-/// columns a workgroup, `256 / C` invocations splitting K per column, a tree reduction.
+/// columns a workgroup, `256 / C` invocations splitting K per column, a tree reduction (or,
+/// given the adapter's smallest subgroup size, subgroup shuffles and one barrier).
 fn gemv_dense(
     mut sh: Shader,
     (n, k): (usize, usize),
     nb: usize,
-    aoff: &str,
-    boff: &str,
+    (aoff, boff): (&str, &str),
     max: usize,
+    subgroup_min: Option<usize>,
 ) -> crate::shader::Kernel {
     // Narrow outputs give the workgroup's invocations to K instead of idle columns.
     let c = n.next_power_of_two().clamp(1, 64);
     let s = 256 / c;
     let gx = n.div_ceil(c);
     let (x, y) = (gx.min(max), gx.div_ceil(gx.min(max)));
-    sh.text("var<workgroup> red: array<f32, 256>;");
+    let (head, reduce) = if let Some(sg_min) = subgroup_min {
+        // Subgroups are runs of consecutive `lid` (as every backend lays out a 1-D
+        // workgroup), so the lanes of one column in a subgroup are `lid ^ (c·2^j)`: a
+        // butterfly of shuffles sums them (subgroupAdd would mix the columns, and putting a
+        // column's K split in one subgroup would stride b's reads by n). One lane a column
+        // and subgroup (all of them when c >= the subgroup size) then leaves its sum in a
+        // small array; one barrier, and lane `col` adds the 256 / max(c, size) sums.
+        let g = 256 / c.max(sg_min);
+        sh.enable_subgroups();
+        sh.text(&format!("var<workgroup> red: array<f32, {}>;", g * c));
+        (
+            ", @builtin(subgroup_size) sgs: u32",
+            format!(
+                "    for (var o = {c}u; o < sgs; o = o << 1u) {{ acc += subgroupShuffleXor(acc, o); }}
+    let span = max({c}u, sgs);
+    if (lid % span < {c}u) {{ red[(lid / span) * {c}u + lid % {c}u] = acc; }}
+    workgroupBarrier();
+    if (lid < {c}u && gn < {n}u) {{
+        var v = 0.0;
+        for (var j = 0u; j < 256u / span; j++) {{ v += red[j * {c}u + lid]; }}
+        st_y(bi * {n}u + gn, epi(v, 0u, gn));
+    }}
+"
+            ),
+        )
+    } else {
+        sh.text("var<workgroup> red: array<f32, 256>;");
+        (
+            "",
+            format!(
+                "    red[lid] = acc;
+    workgroupBarrier();
+    for (var h = {half}u; h > 0u; h = h >> 1u) {{
+        if (sl < h) {{ red[lid] += red[lid + h * {c}u]; }}
+        workgroupBarrier();
+    }}
+    if (sl == 0u && gn < {n}u) {{ st_y(bi * {n}u + gn, epi(red[lid], 0u, gn)); }}
+",
+                half = s / 2
+            ),
+        )
+    };
     let main = format!(
         "@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32{head}) {{
     let bi = wid.z;
     let aoff = {aoff};
     let boff = {boff};
@@ -245,16 +302,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             acc += ld_a(aoff + kk) * ld_b(boff + kk * {n}u + gn);
         }}
     }}
-    red[lid] = acc;
-    workgroupBarrier();
-    for (var h = {half}u; h > 0u; h = h >> 1u) {{
-        if (sl < h) {{ red[lid] += red[lid + h * {c}u]; }}
-        workgroupBarrier();
-    }}
-    if (sl == 0u && gn < {n}u) {{ st_y(bi * {n}u + gn, epi(red[lid], 0u, gn)); }}
-}}
-",
-        half = s / 2
+{reduce}}}
+"
     );
     sh.finish(&main, [x as u32, y as u32, nb as u32])
 }

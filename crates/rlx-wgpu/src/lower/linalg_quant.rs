@@ -4,12 +4,13 @@
 //!
 //! `x @ Wᵀ` with W `[N, K]` runs as a GEMV for decode shapes (M ≤ 8 rows of x: a group of
 //! invocations per weight row, each decoding 32-value units of the row and dotting them with
-//! every row of x, then a workgroup tree reduction) and above that as the tiled GEMM of
+//! every row of x, then a workgroup tree reduction, or `subgroupAdd` and one barrier where the
+//! adapter has subgroups) and above that as the tiled GEMM of
 //! `linalg` with B's tile decoded from the packed rows. FusedDequantMatMul's prologue (the
 //! RMS norm of x times gamma, or silu(gate)·up of x's halves) is one small kernel writing the
 //! product's input, rounded to x's dtype as the CPU's unfused graph holds it; its residual
 //! is added in the product's epilogue.
-use super::linalg::{tiled, TILE, TK};
+use super::linalg::{subgroup_min, tiled, TILE, TK};
 use super::{Lowered, NodeCtx};
 use crate::shader::{grid_1d, Kernel, Shader, WTensor};
 use crate::unsupported;
@@ -152,7 +153,7 @@ pub fn lower_dequant_matmul(ctx: &mut NodeCtx, op: &Op) -> Lowered {
     ));
     sh.output("y", &y)?;
     let kern = if m <= GEMV_MAX_M {
-        gemv(sh, (m, n, k), rb, max)
+        gemv(sh, (m, n, k), rb, max, subgroup_min(ctx.caps))
     } else {
         if n.div_ceil(TILE) > max || m.div_ceil(TILE) > max {
             unsupported!("a {m}×{n} product needs more tiles than the grid holds");
@@ -183,18 +184,82 @@ pub fn lower_dequant_matmul(ctx: &mut NodeCtx, op: &Op) -> Lowered {
 }
 
 /// The decode GEMV: `T` invocations a weight row (as many as its 32-value units, up to
-/// 256), `256 / T` rows a workgroup; each invocation keeps one partial sum per row of x.
-fn gemv(mut sh: Shader, (m, n, k): (usize, usize, usize), rb: usize, max: usize) -> Kernel {
+/// 256), `256 / T` rows a workgroup; each invocation keeps one partial sum per row of x,
+/// and the row's lanes meet in a tree reduction (or, with subgroups, `subgroupAdd` and one
+/// barrier).
+fn gemv(
+    mut sh: Shader,
+    (m, n, k): (usize, usize, usize),
+    rb: usize,
+    max: usize,
+    subgroup_min: Option<usize>,
+) -> Kernel {
     let units = k / 32;
     let t = units.next_power_of_two().clamp(8, 256);
     let r = 256 / t;
     let gx = n.div_ceil(r);
     let (x, y) = (gx.min(max), gx.div_ceil(gx.min(max)));
-    sh.text(&format!("var<workgroup> red: array<f32, {}>;", 256 * m));
+    let (head, reduce) = if let Some(sg_min) = subgroup_min {
+        // A row's T lanes are consecutive `lid`, and so are a subgroup's: a subgroup no
+        // larger than T lies in one row and `subgroupAdd` sums it; a larger one holds whole
+        // rows, which a butterfly of shuffles over the row's lanes sums. One lane a row and
+        // subgroup leaves its sum (per row of x) in a small array, sized for the smallest
+        // subgroup; one barrier, and the row's first lane adds the T / min(T, size) sums.
+        let gmax = t / t.min(sg_min);
+        sh.enable_subgroups();
+        sh.text(&format!(
+            "var<workgroup> red: array<f32, {}>;",
+            m * r * gmax
+        ));
+        (
+            ", @builtin(subgroup_size) sgs: u32",
+            format!(
+                "    let lanes = min(sgs, {t}u);
+    for (var mm = 0u; mm < M; mm++) {{
+        var v = acc[mm];
+        if (sgs <= {t}u) {{
+            v = subgroupAdd(v);
+        }} else {{
+            for (var o = 1u; o < {t}u; o = o << 1u) {{ v += subgroupShuffleXor(v, o); }}
+        }}
+        if (t % lanes == 0u) {{ red[(mm * {r}u + lid / {t}u) * {gmax}u + t / lanes] = v; }}
+    }}
+    workgroupBarrier();
+    if (t == 0u && gn < {n}u) {{
+        for (var mm = 0u; mm < M; mm++) {{
+            var v = 0.0;
+            for (var j = 0u; j < {t}u / lanes; j++) {{ v += red[(mm * {r}u + lid / {t}u) * {gmax}u + j]; }}
+            st_y(mm * {n}u + gn, epi(v, mm, gn));
+        }}
+    }}
+"
+            ),
+        )
+    } else {
+        sh.text(&format!("var<workgroup> red: array<f32, {}>;", 256 * m));
+        (
+            "",
+            format!(
+                "    for (var mm = 0u; mm < M; mm++) {{ red[mm * 256u + lid] = acc[mm]; }}
+    workgroupBarrier();
+    for (var h = {half}u; h > 0u; h = h >> 1u) {{
+        if (t < h) {{
+            for (var mm = 0u; mm < M; mm++) {{ red[mm * 256u + lid] += red[mm * 256u + lid + h]; }}
+        }}
+        workgroupBarrier();
+    }}
+    if (t == 0u && gn < {n}u) {{
+        for (var mm = 0u; mm < M; mm++) {{ st_y(mm * {n}u + gn, epi(red[mm * 256u + lid], mm, gn)); }}
+    }}
+",
+                half = t / 2
+            ),
+        )
+    };
     let main = format!(
         "const M: u32 = {m}u;
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32{head}) {{
     let t = lid % {t}u;
     let gn = (wid.y * {x}u + wid.x) * {r}u + lid / {t}u;
     var acc: array<f32, {m}>;
@@ -212,20 +277,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }}
         }}
     }}
-    for (var mm = 0u; mm < M; mm++) {{ red[mm * 256u + lid] = acc[mm]; }}
-    workgroupBarrier();
-    for (var h = {half}u; h > 0u; h = h >> 1u) {{
-        if (t < h) {{
-            for (var mm = 0u; mm < M; mm++) {{ red[mm * 256u + lid] += red[mm * 256u + lid + h]; }}
-        }}
-        workgroupBarrier();
-    }}
-    if (t == 0u && gn < {n}u) {{
-        for (var mm = 0u; mm < M; mm++) {{ st_y(mm * {n}u + gn, epi(red[mm * 256u + lid], mm, gn)); }}
-    }}
-}}
-",
-        half = t / 2
+{reduce}}}
+"
     );
     sh.finish(&main, [x as u32, y as u32, 1])
 }

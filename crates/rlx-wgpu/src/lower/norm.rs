@@ -4,8 +4,10 @@
 //! second (two passes keep an offset row exact where Σh² − n·mean² would cancel), then the
 //! row is written as `(h − mean) · rstd · gamma (+ beta)`, all in f32 as the CPU computes
 //! its class (its statistics in f64 rounded to f32). `h` is recomputed from the inputs on
-//! each pass: rows run to tens of thousands of elements, past workgroup memory.
-use super::reduce::{f32_lit, row_grid, tree, wg_for};
+//! each pass: rows run to tens of thousands of elements, past workgroup memory. Where the
+//! adapter has subgroups the sums go through `subgroupAdd` and one barrier (`tree_sg`).
+use super::linalg::subgroup_min;
+use super::reduce::{f32_lit, row_grid_sg, tree, tree_sg, wg_for};
 use super::{Lowered, NodeCtx};
 use crate::shader::{Shader, WTensor};
 use crate::unsupported;
@@ -116,7 +118,15 @@ fn norm(ctx: &mut NodeCtx, rms: bool, eps: f32, p: Parts) -> Lowered {
     sh.output("y", &y)?;
     // h(i, j): element j of the row at flat index i (x + residual rounded as the CPU adds).
     sh.text(&format!("fn h(i: u32, j: u32) -> f32 {{ return {h}; }}"));
-    sh.text(&tree("sum", "f32", wg, "a + b"));
+    // The row sums through subgroups where the adapter has them.
+    let sg = subgroup_min(ctx.caps);
+    match sg {
+        Some(m) => {
+            sh.enable_subgroups();
+            sh.text(&tree_sg("sum", wg, m, "a + b", true));
+        }
+        None => sh.text(&tree("sum", "f32", wg, "a + b")),
+    }
     let inv_n = f32_lit(1.0 / len as f32);
     let mean = if rms {
         "    let mean = 0.0;\n".to_string()
@@ -128,7 +138,7 @@ fn norm(ctx: &mut NodeCtx, rms: bool, eps: f32, p: Parts) -> Lowered {
 "
         )
     };
-    let (groups, head) = row_grid(rows, wg, ctx.caps);
+    let (groups, head) = row_grid_sg(rows, wg, ctx.caps, sg.is_some());
     let body = format!(
         "    let b0 = row * {len}u;
 {mean}    var acc2 = 0.0;

@@ -64,13 +64,71 @@ pub(super) fn wg_for(count: usize) -> u32 {
 /// `row` (the workgroup's row, clamped so that every load stays in bounds), `valid` (false
 /// for the grid's overshoot: such a group must store nothing) and `lid`.
 pub(super) fn row_grid(rows: usize, wg: u32, caps: &Caps) -> ([u32; 3], String) {
+    row_grid_sg(rows, wg, caps, false)
+}
+
+/// [`row_grid`], with (`subgroups`) the subgroup size in the private `sg_size` that
+/// [`tree_sg`]'s combines read.
+pub(super) fn row_grid_sg(
+    rows: usize,
+    wg: u32,
+    caps: &Caps,
+    subgroups: bool,
+) -> ([u32; 3], String) {
     let x = (rows.max(1) as u64).min(caps.max_groups_per_dim as u64) as u32;
     let y = (rows.max(1) as u64).div_ceil(x as u64) as u32;
+    let (decl, param, set) = if subgroups {
+        (
+            "var<private> sg_size: u32;\n",
+            ", @builtin(subgroup_size) sgs_in: u32",
+            "    sg_size = sgs_in;\n",
+        )
+    } else {
+        ("", "", "")
+    };
     let head = format!(
-        "@compute @workgroup_size({wg})\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{\n    let row_raw = wid.y * {x}u + wid.x;\n    let valid = row_raw < {rows}u;\n    let row = min(row_raw, {last}u);\n",
+        "{decl}@compute @workgroup_size({wg})\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32{param}) {{\n{set}    let row_raw = wid.y * {x}u + wid.x;\n    let valid = row_raw < {rows}u;\n    let row = min(row_raw, {last}u);\n",
         last = rows.max(1) - 1
     );
     ([x, y, 1], head)
+}
+
+/// [`tree`] for f32 where the adapter has subgroups (`sg_min`: its smallest subgroup size):
+/// a sum (`add`) by `subgroupAdd`, any other combine by a butterfly of shuffles (which keeps
+/// `f_max`'s NaN rule, unlike `subgroupMax`), then one value a subgroup through a small
+/// workgroup array and one barrier. Subgroups are runs of consecutive `lid`; the head must
+/// come from [`row_grid_sg`] with subgroups on.
+pub(super) fn tree_sg(name: &str, wg: u32, sg_min: usize, comb: &str, add: bool) -> String {
+    let sub = if add {
+        "    let s = subgroupAdd(v);".to_string()
+    } else {
+        // A workgroup smaller than the subgroup has no lanes past `wg` to shuffle with.
+        format!(
+            "    var s = v;
+    for (var o = 1u; o < min(sg_size, {wg}u); o = o << 1u) {{
+        let a = s;
+        let b = subgroupShuffleXor(s, o);
+        s = {comb};
+    }}"
+        )
+    };
+    format!(
+        "var<workgroup> sm_{name}: array<f32, {n}>;
+fn wg_{name}(lid: u32, v: f32) -> f32 {{
+{sub}
+    if (lid % sg_size == 0u) {{ sm_{name}[lid / sg_size] = s; }}
+    workgroupBarrier();
+    var r = sm_{name}[0];
+    for (var j = 1u; j < {wg}u / sg_size; j++) {{
+        let a = r;
+        let b = sm_{name}[j];
+        r = {comb};
+    }}
+    workgroupBarrier();
+    return r;
+}}",
+        n = (wg as usize / sg_min.min(wg as usize)).max(1)
+    )
 }
 
 /// `fn wg_<name>(lid, v) -> ty`: the workgroup's combine of every invocation's `v` (by

@@ -1,8 +1,10 @@
 //! Softmax and the softmax cross-entropy family: one workgroup per line, the max first (the
 //! shift), then Σ exp(x − shift) through the workgroup tree, in f32. As on the CPU a line
 //! whose max is not finite shifts by 0 (so all −inf gives 0/0 = NaN, as PyTorch does), and
-//! an invalid label (not a class index) yields NaN where the CPU raises an error.
-use super::reduce::{line_fns, lines, row_grid, tree, wg_for};
+//! an invalid label (not a class index) yields NaN where the CPU raises an error. Where the
+//! adapter has subgroups the line's max and sum go through them (`tree_sg`).
+use super::linalg::subgroup_min;
+use super::reduce::{line_fns, lines, row_grid_sg, tree, tree_sg, wg_for};
 use super::{LowerError, Lowered, NodeCtx};
 use crate::shader::{Shader, WTensor};
 use crate::unsupported;
@@ -39,13 +41,24 @@ fn line_shader(
     len: usize,
     inner: usize,
     wg: u32,
+    sg: Option<usize>,
 ) -> Result<Shader, LowerError> {
     let mut sh = Shader::new(label);
     sh.input("x", x)?;
     sh.text(HELPERS);
     sh.text(&line_fns(len, inner));
-    sh.text(&tree("mx", "f32", wg, "f_max(a, b)"));
-    sh.text(&tree("sum", "f32", wg, "a + b"));
+    // Through subgroups where the adapter has them (the head from `row_grid_sg`).
+    match sg {
+        Some(m) => {
+            sh.enable_subgroups();
+            sh.text(&tree_sg("mx", wg, m, "f_max(a, b)", false));
+            sh.text(&tree_sg("sum", wg, m, "a + b", true));
+        }
+        None => {
+            sh.text(&tree("mx", "f32", wg, "f_max(a, b)"));
+            sh.text(&tree("sum", "f32", wg, "a + b"));
+        }
+    }
     Ok(sh)
 }
 
@@ -61,9 +74,10 @@ pub fn lower_softmax(ctx: &mut NodeCtx, axis: i64) -> Lowered {
     let rows = outer * inner;
     let y = ctx.word_out();
     let wg = wg_for(len);
-    let mut sh = line_shader(format!("softmax {len} / {inner}"), &x, len, inner, wg)?;
+    let sg = subgroup_min(ctx.caps);
+    let mut sh = line_shader(format!("softmax {len} / {inner}"), &x, len, inner, wg, sg)?;
     sh.output("y", &y)?;
-    let (groups, head) = row_grid(rows, wg, ctx.caps);
+    let (groups, head) = row_grid_sg(rows, wg, ctx.caps, sg.is_some());
     let body = format!(
         "    let b0 = lbase(row);
 {lse}    let inv = 1.0 / s;
@@ -142,12 +156,14 @@ pub fn lower_ce(ctx: &mut NodeCtx, sparse: bool) -> Lowered {
     }
     let y = ctx.word_out();
     let wg = wg_for(c);
+    let sg = subgroup_min(ctx.caps);
     let mut sh = line_shader(
         format!("cross entropy {n}x{c} sparse {sparse}"),
         &x,
         c,
         1,
         wg,
+        sg,
     )?;
     sh.output("y", &y)?;
     let tail = if sparse {
@@ -175,7 +191,7 @@ pub fn lower_ce(ctx: &mut NodeCtx, sparse: bool) -> Lowered {
 "
         )
     };
-    let (groups, head) = row_grid(n, wg, ctx.caps);
+    let (groups, head) = row_grid_sg(n, wg, ctx.caps, sg.is_some());
     let body = format!(
         "    let b0 = lbase(row);
 {lse}    let lse = log_(s);
@@ -203,12 +219,14 @@ pub fn lower_ce_backward(ctx: &mut NodeCtx) -> Lowered {
     let dense = t.dims.len() == 2;
     let y = ctx.word_out();
     let wg = wg_for(c);
+    let sg = subgroup_min(ctx.caps);
     let mut sh = line_shader(
         format!("cross entropy backward {n}x{c} dense {dense}"),
         &x,
         c,
         1,
         wg,
+        sg,
     )?;
     sh.output("y", &y)?;
     sh.input("d", &dl)?;
@@ -227,7 +245,7 @@ pub fn lower_ce_backward(ctx: &mut NodeCtx) -> Lowered {
         labels(&mut sh, &t, n, c)?;
         "select(0.0, 1.0, i32(k) == l)"
     };
-    let (groups, head) = row_grid(n, wg, ctx.caps);
+    let (groups, head) = row_grid_sg(n, wg, ctx.caps, sg.is_some());
     let body = format!(
         "    let b0 = lbase(row);
 {lse}    let lse = log_(s);

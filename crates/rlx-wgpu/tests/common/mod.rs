@@ -49,8 +49,27 @@ pub fn parity_with(
     dtype: DType,
     allow_fallback: OpKindSet,
 ) -> Vec<HostTensor> {
+    parity_with_opts(
+        name,
+        build,
+        feeds,
+        dtype,
+        allow_fallback,
+        WgpuOptions::default(),
+    )
+}
+
+/// [`parity_with`] under compile options of its own (e.g. `portable`).
+pub fn parity_with_opts(
+    name: &str,
+    build: &dyn Fn(DType) -> Graph,
+    feeds: &[Feed],
+    dtype: DType,
+    allow_fallback: OpKindSet,
+    opts: WgpuOptions,
+) -> Vec<HostTensor> {
     let g = build(dtype);
-    let mut exe = WgpuExecutable::new(g.clone(), 0, WgpuOptions::default()).expect("wgpu compile");
+    let mut exe = WgpuExecutable::new(g.clone(), 0, opts).expect("wgpu compile");
     let got = run_gpu_exe(&mut exe, &g, feeds);
     for (id, kind, reason) in exe.dispatch() {
         if let Some(r) = reason {
@@ -85,6 +104,26 @@ pub mod wgpu {
         }
         rlx_testutil::run::parity::check(set, cases, &|name, build, feeds, dt, allow| {
             super::parity_with(name, build, feeds, dt, allow);
+        });
+    }
+}
+
+/// The case tables on the portable path (`WgpuOptions::portable`: no subgroups, no f16
+/// arithmetic), which an adapter with those features never takes otherwise:
+/// `rlx_testutil::case_tests!(group, portable)`.
+pub mod portable {
+    use rlx_testutil::case::Case;
+
+    pub fn check(set: &str, cases: &[Case]) {
+        if !super::gpu() {
+            return;
+        }
+        let opts = rlx_wgpu::WgpuOptions {
+            portable: true,
+            ..Default::default()
+        };
+        rlx_testutil::run::parity::check(set, cases, &|name, build, feeds, dt, allow| {
+            super::parity_with_opts(name, build, feeds, dt, allow, opts.clone());
         });
     }
 }
