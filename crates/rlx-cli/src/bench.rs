@@ -101,6 +101,12 @@ fn matmul(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
     };
     let cases: &[(DType, Precision, &str)] = if o.device == Device::Cpu {
         &[(DType::F32, Precision::F32, "f32")]
+    } else if matches!(o.device, Device::Wgpu(_)) {
+        // wgpu computes in f32 over f32 or half storage: TF32 is a CUDA policy.
+        &[
+            (DType::F32, Precision::F32, "f32"),
+            (DType::F16, Precision::F32, "f16"),
+        ]
     } else {
         &[
             (DType::F32, Precision::F32, "f32"),
