@@ -31,12 +31,14 @@
 //! assert!(plan.planned_bytes <= plan.unplanned_bytes);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+mod arena;
 mod error;
 pub mod memory;
 mod pass;
 pub mod passes;
 mod rebuild;
 
+pub use arena::{arena_layout, ArenaLayout};
 pub use error::OptError;
 pub use memory::{
     class_elem_bytes, class_pool, plan_memory, static_shapes, MemoryPlan, PlanOptions, Slot, ViewOf,

@@ -9,7 +9,6 @@ use crate::lower::{lower_node, DevTensor, LowerError, Lowered, NodeCtx};
 use crate::plan::{CpuStep, LowerEnv, Step};
 use crate::CudaError;
 use rlx_ir::{Node, Op};
-use rlx_opt::{plan_memory, PlanOptions};
 use std::collections::HashMap;
 
 /// What lowering `n` came to: `None` when it was lowered, `Some(reason)` when it runs on
@@ -38,41 +37,11 @@ impl CudaExecutable {
             .collect();
         let g = &self.graph;
         // Verify mode keeps every node's value (no reuse, no views) so each can be compared.
-        let keep_all = self.opts.verify;
-        let (slots, views, arena_bytes) = if keep_all {
-            let mut off = 0usize;
-            let mut slots = vec![None; g.nodes.len()];
-            let mut views = vec![None; g.nodes.len()];
-            for n in &g.nodes {
-                if n.op.kind().is_in_place() {
-                    // An in-place write has no buffer of its own, even here.
-                    views[n.id.0] = Some((n.inputs[0].0, 0));
-                } else if !n.op.is_leaf() {
-                    slots[n.id.0] = Some(off);
-                    off += bytes_of(&shapes[n.id.0], n).div_ceil(256) * 256;
-                }
-            }
-            (slots, views, off)
-        } else {
-            let mp = plan_memory(
-                g,
-                &shapes,
-                |_| 0,
-                |n| n.shape.dtype.size_bytes(),
-                &PlanOptions {
-                    alignment: 256,
-                    views: true,
-                    views_of_leaves: true,
-                },
-            )?;
-            let slots = mp.slots.iter().map(|s| s.map(|s| s.offset)).collect();
-            let views = mp
-                .views
-                .iter()
-                .map(|v| v.map(|v| (v.base.0, v.offset)))
-                .collect();
-            (slots, views, mp.pool_sizes.first().copied().unwrap_or(0))
-        };
+        let rlx_opt::ArenaLayout {
+            slots,
+            views,
+            arena_bytes,
+        } = rlx_opt::arena_layout(g, &shapes, self.opts.verify)?;
         let arena = DevBuf::new(&self.gpu, arena_bytes)?;
         let mut inputs = HashMap::new();
         let mut tensors: Vec<DevTensor> = Vec::with_capacity(g.nodes.len());

@@ -6,7 +6,6 @@ use crate::lower::{lower_node, LowerEnv, LowerError, NodeCtx, Step};
 use crate::shader::WTensor;
 use crate::WgpuError;
 use rlx_ir::{Node, Op};
-use rlx_opt::{plan_memory, PlanOptions};
 use std::collections::HashMap;
 
 /// What lowering `n` came to: `None` lowered, `Some(reason)` a CPU fallback, or the error.
@@ -39,38 +38,11 @@ impl WgpuExecutable {
             |i: usize| dims[i].iter().product::<usize>() * nodes[i].shape.dtype.size_bytes();
         let g = &self.graph;
         // Verify mode keeps every node's value (no reuse, no views) so each can be compared.
-        let keep_all = self.opts.verify;
-        let (slots, views, arena_bytes) = if keep_all {
-            let mut off = 0usize;
-            let mut slots = vec![None; g.nodes.len()];
-            let mut views = vec![None; g.nodes.len()];
-            for n in &g.nodes {
-                if n.op.kind().is_in_place() {
-                    views[n.id.0] = Some((n.inputs[0].0, 0));
-                } else if !n.op.is_leaf() {
-                    slots[n.id.0] = Some(off);
-                    off += bytes(n.id.0).div_ceil(256) * 256;
-                }
-            }
-            (slots, views, off)
-        } else {
-            let mp = plan_memory(
-                g,
-                &dims,
-                |_| 0,
-                |n| n.shape.dtype.size_bytes(),
-                &PlanOptions {
-                    alignment: 256,
-                    views: true,
-                    views_of_leaves: true,
-                },
-            )?;
-            let slots = mp.slots.iter().map(|s| s.map(|s| s.offset)).collect();
-            let views = (mp.views.iter())
-                .map(|v| v.map(|v| (v.base.0, v.offset)))
-                .collect();
-            (slots, views, mp.pool_sizes.first().copied().unwrap_or(0))
-        };
+        let rlx_opt::ArenaLayout {
+            slots,
+            views,
+            arena_bytes,
+        } = rlx_opt::arena_layout(g, &dims, self.opts.verify)?;
         if arena_bytes as u64 > self.gpu.caps.max_binding_bytes {
             return Err(WgpuError::device(
                 "plan",
