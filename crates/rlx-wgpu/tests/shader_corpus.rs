@@ -18,27 +18,6 @@ fn t(slab: usize, dims: &[usize], dtype: DType) -> WTensor {
     }
 }
 
-const ACTS: [Activation; 18] = [
-    Activation::Gelu,
-    Activation::GeluApprox,
-    Activation::Silu,
-    Activation::Relu,
-    Activation::Sigmoid,
-    Activation::Tanh,
-    Activation::Exp,
-    Activation::Log,
-    Activation::Sqrt,
-    Activation::Rsqrt,
-    Activation::Neg,
-    Activation::Abs,
-    Activation::Sin,
-    Activation::Cos,
-    Activation::Erf,
-    Activation::Softplus,
-    Activation::Recip,
-    Activation::Square,
-];
-
 const STORABLE: [DType; 6] = [
     DType::F32,
     DType::F16,
@@ -60,7 +39,7 @@ fn generated_shaders_translate_to_every_backend() {
     };
     let x = t(0, &[3, 5, 7], DType::F32);
     let y = t(1, &[3, 5, 7], DType::F32);
-    for a in ACTS {
+    for a in Activation::ALL {
         for dt in [DType::F32, DType::F16, DType::BF16] {
             let xi = t(0, &[3, 5, 7], dt);
             check(
