@@ -5,7 +5,8 @@
 # Here, once: bash bench/device_wgpu.sh prepare   (Vulkan loader .debs into .gl/, git-ignored)
 #             bash bench/pack_device.sh           (stages rlx-wgpu's tests too)
 # Device call: carry [".devpack/device.tar.xz", ".gl"],
-#   tar -xJf .devpack/device.tar.xz && bash bench/device_wgpu.sh [tests] [bench]
+#   tar -xJf .devpack/device.tar.xz && bash bench/device_wgpu.sh [tests] [bench] [torch]
+#   SmolLM2 decode: carry .devm1/smol.part1 with the tests call, then .devm2/smol.part2 and `llm`
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd); cd "$top"
 if [ "${1:-}" = prepare ]; then
@@ -16,7 +17,7 @@ if [ "${1:-}" = prepare ]; then
   exit
 fi
 out=${OUT:-/tmp/rlx-out}; mkdir -p "$out"
-parts=${*:-tests bench}
+parts=${*:-tests bench torch}
 # The loader is not installed on the device: unpack the carried .debs (only these, into /).
 if ! ldconfig -p | grep -q libvulkan; then
   for f in .gl/*.deb; do dpkg -x "$f" /; done
@@ -29,6 +30,7 @@ export RLX_WGPU_ADAPTER=${RLX_WGPU_ADAPTER:-NVIDIA}
 for p in $parts; do
   case $p in
   tests)
+    [ -f .devm1/smol.part1 ] && mkdir -p /tmp/rlx-llm && cp .devm1/smol.part1 /tmp/rlx-llm/
     echo "== wgpu parity suite on the H200 (RLX_REQUIRE_WGPU=1)"
     export RLX_REQUIRE_WGPU=1
     while read -r name dir; do
@@ -44,10 +46,17 @@ for p in $parts; do
       ./.device/bin/rlx bench --device $d --suites matmul,encoder,cnn --json "$out/bench-$d.json" 2>&1 |
         grep -v XDG_RUNTIME | tee "$out/bench-$d.txt"
     done
-    [ -f .devm1/smol.part1 ] && for d in wgpu cuda; do
+    ;;
+  llm)
+    # SmolLM2 travels in two calls (64 MiB a call): part1 is stashed by the tests call.
+    [ -f .devm2/smol.part2 ] && cat /tmp/rlx-llm/smol.part1 .devm2/smol.part2 > /tmp/rlx-llm/smol.gguf
+    sha256sum /tmp/rlx-llm/smol.gguf
+    for d in wgpu cuda; do
       ./.device/bin/rlx bench --device $d --suites llm --gguf /tmp/rlx-llm/smol.gguf --iters 5 2>&1 |
         grep -v XDG_RUNTIME | tee "$out/llm-$d.txt"
     done
+    ;;
+  torch)
     timeout "${TORCH_TIMEOUT:-400}" python3 .device/torch_anchor.py minilm mnist-cnn \
       --json "$out/torch.json" >"$out/torch.jsonl" 2>"$out/torch.err"
     tail -n 20 "$out/torch.jsonl"
