@@ -3,10 +3,11 @@
 # parity suite (RLX_REQUIRE_WGPU=1: a missing adapter fails), then `rlx bench` on wgpu and on
 # CUDA side by side (same binary, same GPU), then PyTorch's anchor.
 # Here, once: bash bench/device_wgpu.sh prepare   (Vulkan loader .debs into .gl/, git-ignored)
-#             bash bench/pack_device.sh           (stages rlx-wgpu's tests too)
-# Device call: carry [".devpack/device.tar.xz", ".gl"],
-#   tar -xJf .devpack/device.tar.xz && bash bench/device_wgpu.sh [tests] [bench] [torch]
-#   SmolLM2 decode: carry .devm1/smol.part1 with the tests call, then .devm2/smol.part2 and `llm`
+#             bash bench/pack_device.sh wgpu      (rlx-wgpu tests + rlx, .devpack/wgpu.tar.xz)
+# Device call: carry [".devpack/wgpu.tar.xz", ".gl"],
+#   tar -xJf .devpack/wgpu.tar.xz && bash bench/device_wgpu.sh [tests] [bench] [profile] [torch]
+#   SmolLM2 decode: the file travels in pieces (64 MiB a call): carry .devmN/smol.partN with
+#   successive calls (each call stashes the pieces it carries), `llm` in the call with the last
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd); cd "$top"
 if [ "${1:-}" = prepare ]; then
@@ -27,10 +28,12 @@ icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f "$icd" ] && export VK_DRIVER_FILES="$icd"
 export RLX_WGPU_ADAPTER=${RLX_WGPU_ADAPTER:-NVIDIA}
 ./.device/bin/rlx devices 2>&1 | grep -v XDG_RUNTIME | tee "$out/devices.txt"
+# Pieces of SmolLM2 carried by this call wait in /tmp/rlx-llm for the call that has them all.
+mkdir -p /tmp/rlx-llm
+for f in .devm*/smol.part*; do [ -f "$f" ] && cp "$f" /tmp/rlx-llm/; done
 for p in $parts; do
   case $p in
   tests)
-    [ -f .devm1/smol.part1 ] && mkdir -p /tmp/rlx-llm && cp .devm1/smol.part1 /tmp/rlx-llm/
     echo "== wgpu parity suite on the H200 (RLX_REQUIRE_WGPU=1)"
     export RLX_REQUIRE_WGPU=1
     while read -r name dir; do
@@ -48,13 +51,22 @@ for p in $parts; do
     done
     ;;
   llm)
-    # SmolLM2 travels in two calls (64 MiB a call): part1 is stashed by the tests call.
-    [ -f .devm2/smol.part2 ] && cat /tmp/rlx-llm/smol.part1 .devm2/smol.part2 > /tmp/rlx-llm/smol.gguf
+    cat /tmp/rlx-llm/smol.part* > /tmp/rlx-llm/smol.gguf
     sha256sum /tmp/rlx-llm/smol.gguf
     for d in wgpu cuda; do
       ./.device/bin/rlx bench --device $d --suites llm --gguf /tmp/rlx-llm/smol.gguf --iters 5 2>&1 |
         grep -v XDG_RUNTIME | tee "$out/llm-$d.txt"
     done
+    ;;
+  profile)
+    # Where wgpu's time goes: GPU timestamps per kernel, a table after each workload's row.
+    echo "== rlx bench --profile on wgpu"
+    ./.device/bin/rlx bench --device wgpu --suites encoder,cnn --iters 3 --profile 2>&1 |
+      grep -v XDG_RUNTIME | tee "$out/profile-wgpu.txt"
+    if [ -f /tmp/rlx-llm/smol.gguf ]; then
+      ./.device/bin/rlx bench --device wgpu --suites llm --gguf /tmp/rlx-llm/smol.gguf --iters 3 \
+        --profile 2>&1 | grep -v XDG_RUNTIME | tee -a "$out/profile-wgpu.txt"
+    fi
     ;;
   torch)
     timeout "${TORCH_TIMEOUT:-400}" python3 .device/torch_anchor.py minilm mnist-cnn \

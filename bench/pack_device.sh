@@ -3,9 +3,13 @@
 # and pack them (xz) under .devpack/ so they fit the device tool's 64 MiB transfer.
 #   bash bench/pack_device.sh   then run with carry [".devpack"]:
 #   tar -xJf .devpack/device.tar.xz && bash bench/device_run.sh
+# `bash bench/pack_device.sh wgpu` packs only rlx-wgpu's tests and the rlx binary (the pack
+# bench/device_wgpu.sh needs, well under the limit) as .devpack/wgpu.tar.xz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-../shared/device/stage.sh -p rlx-cuda -p rlx-wgpu -p rlx-runtime -p rlx-models --bin rlx >/dev/null
+pack=device; crates=(-p rlx-cuda -p rlx-wgpu -p rlx-runtime -p rlx-models)
+if [ "${1:-}" = wgpu ]; then pack=wgpu; crates=(-p rlx-wgpu); fi
+../shared/device/stage.sh "${crates[@]}" --bin rlx >/dev/null
 grep -E '^(parity_|smoke-|cuda-|wgpu-|train_digits-|embed_cuda-|hf_decoder-)' .device/tests/index > .device/tests/index.keep
 for f in .device/tests/*-*; do
   grep -q "^$(basename "$f") " .device/tests/index.keep || rm -f "$f"
@@ -19,5 +23,5 @@ cu13=$(python3 -c "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0
 LD_LIBRARY_PATH="$cu13/lib" RLX_CUDA_INCLUDE="$cu13/include" RLX_CACHE_DIR="$PWD/.device/cache" cargo test -q --release -p rlx-cuda --test nvrtc_compile >/dev/null
 grep -qx '/.devpack/' .git/info/exclude || echo '/.devpack/' >> .git/info/exclude
 mkdir -p .devpack
-XZ_OPT="-T2 -6" tar -cJf .devpack/device.tar.xz .device
-du -sh .devpack/device.tar.xz
+XZ_OPT="-T2 -6" tar -cJf ".devpack/$pack.tar.xz" .device
+du -sh ".devpack/$pack.tar.xz"

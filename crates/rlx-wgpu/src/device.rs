@@ -161,6 +161,8 @@ pub struct Gpu {
     pub name: String,
     pub backend: String,
     pub caps: Caps,
+    /// GPU timestamps inside compute passes (`RLX_WGPU_PROFILE`).
+    pub timestamps: bool,
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     /// Pipelines by their full WGSL source: 30 equal layers compile once.
@@ -224,6 +226,10 @@ impl Gpu {
         if caps.subgroups {
             features |= wgpu::Features::SUBGROUP;
         }
+        let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        if timestamps {
+            features |= wgpu::Features::TIMESTAMP_QUERY;
+        }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("rlx"),
             required_features: features,
@@ -244,6 +250,7 @@ impl Gpu {
             name: info.name.clone(),
             backend: format!("{:?}", info.backend),
             caps,
+            timestamps,
             device,
             queue,
             pipelines: Mutex::default(),

@@ -42,7 +42,6 @@ pub(crate) enum Prepared {
         pipeline: Arc<wgpu::ComputePipeline>,
         bind: wgpu::BindGroup,
         groups: [u32; 3],
-        #[allow(dead_code)]
         label: String,
     },
     Copy {
@@ -140,6 +139,7 @@ pub struct WgpuExecutable {
     spare: Vec<(DimBindings, Plan)>,
     io: IoBindings,
     reference: Option<CpuExecutable>,
+    profile: Option<Mutex<crate::Profile>>,
 }
 
 fn node_err(n: &Node, msg: impl Into<String>) -> WgpuError {
@@ -188,6 +188,7 @@ impl WgpuExecutable {
             spare: Vec::new(),
             io,
             reference: None,
+            profile: None,
         };
         // A graph without dynamic dims is lowered now, so the dispatch report is complete at
         // compile time and the first run pays no shader compilation.
@@ -285,6 +286,26 @@ impl WgpuExecutable {
             .unwrap_or_default()
     }
 
+    /// Run `iters` times with every dispatch timed on the GPU (a pass each): the kernels'
+    /// device time, or `None` where the adapter has no timestamp queries.
+    pub fn profile_runs(
+        &mut self,
+        inputs: &CheckedInputs,
+        iters: usize,
+    ) -> Result<Option<crate::Profile>, WgpuError> {
+        if !self.gpu.timestamps {
+            return Ok(None);
+        }
+        self.profile = Some(Mutex::default());
+        let ran = (0..iters.max(1)).try_for_each(|_| self.run_bound(inputs, &[], false).map(drop));
+        let p = self
+            .profile
+            .take()
+            .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()));
+        ran?;
+        Ok(p)
+    }
+
     pub fn arena_bytes(&self) -> usize {
         self.plan.as_ref().map_or(0, |p| p.arena_bytes)
     }
@@ -336,6 +357,9 @@ impl WgpuExecutable {
             self.gpu.write(&plan.buffers[plan.inputs[&id]], 0, &t.data);
         }
         let mut enc = self.replay(plan)?;
+        if let Some(p) = &self.profile {
+            p.lock().unwrap_or_else(|e| e.into_inner()).count_run();
+        }
         if let Some(want) = &reference {
             self.gpu.submit_wait(enc)?;
             self.compare_reference(plan, want)?;
@@ -382,7 +406,19 @@ impl WgpuExecutable {
         let mut enc = self.gpu.encoder();
         for seg in &plan.segments {
             match seg {
-                Segment::Gpu(steps) => record(&mut enc, steps, &plan.buffers),
+                Segment::Gpu(steps) => match &self.profile {
+                    Some(p) => {
+                        let mut p = p.lock().unwrap_or_else(|e| e.into_inner());
+                        enc = crate::profile::record_timed(
+                            &self.gpu,
+                            enc,
+                            steps,
+                            &plan.buffers,
+                            &mut p,
+                        )?;
+                    }
+                    None => record(&mut enc, steps, &plan.buffers),
+                },
                 Segment::Cpu(c) => {
                     let ins: Vec<&WTensor> = c.ins.iter().collect();
                     let vals = self.download_after(plan, &ins, enc)?;

@@ -7,6 +7,7 @@ mod device;
 mod error;
 mod exec;
 pub mod lower;
+mod profile;
 pub mod shader;
 mod verify;
 
@@ -15,4 +16,5 @@ pub use device::{
 };
 pub use error::WgpuError;
 pub use exec::{WgpuExecutable, WgpuOptions};
+pub use profile::Profile;
 pub use verify::verify_tolerance;

@@ -47,6 +47,22 @@ impl Executable for WgpuBackend {
             .collect())
     }
 
+    fn profile(
+        &self,
+        inputs: &CheckedInputs,
+        iters: usize,
+    ) -> Result<Option<Vec<rlx_cuda::ProfileRow>>, Error> {
+        let Some(p) = self.lock().profile_runs(inputs, iters)? else {
+            return Ok(None);
+        };
+        Ok(Some(
+            p.rows()
+                .into_iter()
+                .map(|(what, launches, ms)| rlx_cuda::ProfileRow { what, launches, ms })
+                .collect(),
+        ))
+    }
+
     fn dispatch(&self) -> Vec<(NodeId, OpKind, Option<String>)> {
         self.lock().dispatch()
     }

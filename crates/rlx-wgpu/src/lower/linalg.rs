@@ -2,8 +2,7 @@
 //! promoted as the CPU does), and the tiled GEMM that the quantized products share
 //! (`linalg_quant`).
 //!
-//! Two kernels: a tiled GEMM (64×64 output tile a workgroup, K in slices of 16 staged in
-//! workgroup memory, 4×4 outputs an invocation, f32 accumulation) and, for M = 1 (a decode
+//! Two kernels: the register-blocked GEMM of `linalg_gemm` (f32 accumulation) and, for M = 1 (a decode
 //! step's GEMV), a kernel where each invocation walks a strided slice of K for one output
 //! column (adjacent invocations read adjacent columns of b, so loads coalesce) and the
 //! slices meet in a workgroup tree reduction (where the adapter has subgroups: shuffles
@@ -11,14 +10,11 @@
 //! operand offsets are baked index arithmetic (stride 0 along broadcast dims), so broadcast
 //! operands are read in place.
 use super::elementwise::activation;
+use super::linalg_gemm::{load_b_dense, tiled, Tile};
 use super::{Lowered, NodeCtx};
 use crate::shader::Shader;
 use crate::unsupported;
 use rlx_ir::{Activation, Op};
-
-/// Output tile edge of the GEMM (rows and columns) and its K slice.
-pub const TILE: usize = 64;
-pub const TK: usize = 16;
 
 pub fn lower(ctx: &mut NodeCtx, op: &Op) -> Lowered {
     let act = match op {
@@ -103,20 +99,13 @@ pub fn lower(ctx: &mut NodeCtx, op: &Op) -> Lowered {
             subgroup_min(ctx.caps),
         )
     } else {
-        if n.div_ceil(TILE) > caps_max || m.div_ceil(TILE) > caps_max {
+        let t = Tile::pick(m, n, nb);
+        let (gx, gy) = t.groups(m, n);
+        if gx > caps_max || gy > caps_max {
             unsupported!("a {m}×{n} product needs more tiles than the grid holds");
         }
-        let load_b = format!(
-            "    for (var j = 0u; j < 4u; j++) {{
-        let e = lid + 256u * j;
-        let gk = k0 + e / {TILE}u;
-        let gn = n0 + e % {TILE}u;
-        var v = 0.0;
-        if (gk < {k}u && gn < {n}u) {{ v = ld_b(boff + gk * {n}u + gn); }}
-        Bs[e] = v;
-    }}\n"
-        );
-        tiled(sh, (m, n, k), nb, &aoff, &boff, &load_b)
+        let load_b = load_b_dense(t, (n, k));
+        tiled(sh, t, (m, n, k), nb, (&aoff, &boff), &load_b)
     };
     ctx.push(kernel);
     ctx.finish_out(&y)
@@ -157,77 +146,6 @@ fn batch_offset(ob: &[usize], ib: &[usize], item: usize) -> String {
     } else {
         terms.join(" + ")
     }
-}
-
-/// The tiled GEMM `y[bi] = epi(A[bi] · B[bi])`, A `[m, k]` through `ld_a(aoff + ..)`; the
-/// shader declares `ld_a`, `st_y`, `epi(v, gm, gn)` and whatever `load_b` reads. `load_b`
-/// fills `Bs[kk * 64 + nn]` (B's rows k0.., columns n0.., zero outside) from `lid`, `k0`,
-/// `n0`, `boff`. `k` must be a multiple of [`TK`] where `load_b` reads whole slices only.
-pub fn tiled(
-    mut sh: Shader,
-    (m, n, k): (usize, usize, usize),
-    nb: usize,
-    aoff: &str,
-    boff: &str,
-    load_b: &str,
-) -> crate::shader::Kernel {
-    sh.text(&format!(
-        "var<workgroup> As: array<f32, {}>;\nvar<workgroup> Bs: array<f32, {}>;",
-        TK * TILE,
-        TK * TILE
-    ));
-    let y_store = "st_y(bi * MN + gm * N + gn, epi(acc[i][jj], gm, gn));";
-    let main = format!(
-        "const M: u32 = {m}u;
-const N: u32 = {n}u;
-const K: u32 = {k}u;
-const MN: u32 = {mn}u;
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
-    let n0 = wid.x * {TILE}u;
-    let m0 = wid.y * {TILE}u;
-    let bi = wid.z;
-    let aoff = {aoff};
-    let boff = {boff};
-    // This invocation's 4×4 outputs: rows m0 + ty*4.., columns n0 + tx*4..
-    let tx = lid % 16u;
-    let ty = lid / 16u;
-    var acc: array<vec4<f32>, 4>;
-    for (var k0 = 0u; k0 < K; k0 += {TK}u) {{
-        // A's tile, K-fastest reads (rows of A are contiguous), stored k-major.
-        for (var j = 0u; j < 4u; j++) {{
-            let e = lid + 256u * j;
-            let mm = e / {TK}u;
-            let kk = e % {TK}u;
-            var v = 0.0;
-            if (m0 + mm < M && k0 + kk < K) {{ v = ld_a(aoff + (m0 + mm) * K + k0 + kk); }}
-            As[kk * {TILE}u + mm] = v;
-        }}
-{load_b}        workgroupBarrier();
-        for (var kk = 0u; kk < {TK}u; kk++) {{
-            let ar = kk * {TILE}u + ty * 4u;
-            let br = kk * {TILE}u + tx * 4u;
-            let bv = vec4<f32>(Bs[br], Bs[br + 1u], Bs[br + 2u], Bs[br + 3u]);
-            acc[0] += As[ar] * bv;
-            acc[1] += As[ar + 1u] * bv;
-            acc[2] += As[ar + 2u] * bv;
-            acc[3] += As[ar + 3u] * bv;
-        }}
-        workgroupBarrier();
-    }}
-    for (var i = 0u; i < 4u; i++) {{
-        let gm = m0 + ty * 4u + i;
-        for (var jj = 0u; jj < 4u; jj++) {{
-            let gn = n0 + tx * 4u + jj;
-            if (gm < M && gn < N) {{ {y_store} }}
-        }}
-    }}
-}}
-",
-        mn = m * n
-    );
-    let groups = [n.div_ceil(TILE) as u32, m.div_ceil(TILE) as u32, nb as u32];
-    sh.finish(&main, groups)
 }
 
 /// `y[bi, 0, :] = epi(a[bi] · B[bi])` for a single row of a (`[k]`) and B `[k, n]`: `C`

@@ -10,7 +10,8 @@
 //! RMS norm of x times gamma, or silu(gate)·up of x's halves) is one small kernel writing the
 //! product's input, rounded to x's dtype as the CPU's unfused graph holds it; its residual
 //! is added in the product's epilogue.
-use super::linalg::{subgroup_min, tiled, TILE, TK};
+use super::linalg::subgroup_min;
+use super::linalg_gemm::{tiled, Tile, TK};
 use super::{Lowered, NodeCtx};
 use crate::shader::{grid_1d, Kernel, Shader, WTensor};
 use crate::unsupported;
@@ -155,15 +156,21 @@ pub fn lower_dequant_matmul(ctx: &mut NodeCtx, op: &Op) -> Lowered {
     let kern = if m <= GEMV_MAX_M {
         gemv(sh, (m, n, k), rb, max, subgroup_min(ctx.caps))
     } else {
-        if n.div_ceil(TILE) > max || m.div_ceil(TILE) > max {
+        let t = Tile::pick(m, n, 1);
+        let (gx, gy) = t.groups(m, n);
+        if gx > max || gy > max {
             unsupported!("a {m}×{n} product needs more tiles than the grid holds");
         }
-        // B's tile (64 weight rows × a 16-value half unit): invocation lid decodes 4 values
-        // of row lid / 4, with one scale read.
-        let load_b = format!(
-            "    {{
-        let nn = lid / 4u;
-        let part = lid % 4u;
+        // B's tile (E weight rows × a 16-value half unit): task t decodes 4 values of row
+        // t / 4, with one scale read, and scatters them down the tile's k rows.
+        let q = t.edge() / 4;
+        let mut load_b = String::new();
+        for j in 0..t.edge() / 64 {
+            load_b += &format!(
+                "    {{
+        let t = lid + {o}u;
+        let nn = t / 4u;
+        let part = t % 4u;
         let gn = n0 + nn;
         let u = k0 / 32u;
         let hf = (k0 / {TK}u) % 2u;
@@ -174,10 +181,12 @@ pub fn lower_dequant_matmul(ctx: &mut NodeCtx, op: &Op) -> Lowered {
             let l = hf * 16u + part * 4u;
             v = s.x * vec4<f32>(dq_q(row, u, l), dq_q(row, u, l + 1u), dq_q(row, u, l + 2u), dq_q(row, u, l + 3u)) + s.y;
         }}
-        for (var i = 0u; i < 4u; i++) {{ Bs[(part * 4u + i) * {TILE}u + nn] = v[i]; }}
-    }}\n"
-        );
-        tiled(sh, (m, n, k), 1, "0u", "0u", &load_b)
+        for (var i = 0u; i < 4u; i++) {{ Bs[(part * 4u + i) * {q}u + nn / 4u][nn % 4u] = v[i]; }}
+    }}\n",
+                o = 256 * j
+            );
+        }
+        tiled(sh, t, (m, n, k), 1, ("0u", "0u"), &load_b)
     };
     ctx.push(kern);
     ctx.finish_out(&y)

@@ -12,6 +12,7 @@ use rlx_ir::{DType, Node, Op};
 pub mod audio;
 pub mod elementwise;
 pub mod linalg;
+pub mod linalg_gemm;
 pub mod linalg_quant;
 pub mod norm;
 pub mod reduce;

@@ -65,9 +65,47 @@ fn f_fmod(x: f32, y: f32) -> f32 {
     return bitcast<f32>(r | sx);
 }
 
-// Python's mod: a nonzero remainder of the other sign moves over by one divisor.
+// Python's mod: a nonzero remainder of the other sign moves over by one divisor. Decided
+// and added on the bits: drivers may flush f32 subnormals (NVIDIA's Vulkan does), where
+// `r == 0.0` would hold for a subnormal r and `r + b` would drop it.
 fn f_pymod(a: f32, b: f32) -> f32 {
     let r = f_fmod(a, b);
-    if (!(r == 0.0) && ((r < 0.0) != (b < 0.0))) { return r + b; }
-    return r;
+    let ur = bitcast<u32>(r);
+    let ub = bitcast<u32>(b);
+    let ar = ur & 0x7fffffffu;
+    let ab = ub & 0x7fffffffu;
+    if (ar == 0u || ar > 0x7f800000u || (ur >> 31u) == (ub >> 31u)) { return r; }
+    if (ab == 0x7f800000u) { return b; }
+    // |r| < |b| (a remainder), so r + b is |b| - |r| with b's sign.
+    return bitcast<f32>(f_sub_mag(ab, ar) | (ub & 0x80000000u));
+}
+
+// |a| - |r| for finite a > r > 0 given as magnitude bits, rounded to nearest even: the
+// mantissas carry guard, round and sticky bits; subnormals take exponent 1 without the
+// implicit bit, so a subnormal difference comes out exact.
+fn f_sub_mag(ua: u32, ur: u32) -> u32 {
+    var ea = i32(ua >> 23u);
+    var er = i32(ur >> 23u);
+    var ma = ua & 0x7fffffu;
+    var mr = ur & 0x7fffffu;
+    if (ea == 0) { ea = 1; } else { ma = ma | 0x800000u; }
+    if (er == 0) { er = 1; } else { mr = mr | 0x800000u; }
+    ma = ma << 3u;
+    mr = mr << 3u;
+    let d = ea - er;
+    var rs = mr;
+    if (d >= 27) {
+        rs = 1u;
+    } else if (d > 0) {
+        let lost = mr & ((1u << u32(d)) - 1u);
+        rs = (mr >> u32(d)) | select(0u, 1u, lost != 0u);
+    }
+    var m = ma - rs;
+    while (m < 0x4000000u && ea > 1) { m = m << 1u; ea = ea - 1; }
+    let low = m & 7u;
+    m = m >> 3u;
+    if (low > 4u || (low == 4u && (m & 1u) == 1u)) { m = m + 1u; }
+    if (m >= 0x1000000u) { m = m >> 1u; ea = ea + 1; }
+    if (m >= 0x800000u) { return (u32(ea) << 23u) | (m & 0x7fffffu); }
+    return m;
 }
