@@ -38,6 +38,11 @@ for p in $parts; do
     export RLX_REQUIRE_WGPU=1
     while read -r name dir; do
       case "$dir" in *rlx-wgpu) ;; *) continue ;; esac
+      # TEST_ONLY=a,b runs only the binaries whose names start with those.
+      if [ -n "${TEST_ONLY:-}" ]; then
+        keep=0; for t in ${TEST_ONLY//,/ }; do case "$name" in "$t"-*) keep=1 ;; esac; done
+        [ $keep = 1 ] || continue
+      fi
       r=$(cd "$dir" && timeout "${TEST_TIMEOUT:-300}" "$top/.device/tests/$name" 2>&1); rc=$?
       echo "[$rc] ${name%-*}: $(echo "$r" | grep -E '^test result:' | tail -n 1)"
       [ "$rc" = 0 ] || echo "$r" | grep -E "panicked|rel-L2|differ" | head -n 8
@@ -57,16 +62,15 @@ for p in $parts; do
       ./.device/bin/rlx bench --device $d --suites llm --gguf /tmp/rlx-llm/smol.gguf --iters 5 2>&1 |
         grep -v XDG_RUNTIME | tee "$out/llm-$d.txt"
     done
+    echo "== the decode step's kernels on wgpu (GPU timestamps)"
+    ./.device/bin/rlx bench --device wgpu --suites llm --gguf /tmp/rlx-llm/smol.gguf --iters 3 \
+      --profile 2>&1 | grep -v XDG_RUNTIME | grep -A 20 '^profile' | tee "$out/profile-llm-wgpu.txt"
     ;;
   profile)
     # Where wgpu's time goes: GPU timestamps per kernel, a table after each workload's row.
     echo "== rlx bench --profile on wgpu"
     ./.device/bin/rlx bench --device wgpu --suites encoder,cnn --iters 3 --profile 2>&1 |
       grep -v XDG_RUNTIME | tee "$out/profile-wgpu.txt"
-    if [ -f /tmp/rlx-llm/smol.gguf ]; then
-      ./.device/bin/rlx bench --device wgpu --suites llm --gguf /tmp/rlx-llm/smol.gguf --iters 3 \
-        --profile 2>&1 | grep -v XDG_RUNTIME | tee -a "$out/profile-wgpu.txt"
-    fi
     ;;
   torch)
     timeout "${TORCH_TIMEOUT:-400}" python3 .device/torch_anchor.py minilm mnist-cnn \

@@ -366,6 +366,31 @@ impl WgpuExecutable {
             enc = self.gpu.encoder();
         }
         let outs = self.graph.outputs.clone();
+        self.encode_writes(plan, &mut enc, writes)?;
+        let wanted: Vec<usize> = (0..outs.len())
+            .filter(|k| return_updated || !writes.iter().any(|(o, _)| o == k))
+            .collect();
+        let ts: Vec<&WTensor> = wanted.iter().map(|&k| &plan.tensors[outs[k].0]).collect();
+        let mut got = self.download_after(plan, &ts, enc)?.into_iter();
+        Ok((0..outs.len())
+            .map(|k| {
+                if wanted.contains(&k) {
+                    got.next()
+                } else {
+                    None
+                }
+            })
+            .collect())
+    }
+
+    /// Copy output `k` over param `p` for each `(k, p)` in `writes`, on the device.
+    fn encode_writes(
+        &self,
+        plan: &Plan,
+        enc: &mut wgpu::CommandEncoder,
+        writes: &[(usize, &str)],
+    ) -> Result<(), WgpuError> {
+        let outs = &self.graph.outputs;
         for (k, pname) in writes {
             let id = outs.get(*k).ok_or_else(|| WgpuError::Node {
                 node: format!("output {k}"),
@@ -384,20 +409,41 @@ impl WgpuExecutable {
                 });
             }
         }
-        let wanted: Vec<usize> = (0..outs.len())
-            .filter(|k| return_updated || !writes.iter().any(|(o, _)| o == k))
-            .collect();
-        let ts: Vec<&WTensor> = wanted.iter().map(|&k| &plan.tensors[outs[k].0]).collect();
-        let mut got = self.download_after(plan, &ts, enc)?.into_iter();
-        Ok((0..outs.len())
-            .map(|k| {
-                if wanted.contains(&k) {
-                    got.next()
-                } else {
-                    None
-                }
-            })
-            .collect())
+        Ok(())
+    }
+
+    /// Median milliseconds of one replay after `warmup` of them, with the inputs uploaded
+    /// once beforehand and the outputs left on the device (bound updates applied each
+    /// time): the wall time of recording, submitting and waiting for the plan, CPU fallback
+    /// segments included, as CUDA's figure is the device time of a graph replay.
+    pub fn time_replays(
+        &mut self,
+        inputs: &CheckedInputs,
+        writes: &[(usize, &str)],
+        warmup: usize,
+        iters: usize,
+    ) -> Result<f64, WgpuError> {
+        if self.plan.is_none() || *inputs.dims() != self.bindings {
+            self.switch_plan(inputs.dims())?;
+        }
+        let plan = self.plan.as_ref().expect("plan");
+        for &(name, t) in inputs.tensors() {
+            let id = self.io.input(name)?.node.0;
+            self.gpu.write(&plan.buffers[plan.inputs[&id]], 0, &t.data);
+        }
+        self.gpu.submit_wait(self.gpu.encoder())?;
+        let mut ts = Vec::with_capacity(iters.max(1));
+        for i in 0..warmup + iters.max(1) {
+            let t0 = std::time::Instant::now();
+            let mut enc = self.replay(plan)?;
+            self.encode_writes(plan, &mut enc, writes)?;
+            self.gpu.submit_wait(enc)?;
+            if i >= warmup {
+                ts.push(t0.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        ts.sort_by(|a, b| a.total_cmp(b));
+        Ok(ts[ts.len() / 2])
     }
 
     /// Record every segment of `plan`: GPU segments into compute passes, CPU segments between

@@ -47,6 +47,16 @@ impl Executable for WgpuBackend {
             .collect())
     }
 
+    fn time_runs(
+        &self,
+        inputs: &CheckedInputs,
+        writes: &[(usize, &str)],
+        warmup: usize,
+        iters: usize,
+    ) -> Result<f64, Error> {
+        Ok(self.lock().time_replays(inputs, writes, warmup, iters)?)
+    }
+
     fn profile(
         &self,
         inputs: &CheckedInputs,
