@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 pack=device; crates=(-p rlx-cuda -p rlx-wgpu -p rlx-runtime -p rlx-models)
 if [ "${1:-}" = wgpu ]; then pack=wgpu; crates=(-p rlx-wgpu); fi
 ../shared/device/stage.sh "${crates[@]}" --bin rlx >/dev/null
-grep -E '^(parity_|smoke-|cuda-|wgpu-|train_digits-|embed_cuda-|hf_decoder-)' .device/tests/index > .device/tests/index.keep
+grep -E '^(parity_|bench_hooks-|shader_corpus-|smoke-|cuda-|wgpu-|train_digits-|embed_cuda-|hf_decoder-)' .device/tests/index > .device/tests/index.keep
 for f in .device/tests/*-*; do
   grep -q "^$(basename "$f") " .device/tests/index.keep || rm -f "$f"
 done

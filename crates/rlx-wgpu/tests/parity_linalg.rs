@@ -153,3 +153,51 @@ fn large_tile_products() {
         DType::F32,
     );
 }
+
+/// Few output tiles over a long K take the split-K GEMM (partials summed in order by a
+/// second kernel, which also applies the epilogue): a bias + GELU product with K not a
+/// multiple of the slice, and a batched one whose B broadcasts over the batch.
+#[test]
+fn split_k_products() {
+    if !gpu() {
+        return;
+    }
+    let mut rng = Rng::new("wgpu split_k_products");
+    let (m, k, n) = (33, 1000, 45);
+    let feeds = vec![
+        normal(&mut rng, "a", &[m, k]),
+        normal(&mut rng, "b", &[k, n]),
+        normal(&mut rng, "bias", &[n]),
+    ];
+    let build = |d: DType| {
+        let mut g = Graph::new("split_k_bias_gelu");
+        let a = g.input("a", Shape::new(&[m, k], d)).unwrap();
+        let b = g.input("b", Shape::new(&[k, n], d)).unwrap();
+        let c = g.input("bias", Shape::new(&[n], d)).unwrap();
+        let op = Op::FusedMatMulBiasAct {
+            activation: Some(rlx_ir::Activation::Gelu),
+        };
+        let y = g.add_node(op, &[a, b, c]).unwrap();
+        g.set_outputs(vec![y]);
+        g
+    };
+    for dt in FLOATS {
+        parity("split-K matmul + bias + gelu", &build, &feeds, dt);
+    }
+    let (nb, m, k, n) = (3, 70, 300, 20);
+    let feeds = vec![
+        normal(&mut rng, "a", &[nb, m, k]),
+        normal(&mut rng, "b", &[k, n]),
+    ];
+    let build = |d: DType| {
+        let mut g = Graph::new("split_k_batched");
+        let a = g.input("a", Shape::new(&[nb, m, k], d)).unwrap();
+        let b = g.input("b", Shape::new(&[k, n], d)).unwrap();
+        let y = g.add_node(Op::MatMul, &[a, b]).unwrap();
+        g.set_outputs(vec![y]);
+        g
+    };
+    for dt in FLOATS {
+        parity("split-K batched matmul", &build, &feeds, dt);
+    }
+}

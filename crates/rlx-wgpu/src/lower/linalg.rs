@@ -10,11 +10,12 @@
 //! operand offsets are baked index arithmetic (stride 0 along broadcast dims), so broadcast
 //! operands are read in place.
 use super::elementwise::activation;
-use super::linalg_gemm::{load_b_dense, tiled, Tile};
+use super::linalg_gemm::{load_b_dense, split_sum, splits, tiled, Tile};
+use super::LowerError;
 use super::{Lowered, NodeCtx};
 use crate::shader::Shader;
 use crate::unsupported;
-use rlx_ir::{Activation, Op};
+use rlx_ir::{Activation, DType, Op};
 
 pub fn lower(ctx: &mut NodeCtx, op: &Op) -> Lowered {
     let act = match op {
@@ -65,49 +66,77 @@ pub fn lower(ctx: &mut NodeCtx, op: &Op) -> Lowered {
     };
     let y = ctx.word_out();
     let caps_max = ctx.caps.max_groups_per_dim as usize;
-    let mut sh = Shader::new(format!(
+    let label = format!(
         "matmul {:?} @ {:?}{}",
         a.dims,
         b.dims,
         if act.is_some() { " + bias" } else { "" }
-    ));
+    );
+    // The epilogue (bias, activation) and the store, for whichever kernel finishes.
+    let finish = |sh: &mut Shader| -> Result<(), LowerError> {
+        let epi = match (&bias, act.flatten()) {
+            (Some(t), a) => {
+                sh.input("bias", t)?;
+                epilogue("v + ld_bias(gn)", a)
+            }
+            (None, _) => "v".to_string(),
+        };
+        sh.output("y", &y)?;
+        sh.text(&format!(
+            "fn epi(v: f32, gm: u32, gn: u32) -> f32 {{\n    return {epi};\n}}"
+        ));
+        Ok(())
+    };
+    let mut sh = Shader::new(label.clone());
     sh.input("a", &a)?;
     sh.input("b", &b)?;
-    let epi = match (&bias, act.flatten()) {
-        (Some(t), a) => {
-            sh.input("bias", t)?;
-            epilogue("v + ld_bias(gn)", a)
-        }
-        (None, _) => "v".to_string(),
-    };
-    sh.output("y", &y)?;
-    sh.text(&format!(
-        "fn epi(v: f32, gm: u32, gn: u32) -> f32 {{\n    return {epi};\n}}"
-    ));
     let aoff = batch_offset(&ob, ab, m * k);
     let boff = batch_offset(&ob, bb, k * n);
     if nb > caps_max {
         unsupported!("{nb} batch items exceed the grid's z limit {caps_max}");
     }
-    let kernel = if m == 1 {
-        gemv_dense(
+    if m == 1 {
+        finish(&mut sh)?;
+        let kernel = gemv_dense(
             sh,
             (n, k),
             nb,
             (&aoff, &boff),
             caps_max,
             subgroup_min(ctx.caps),
-        )
-    } else {
-        let t = Tile::pick(m, n, nb);
-        let (gx, gy) = t.groups(m, n);
-        if gx > caps_max || gy > caps_max {
-            unsupported!("a {m}×{n} product needs more tiles than the grid holds");
-        }
-        let load_b = load_b_dense(t, (n, k));
-        tiled(sh, t, (m, n, k), nb, (&aoff, &boff), &load_b)
-    };
-    ctx.push(kernel);
+        );
+        ctx.push(kernel);
+        return ctx.finish_out(&y);
+    }
+    let t = Tile::pick(m, n, nb);
+    let (gx, gy) = t.groups(m, n);
+    let mut s = splits(t, (m, n, k), nb);
+    if nb * s > caps_max {
+        s = 1;
+    }
+    if gx > caps_max || gy > caps_max {
+        unsupported!("a {m}×{n} product needs more tiles than the grid holds");
+    }
+    let load_b = load_b_dense(t, (n, k));
+    if s == 1 {
+        finish(&mut sh)?;
+        ctx.push(tiled(sh, t, (m, n, k), nb, (&aoff, &boff), &load_b, 1));
+        return ctx.finish_out(&y);
+    }
+    let total = nb * m * n;
+    let p = ctx.scratch(&[s * total], DType::F32);
+    sh.output("p", &p)?;
+    ctx.push(tiled(sh, t, (m, n, k), nb, (&aoff, &boff), &load_b, s));
+    let mut sum = Shader::new(format!("{label}, sum of {s} K splits"));
+    sum.input("p", &p)?;
+    finish(&mut sum)?;
+    ctx.push(split_sum(
+        sum,
+        (m, n),
+        total,
+        s,
+        ctx.caps.max_groups_per_dim,
+    ));
     ctx.finish_out(&y)
 }
 

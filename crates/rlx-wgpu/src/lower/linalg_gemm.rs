@@ -10,9 +10,11 @@
 //! by one vec4 so that the transposing stores of its tile do not all hit one bank.
 //!
 //! Two sizes: 8×8 registers (128-wide tiles) where the product has enough tiles to fill a
-//! large GPU, else 4×4 (64-wide tiles), which keeps small products (an encoder at batch 1)
-//! spread over more workgroups.
-use crate::shader::{Kernel, Shader};
+//! large GPU, else 4×4 (64-wide tiles). A product with few tiles and a long K (an encoder
+//! at batch 1, a CNN's dense layer) also splits K ([`splits`]): each split writes its
+//! partial tile to an f32 scratch and [`split_sum`] adds them in split order (so the
+//! result does not depend on scheduling) and applies the epilogue.
+use crate::shader::{grid_1d, Kernel, Shader};
 
 /// K slice staged per step.
 pub const TK: usize = 16;
@@ -49,6 +51,23 @@ impl Tile {
     }
 }
 
+/// How many ways to split K: enough that ~256 workgroups run, each split at least 64 deep
+/// (a whole number of [`TK`] slices); 1 when the tiles alone fill the GPU.
+pub fn splits(t: Tile, (m, n, k): (usize, usize, usize), nb: usize) -> usize {
+    let (gx, gy) = t.groups(m, n);
+    let tiles = gx * gy * nb;
+    if tiles >= 256 {
+        return 1;
+    }
+    let want = 256usize.div_ceil(tiles).min(k / 64).max(1);
+    k.div_ceil(split_depth(k, want))
+}
+
+/// K per split for `s` splits, rounded up to whole slices.
+fn split_depth(k: usize, s: usize) -> usize {
+    k.div_ceil(s).div_ceil(TK) * TK
+}
+
 /// The dense B tile: rows `k0..k0+TK` of a row-major `[k, n]` operand (read through
 /// `ld_b(boff + ..)`), 4 consecutive columns an invocation, zero outside.
 pub fn load_b_dense(t: Tile, (n, k): (usize, usize)) -> String {
@@ -81,7 +100,9 @@ pub fn load_b_dense(t: Tile, (n, k): (usize, usize)) -> String {
 /// declares `ld_a`, `st_y`, `epi(v, gm, gn)` and whatever `load_b` reads. `load_b` fills
 /// `Bs[kk * E/4 + nn/4][nn % 4]` (B's rows k0.., columns n0.., zero outside; E the tile
 /// edge) from `lid`, `k0`, `n0`, `boff`. `k` must be a multiple of [`TK`] where `load_b`
-/// reads whole slices only.
+/// reads whole slices only. With `splits > 1` the shader declares `st_p` instead of `st_y`
+/// and `epi`: split s of item bi stores its raw sums at `(s * nb + bi) * m * n + ..`, for
+/// [`split_sum`] to finish.
 pub fn tiled(
     mut sh: Shader,
     t: Tile,
@@ -89,7 +110,9 @@ pub fn tiled(
     nb: usize,
     (aoff, boff): (&str, &str),
     load_b: &str,
+    splits: usize,
 ) -> Kernel {
+    let ks = split_depth(k, splits);
     let (e, r, h) = (t.edge(), t.reg, t.reg / 4);
     let (qa, qb) = (e / 4 + 1, e / 4);
     sh.text(&format!(
@@ -134,8 +157,14 @@ pub fn tiled(
             decl += &format!("    var c{row}_{jh} = vec4<f32>(0.0);\n");
             step += &format!("            c{row}_{jh} += a{ih}.{} * b{jh};\n", lanes[il]);
             for (jl, lane) in lanes.iter().enumerate() {
+                let v = format!("c{row}_{jh}.{lane}");
+                let put = if splits > 1 {
+                    format!("st_p((s * {nb}u + bi) * MN + gm * N + gn, {v})")
+                } else {
+                    format!("st_y(bi * MN + gm * N + gn, epi({v}, gm, gn))")
+                };
                 store += &format!(
-                    "    {{ let gm = m0 + {}u + ty * 4u; let gn = n0 + {}u + tx * 4u; if (gm < M && gn < N) {{ st_y(bi * MN + gm * N + gn, epi(c{row}_{jh}.{lane}, gm, gn)); }} }}\n",
+                    "    {{ let gm = m0 + {}u + ty * 4u; let gn = n0 + {}u + tx * 4u; if (gm < M && gn < N) {{ {put}; }} }}\n",
                     64 * ih + il,
                     64 * jh + jl
                 );
@@ -151,12 +180,14 @@ const MN: u32 = {mn}u;
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
     let n0 = wid.x * {e}u;
     let m0 = wid.y * {e}u;
-    let bi = wid.z;
+    let bi = wid.z / {splits}u;
+    let s = wid.z % {splits}u;
     let aoff = {aoff};
     let boff = {boff};
     let tx = lid % 16u;
     let ty = lid / 16u;
-{decl}    for (var k0 = 0u; k0 < K; k0 += {TK}u) {{
+    let k_hi = min(s * {ks}u + {ks}u, K);
+{decl}    for (var k0 = s * {ks}u; k0 < k_hi; k0 += {TK}u) {{
 {load_a}{load_b}        workgroupBarrier();
         for (var kk = 0u; kk < {TK}u; kk++) {{
 {step}        }}
@@ -167,5 +198,49 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         mn = m * n
     );
     let (gx, gy) = t.groups(m, n);
-    sh.finish(&main, [gx as u32, gy as u32, nb as u32])
+    sh.finish(&main, [gx as u32, gy as u32, (nb * splits) as u32])
+}
+
+/// `y[i] = epi(Σ_s p[s * total + i])` over the `total = nb·m·n` outputs, the splits added
+/// in order; the shader declares `ld_p`, `st_y` and `epi(v, gm, gn)`.
+pub fn split_sum(
+    sh: Shader,
+    (m, n): (usize, usize),
+    total: usize,
+    splits: usize,
+    max_per_dim: u32,
+) -> Kernel {
+    let (groups, head) = grid_1d(total as u64, max_per_dim);
+    let body = format!(
+        "    var v = 0.0;
+    for (var s = 0u; s < {splits}u; s++) {{ v += ld_p(s * {total}u + gi); }}
+    st_y(gi, epi(v, (gi / {n}u) % {m}u, gi % {n}u));
+}}
+"
+    );
+    sh.finish(&format!("{head}{body}"), groups)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_counts() {
+        // Enough tiles: no split.
+        assert_eq!(splits(Tile::SMALL, (4096, 384, 384), 1), 1);
+        // An encoder's batch-1 products: 12 tiles, K 384 and 1536.
+        assert_eq!(splits(Tile::SMALL, (128, 384, 384), 1), 6);
+        let s = splits(Tile::SMALL, (128, 384, 1536), 1);
+        assert!((16..=24).contains(&s), "{s}");
+        // Every split is non-empty and whole slices deep.
+        for k in [64, 100, 1000, 3136] {
+            let s = splits(Tile::SMALL, (33, 45, k), 1);
+            let d = split_depth(k, s);
+            assert_eq!(d % TK, 0);
+            assert!((s - 1) * d < k && s * d >= k, "k {k}: {s} × {d}");
+        }
+        // Short K is never split below 64 deep.
+        assert_eq!(splits(Tile::SMALL, (33, 45, 100), 1), 1);
+    }
 }

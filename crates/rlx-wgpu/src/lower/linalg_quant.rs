@@ -186,7 +186,7 @@ pub fn lower_dequant_matmul(ctx: &mut NodeCtx, op: &Op) -> Lowered {
                 o = 256 * j
             );
         }
-        tiled(sh, t, (m, n, k), 1, ("0u", "0u"), &load_b)
+        tiled(sh, t, (m, n, k), 1, ("0u", "0u"), &load_b, 1)
     };
     ctx.push(kern);
     ctx.finish_out(&y)

@@ -38,7 +38,7 @@ fn tiles(sq: usize, d: usize, dv: usize) -> (usize, usize) {
         bq /= 2;
     }
     let left = WG_FLOATS - bq * d - 3 * bq - 1;
-    let bk = (left / (d.max(dv) + bq)).min(64);
+    let bk = (left / ((d + 1).max(dv) + bq)).min(64);
     (bq, bk)
 }
 
@@ -121,7 +121,8 @@ pub(super) fn attend(
     c("MASK", mask_code);
     c("WIN", win);
     c("QN", bq * d);
-    c("KVN", bk * d.max(dv));
+    c("KD", d + 1);
+    c("KVN", bk * (d + 1).max(dv));
     c("PN", bq * bk);
     c("NA", (bq * dv).div_ceil(THREADS));
     for (p, t) in [

@@ -5,6 +5,10 @@
 // prepends the constants (BQ, BK, D, DV, SQ, NA, strides, mask code) and the accessors
 // ld_q/ld_k/ld_v, keep(b, key), first_pos() and st_o.
 //
+// K rows sit KD = D + 1 floats apart in workgroup memory: the score loop's invocations
+// read one key each at the same c, which a stride of D (a multiple of the bank count for
+// the usual head sizes) would put all in one bank.
+//
 // Masked scores are marked with NEG (finite, far below any real score) and tested by
 // comparison, so nothing depends on the driver's handling of infinities.
 const NEG: f32 = -3.0e38;
@@ -55,7 +59,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             let j = e / D;
             var x = 0.0;
             if (t0 + j < hi) { x = ld_k(b * KB + kvh * KH + (t0 + j) * KS + e % D); }
-            wkv[e] = x;
+            wkv[j * KD + e % D] = x;
         }
         workgroupBarrier();
         for (var e = lid; e < PN; e += 64u) {
@@ -70,7 +74,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             var s = NEG;
             if (ok) {
                 var dot = 0.0;
-                for (var c = 0u; c < D; c++) { dot += wq[r * D + c] * wkv[j * D + c]; }
+                for (var c = 0u; c < D; c++) { dot += wq[r * D + c] * wkv[j * KD + c]; }
                 s = score(dot);
             }
             wp[e] = s;
