@@ -5,7 +5,7 @@
 # Here, once: bash bench/device_wgpu.sh prepare   (Vulkan loader .debs into .gl/, git-ignored)
 #             bash bench/pack_device.sh wgpu      (rlx-wgpu tests + rlx, .devpack/wgpu.tar.xz)
 # Device call: carry [".devpack/wgpu.tar.xz", ".gl"],
-#   tar -xJf .devpack/wgpu.tar.xz && bash bench/device_wgpu.sh [tests] [bench] [profile] [torch]
+#   tar -xJf .devpack/wgpu.tar.xz && bash bench/device_wgpu.sh [tests] [bench] [profile] [llm] [cli] [torch]
 #   SmolLM2 decode: the file travels in pieces (64 MiB a call): carry .devmN/smol.partN with
 #   successive calls (each call stashes the pieces it carries), `llm` in the call with the last
 set -u
@@ -71,6 +71,19 @@ for p in $parts; do
     echo "== rlx bench --profile on wgpu"
     ./.device/bin/rlx bench --device wgpu --suites encoder,cnn --iters 3 --profile 2>&1 |
       grep -v XDG_RUNTIME | tee "$out/profile-wgpu.txt"
+    ;;
+  cli)
+    # The CLI jobs on the H200's Vulkan adapter (embed needs a model folder beyond a call's
+    # 64 MiB; it runs on lavapipe in CI).
+    echo "== rlx train digits --device wgpu"
+    ./.device/bin/rlx train digits --device wgpu --epochs 3 2>&1 | grep -v XDG_RUNTIME | tail -n 6
+    if [ -f /tmp/rlx-llm/smol.gguf ]; then
+      echo "== rlx generate --device wgpu (SmolLM2-135M Q4_1), then the CPU"
+      for d in wgpu cpu; do
+        ./.device/bin/rlx generate --device $d --model /tmp/rlx-llm/smol.gguf \
+          --prompt "The capital of France is" --max-tokens 24 2>&1 | grep -v XDG_RUNTIME | tail -n 4
+      done
+    fi
     ;;
   torch)
     timeout "${TORCH_TIMEOUT:-400}" python3 .device/torch_anchor.py minilm mnist-cnn \
