@@ -38,7 +38,8 @@ for p in $parts; do
     export RLX_REQUIRE_WGPU=1
     while read -r name dir; do
       case "$dir" in *rlx-wgpu) ;; *) continue ;; esac
-      # TEST_ONLY=a,b runs only the binaries whose names start with those.
+      # TEST_ONLY=a,b runs only the binaries whose names start with those (BENCH_DEVICES=wgpu
+      # likewise narrows the bench part).
       if [ -n "${TEST_ONLY:-}" ]; then
         keep=0; for t in ${TEST_ONLY//,/ }; do case "$name" in "$t"-*) keep=1 ;; esac; done
         [ $keep = 1 ] || continue
@@ -50,7 +51,7 @@ for p in $parts; do
     ;;
   bench)
     echo "== rlx bench: wgpu (Vulkan) beside CUDA on the same GPU"
-    for d in wgpu cuda; do
+    for d in ${BENCH_DEVICES:-wgpu cuda}; do
       ./.device/bin/rlx bench --device $d --suites matmul,encoder,cnn --json "$out/bench-$d.json" 2>&1 |
         grep -v XDG_RUNTIME | tee "$out/bench-$d.txt"
     done

@@ -161,7 +161,7 @@ pub struct Gpu {
     pub name: String,
     pub backend: String,
     pub caps: Caps,
-    /// GPU timestamps inside compute passes (`RLX_WGPU_PROFILE`).
+    /// GPU timestamps inside compute passes (`rlx bench --profile`).
     pub timestamps: bool,
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
