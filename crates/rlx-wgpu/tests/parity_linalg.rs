@@ -76,6 +76,20 @@ fn fused_dequant_matmul() {
     }
 }
 
+/// `gelu(a @ b + bias)` as one FusedMatMulBiasAct, a `[m, k]`, b `[k, n]`.
+fn bias_gelu(d: DType, (m, k, n): (usize, usize, usize)) -> Graph {
+    let mut g = Graph::new("matmul_bias_gelu");
+    let a = g.input("a", Shape::new(&[m, k], d)).unwrap();
+    let b = g.input("b", Shape::new(&[k, n], d)).unwrap();
+    let c = g.input("bias", Shape::new(&[n], d)).unwrap();
+    let op = Op::FusedMatMulBiasAct {
+        activation: Some(rlx_ir::Activation::Gelu),
+    };
+    let y = g.add_node(op, &[a, b, c]).unwrap();
+    g.set_outputs(vec![y]);
+    g
+}
+
 /// Products with enough tiles for the 128-wide register-blocked GEMM (the case tables'
 /// small shapes all take the 64-wide one): a batched MatMul with ragged edges (m, n, k not
 /// multiples of the tile or the K slice), a bias + GELU epilogue, and a packed Q8_0 weight.
@@ -107,18 +121,7 @@ fn large_tile_products() {
         normal(&mut rng, "b", &[k, n]),
         normal(&mut rng, "bias", &[n]),
     ];
-    let build = |d: DType| {
-        let mut g = Graph::new("matmul_bias_gelu");
-        let a = g.input("a", Shape::new(&[m, k], d)).unwrap();
-        let b = g.input("b", Shape::new(&[k, n], d)).unwrap();
-        let c = g.input("bias", Shape::new(&[n], d)).unwrap();
-        let op = Op::FusedMatMulBiasAct {
-            activation: Some(rlx_ir::Activation::Gelu),
-        };
-        let y = g.add_node(op, &[a, b, c]).unwrap();
-        g.set_outputs(vec![y]);
-        g
-    };
+    let build = |d: DType| bias_gelu(d, (m, k, n));
     parity(
         "matmul + bias + gelu, large tiles",
         &build,
@@ -169,18 +172,7 @@ fn split_k_products() {
         normal(&mut rng, "b", &[k, n]),
         normal(&mut rng, "bias", &[n]),
     ];
-    let build = |d: DType| {
-        let mut g = Graph::new("split_k_bias_gelu");
-        let a = g.input("a", Shape::new(&[m, k], d)).unwrap();
-        let b = g.input("b", Shape::new(&[k, n], d)).unwrap();
-        let c = g.input("bias", Shape::new(&[n], d)).unwrap();
-        let op = Op::FusedMatMulBiasAct {
-            activation: Some(rlx_ir::Activation::Gelu),
-        };
-        let y = g.add_node(op, &[a, b, c]).unwrap();
-        g.set_outputs(vec![y]);
-        g
-    };
+    let build = |d: DType| bias_gelu(d, (m, k, n));
     for dt in FLOATS {
         parity("split-K matmul + bias + gelu", &build, &feeds, dt);
     }
