@@ -6,7 +6,7 @@
 //! decode step). The result is written in f32 (`word_out`) and rounded once into a half
 //! output, as the CPU computes in f32 and rounds once.
 use super::super::{LowerError, Lowered, NodeCtx};
-use crate::shader::{grid_1d, Shader, WTensor};
+use crate::shader::{Shader, WTensor};
 use crate::unsupported;
 use rlx_ir::{AttentionLayout, AttentionSpec, DType, MaskKind};
 use std::fmt::Write;
@@ -87,9 +87,8 @@ pub(super) fn attend(
     }
     let (bq, bk) = tiles(sq, d, dv);
     let blocks = sq.div_ceil(bq);
-    let (splits, chunk) = key_splits(blocks * h * b, sk);
     let lim = ctx.caps.max_groups_per_dim as usize;
-    if blocks * splits > lim || h > lim || b > lim {
+    if blocks > lim || h > lim || b > lim {
         unsupported!("a grid of {blocks} x {h} x {b} workgroups is beyond the limit {lim}");
     }
     let (mask_code, win) = match spec.mask_kind {
@@ -114,9 +113,6 @@ pub(super) fn attend(
         let _ = writeln!(consts, "const {name}: u32 = {val}u;");
     };
     c("BQ", bq);
-    c("SPLITS", splits);
-    c("CHUNK", chunk);
-    c("H", h);
     c("BK", bk);
     c("D", d);
     c("DV", dv);
@@ -193,77 +189,8 @@ pub(super) fn attend(
             msg: format!("a float output's word form is {}", y.dtype),
         }));
     }
-    let grid = [(blocks * splits) as u32, h as u32, b as u32];
-    if splits == 1 {
-        sh.output("o", &y)?;
-        sh.text(
-            "fn put(b: u32, h: u32, i: u32, c: u32, a: f32, m: f32, l: f32, sp: u32) {\n    \
-             st_o(b * OB + h * OH + i * OS + c, select(a / l, 0.0, l == 0.0));\n}",
-        );
-        ctx.push(sh.finish(KERNEL, grid));
-        return ctx.finish_out(&y);
-    }
-    // Each split's row: DV unnormalised sums, then its running max and sum.
-    let w = dv + 2;
-    let part = ctx.scratch(&[b * h * sq * splits * w], DType::F32);
-    sh.output("p", &part)?;
-    sh.text(&format!(
-        "fn put(b: u32, h: u32, i: u32, c: u32, a: f32, m: f32, l: f32, sp: u32) {{
-    let row = (((b * H + h) * SQ + i) * SPLITS + sp) * {w}u;
-    st_p(row + c, a);
-    if (c == 0u) {{
-        st_p(row + DV, m);
-        st_p(row + DV + 1u, l);
-    }}
-}}"
-    ));
-    ctx.push(sh.finish(KERNEL, grid));
-    let mut mg = Shader::new(format!("attention merge of {splits} key splits"));
-    mg.input("p", &part)?;
-    mg.output("o", &y)?;
-    let o = strides(spec.layout, h, sq, dv);
-    let n = b * h * sq * dv;
-    let (groups, head) = grid_1d(n as u64, ctx.caps.max_groups_per_dim);
-    // Rows of splits that saw no key carry the max NEG and weigh nothing.
-    let body = format!(
-        "    let c = gi % {dv}u;
-    let i = (gi / {dv}u) % {sq}u;
-    let hb = gi / ({dv}u * {sq}u);
-    let row0 = (hb * {sq}u + i) * {splits}u;
-    var m = -3.0e38;
-    for (var s = 0u; s < {splits}u; s++) {{ m = max(m, ld_p((row0 + s) * {w}u + {dv}u)); }}
-    var l = 0.0;
-    var a = 0.0;
-    if (m > -1.0e38) {{
-        for (var s = 0u; s < {splits}u; s++) {{
-            let r = (row0 + s) * {w}u;
-            let ms = ld_p(r + {dv}u);
-            if (ms > -1.0e38) {{
-                let f = exp(ms - m);
-                l += f * ld_p(r + {dv}u + 1u);
-                a += f * ld_p(r + c);
-            }}
-        }}
-    }}
-    let bb = hb / {h}u;
-    let hh = hb % {h}u;
-    st_o(bb * {}u + hh * {}u + i * {}u + c, select(a / l, 0.0, l == 0.0));
-}}
-",
-        o[0], o[1], o[2]
-    );
-    ctx.push(mg.finish(&format!("{head}{body}"), groups));
+    sh.output("o", &y)?;
+    let k = sh.finish(KERNEL, [blocks as u32, h as u32, b as u32]);
+    ctx.push(k);
     ctx.finish_out(&y)
-}
-
-/// How many ways to split the keys (and how many each split covers) when the query blocks
-/// alone give fewer than 128 workgroups (a decode step: one block a head) over a long
-/// cache: enough for ~128 workgroups, each split at least 64 keys.
-fn key_splits(workgroups: usize, sk: usize) -> (usize, usize) {
-    if workgroups >= 128 || sk < 128 {
-        return (1, sk.max(1));
-    }
-    let want = 128usize.div_ceil(workgroups).min(sk / 64).max(1);
-    let chunk = sk.div_ceil(want);
-    (sk.div_ceil(chunk), chunk)
 }

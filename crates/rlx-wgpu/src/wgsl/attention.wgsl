@@ -3,8 +3,7 @@
 // workgroup array; scores and probabilities live in workgroup memory only, with an online
 // softmax in f32 (running max m, running sum l, rescale alpha per tile). The lowering
 // prepends the constants (BQ, BK, D, DV, SQ, NA, strides, mask code) and the accessors
-// ld_q/ld_k/ld_v, keep(b, key), first_pos() and put (the store: the normalised row, or
-// with SPLITS > 1 the split's unnormalised sums with its running max and sum).
+// ld_q/ld_k/ld_v, keep(b, key), first_pos() and st_o.
 //
 // K rows sit KD = D + 1 floats apart in workgroup memory: the score loop's invocations
 // read one key each at the same c, which a stride of D (a multiple of the bank count for
@@ -25,10 +24,7 @@ var<workgroup> wbase: i32;
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let i0 = (wid.x / SPLITS) * BQ;
-    // Split sp of the keys (flash-decoding: few query blocks spread the cache over
-    // SPLITS workgroups, merged by a second kernel); SPLITS = 1 takes them all.
-    let sp = wid.x % SPLITS;
+    let i0 = wid.x * BQ;
     let h = wid.y;
     let b = wid.z;
     let kvh = h / GROUP;
@@ -43,8 +39,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (MASK == 1u || MASK == 2u) { hi_i = min(valid, base + last + 1); }
     var lo_i = 0;
     if (MASK == 2u) { lo_i = base + i32(i0) + 1 - i32(WIN); }
-    let lo = max(u32(max(lo_i, 0)), sp * CHUNK);
-    let hi = min(u32(max(hi_i, 0)), sp * CHUNK + CHUNK);
+    let lo = u32(max(lo_i, 0));
+    let hi = u32(max(hi_i, 0));
     for (var e = lid; e < QN; e += 64u) {
         let r = e / D;
         var x = 0.0;
@@ -128,6 +124,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var k = 0u; k < NA; k++) {
         let idx = lid + 64u * k;
         let r = idx / DV;
-        if (idx < BQ * DV && i0 + r < SQ) { put(b, h, i0 + r, idx % DV, acc[k], wm[r], wl[r], sp); }
+        if (idx < BQ * DV && i0 + r < SQ) {
+            let l = wl[r];
+            st_o(b * OB + h * OH + (i0 + r) * OS + idx % DV, select(acc[k] / l, 0.0, l == 0.0));
+        }
     }
 }
