@@ -343,19 +343,14 @@ impl WgpuExecutable {
         writes: &[(usize, &str)],
         return_updated: bool,
     ) -> Result<Vec<Option<HostTensor>>, WgpuError> {
-        if self.plan.is_none() || *inputs.dims() != self.bindings {
-            self.switch_plan(inputs.dims())?;
-        }
+        self.ensure_plan(inputs)?;
         let reference = if self.opts.verify {
             Some(self.reference_values(inputs)?)
         } else {
             None
         };
         let plan = self.plan.as_ref().expect("plan");
-        for &(name, t) in inputs.tensors() {
-            let id = self.io.input(name)?.node.0;
-            self.gpu.write(&plan.buffers[plan.inputs[&id]], 0, &t.data);
-        }
+        self.upload_inputs(plan, inputs)?;
         let mut enc = self.replay(plan)?;
         if let Some(p) = &self.profile {
             p.lock().unwrap_or_else(|e| e.into_inner()).count_run();
@@ -381,6 +376,23 @@ impl WgpuExecutable {
                 }
             })
             .collect())
+    }
+
+    /// The plan for `inputs`' binding of the dynamic dims, switched to (or built) if needed.
+    fn ensure_plan(&mut self, inputs: &CheckedInputs) -> Result<(), WgpuError> {
+        if self.plan.is_none() || *inputs.dims() != self.bindings {
+            self.switch_plan(inputs.dims())?;
+        }
+        Ok(())
+    }
+
+    /// Queue the inputs' bytes into their plan buffers.
+    fn upload_inputs(&self, plan: &Plan, inputs: &CheckedInputs) -> Result<(), WgpuError> {
+        for &(name, t) in inputs.tensors() {
+            let id = self.io.input(name)?.node.0;
+            self.gpu.write(&plan.buffers[plan.inputs[&id]], 0, &t.data);
+        }
+        Ok(())
     }
 
     /// Copy output `k` over param `p` for each `(k, p)` in `writes`, on the device.
@@ -423,14 +435,9 @@ impl WgpuExecutable {
         warmup: usize,
         iters: usize,
     ) -> Result<f64, WgpuError> {
-        if self.plan.is_none() || *inputs.dims() != self.bindings {
-            self.switch_plan(inputs.dims())?;
-        }
+        self.ensure_plan(inputs)?;
         let plan = self.plan.as_ref().expect("plan");
-        for &(name, t) in inputs.tensors() {
-            let id = self.io.input(name)?.node.0;
-            self.gpu.write(&plan.buffers[plan.inputs[&id]], 0, &t.data);
-        }
+        self.upload_inputs(plan, inputs)?;
         self.gpu.submit_wait(self.gpu.encoder())?;
         let mut ts = Vec::with_capacity(iters.max(1));
         for i in 0..warmup + iters.max(1) {

@@ -1,5 +1,5 @@
-//! GPU time per kernel (`WgpuExecutable::profile_runs`, `rlx bench --profile`). Each dispatch gets a compute pass of its own
-//! with timestamps at its start and end (where the adapter has `TIMESTAMP_QUERY`); a
+//! GPU time per kernel (`WgpuExecutable::profile_runs`, `rlx bench --profile`). Each
+//! dispatch gets a compute pass of its own with timestamps at its start and end (where the adapter has `TIMESTAMP_QUERY`); a
 //! segment is submitted and its timestamps read back before the next one is recorded, so a
 //! profiled run is slower than a plain one, but each figure is the kernel's own time.
 use crate::device::Gpu;
