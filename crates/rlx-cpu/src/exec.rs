@@ -3,6 +3,7 @@
 //! waits for runs in flight); each run takes its own arena from a pool, so runs from
 //! several threads proceed in parallel. Inputs are checked by `rlx_ir::IoBindings`, once.
 use crate::buffer::{Buf, BufMut, OutView, Storage, TensorView};
+use crate::comm::Communicator;
 use crate::error::CpuError;
 use crate::plan::{make_plan, Loc, Plan, PlanMode};
 use half::{bf16, f16};
@@ -42,6 +43,9 @@ pub struct CpuExecutable {
     /// Params that in-place ops (a KV-cache write) write: during a run each is moved into
     /// the run's own leaf slots, where the write may borrow it mutably.
     in_place_params: Vec<usize>,
+    /// The group this executable is one rank of (collectives exchange through it); none:
+    /// a group of one.
+    comm: Option<Arc<dyn Communicator>>,
 }
 
 /// Which values a run returns.
@@ -161,7 +165,19 @@ impl CpuExecutable {
             plans: Mutex::new(Vec::new()),
             pool: ArenaPool::default(),
             in_place_params,
+            comm: None,
         })
+    }
+
+    /// Make this executable one rank of `comm`'s group: its collectives exchange values
+    /// with the other ranks' executables, which must run the same graph.
+    pub fn set_communicator(&mut self, comm: Arc<dyn Communicator>) {
+        self.comm = Some(comm);
+    }
+
+    /// The group this executable is a rank of, if any.
+    pub fn communicator(&self) -> Option<&Arc<dyn Communicator>> {
+        self.comm.as_ref()
     }
 
     pub fn graph(&self) -> &Graph {
@@ -471,7 +487,13 @@ impl CpuExecutable {
                 data: out,
             };
             let node = plan.bound[i].as_ref().unwrap_or(node);
-            crate::ops::eval(node, &ins, out_view).map_err(|e| match e {
+            let done = if node.op.kind().is_collective() {
+                let tag = format!("{} {}", node.op.kind(), label(node));
+                crate::comm::run(&node.op, &tag, self.comm.as_deref(), &ins[0], out_view)
+            } else {
+                crate::ops::eval(node, &ins, out_view)
+            };
+            done.map_err(|e| match e {
                 CpuError::Op { msg, .. } => CpuError::Op {
                     node: label(node),
                     op: node.op.kind().name(),

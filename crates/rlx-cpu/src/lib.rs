@@ -4,6 +4,7 @@
 //! held as their bytes so a packed quantised weight costs its size (thunks that do not read
 //! bytes get them widened to i64).
 mod buffer;
+pub mod comm;
 mod const_eval;
 mod error;
 mod exec;
@@ -13,6 +14,7 @@ pub mod quant;
 pub mod util;
 
 pub use buffer::{Buf, BufMut, Elem, Float, OutView, Storage, TensorView};
+pub use comm::{CommError, Communicator, LocalGroup};
 pub use const_eval::CpuConstEvaluator;
 pub use error::{op_err, CpuError};
 pub use exec::{from_buf, run_graph, to_storage, CpuExecutable};

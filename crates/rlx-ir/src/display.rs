@@ -176,6 +176,13 @@ fn op_text(node: &Node) -> String {
         Op::ScatterND { reduction } => format!("reduction={reduction:?}"),
         Op::OneHot { axis, depth } => format!("axis={axis}, depth={depth}"),
         Op::Range { len } => format!("len={len}"),
+        Op::AllReduce { reduce } => format!("reduce={reduce:?}"),
+        Op::AllGather { axis, ranks } => format!("axis={axis}, ranks={ranks}"),
+        Op::ReduceScatter {
+            reduce,
+            axis,
+            ranks,
+        } => format!("reduce={reduce:?}, axis={axis}, ranks={ranks}"),
         Op::Reshape { shape } => list(shape),
         Op::Expand { shape } => DimsFmt(shape).to_string(),
         Op::Transpose { perm } => format!("perm={}", list(perm)),

@@ -752,4 +752,44 @@ pub enum Op {
     Range {
         len: usize,
     },
+
+    // ---- collective (the graph is one rank's program, SPMD: every rank of a group runs
+    // the same graph on its own data, and each collective meets its twins on the other
+    // ranks in graph order). A backend runs them over the communicator it was given; with
+    // none, the group is one rank and each collective is the identity.
+    /// x → x combined over the ranks (every rank gets the same result; `Mean` divides the
+    /// sum by the group's size). NCCL's `ncclAllReduce`.
+    AllReduce {
+        reduce: CollectiveReduce,
+    },
+    /// x → the ranks' x concatenated along `axis` in rank order (`ranks` of them; the axis
+    /// grows `ranks` times). NCCL's `ncclAllGather` when `axis` is the outermost.
+    AllGather {
+        axis: usize,
+        ranks: usize,
+    },
+    /// x → the ranks' x combined, then cut along `axis` into `ranks` equal parts: rank r
+    /// keeps part r (the axis must divide). NCCL's `ncclReduceScatter`.
+    ReduceScatter {
+        reduce: CollectiveReduce,
+        axis: usize,
+        ranks: usize,
+    },
+}
+
+/// How a collective combines the ranks' values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CollectiveReduce {
+    Sum,
+    /// The sum divided by the number of ranks (NCCL's `ncclAvg`).
+    Mean,
+    Max,
+}
+
+impl CollectiveReduce {
+    pub const ALL: [CollectiveReduce; 3] = [
+        CollectiveReduce::Sum,
+        CollectiveReduce::Mean,
+        CollectiveReduce::Max,
+    ];
 }

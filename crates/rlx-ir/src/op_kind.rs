@@ -40,6 +40,7 @@ pub enum OpGroup {
     Region,
     Audio,
     Index,
+    Collective,
 }
 
 impl OpKind {
@@ -90,7 +91,15 @@ impl OpKind {
             | MaxPool2dBackward => OpGroup::Vision,
             ElementwiseRegion | BatchElementwiseRegion | TransformRegion => OpGroup::Region,
             Fft | LogMel | LogMelBackward => OpGroup::Audio,
+            AllReduce | AllGather | ReduceScatter => OpGroup::Collective,
         }
+    }
+
+    /// Ops that exchange data with the other ranks of a group (see `Op::AllReduce`): their
+    /// value depends on what the other ranks hold, so no pass may evaluate one at compile
+    /// time, and every rank must run them in the same order.
+    pub fn is_collective(self) -> bool {
+        self.group() == OpGroup::Collective
     }
 
     /// Leaves: fed per run (`Input`), set once (`Param`) or baked in (`Constant`).

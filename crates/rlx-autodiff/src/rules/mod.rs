@@ -4,6 +4,7 @@
 //! per input (None where not needed or not differentiable).
 mod attention;
 mod audio;
+mod collective;
 mod elementwise;
 mod index;
 mod linalg;
@@ -184,6 +185,15 @@ pub fn vjp(g: &mut Graph, node: &Node, dy: NodeId, needs: &[bool]) -> Grads {
         // ---- audio
         Op::Fft { inverse, norm } => audio::fft(g, dy, *inverse, *norm),
         Op::LogMel => audio::log_mel(g, node, dy, needs),
+
+        // ---- collective
+        Op::AllReduce { reduce } => collective::all_reduce(g, node, dy, *reduce),
+        Op::AllGather { axis, ranks } => collective::all_gather(g, dy, *axis, *ranks),
+        Op::ReduceScatter {
+            reduce,
+            axis,
+            ranks,
+        } => collective::reduce_scatter(g, node, dy, *reduce, *axis, *ranks),
 
         // ---- no rule (an error naming the node if one is reached):
         // fusion regions: autodiff runs before fusion, so a region here is a user's.

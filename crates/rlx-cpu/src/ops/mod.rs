@@ -184,6 +184,17 @@ pub fn eval(node: &Node, ins: &[TensorView], out: OutView) -> Result<(), CpuErro
         Op::OneHot { axis, depth } => index::one_hot(*axis, *depth, ins, out),
         Op::Range { len } => index::range(*len, ins, out),
 
+        // ---- collective: they need the executable's communicator (`crate::comm::run`).
+        Op::AllReduce { reduce: _ }
+        | Op::AllGather { axis: _, ranks: _ }
+        | Op::ReduceScatter {
+            reduce: _,
+            axis: _,
+            ranks: _,
+        } => Err(op_err(
+            "collectives run in the executor, over its communicator",
+        )),
+
         // ---- transformer
         // Written in place by the executor (it borrows the cache leaf), never as a thunk.
         Op::CacheWrite { axis: _ } => Err(op_err("CacheWrite runs in place in the executor")),

@@ -458,6 +458,13 @@ pub(crate) fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         Op::ScatterND { reduction: _ } => index::no_kernel(OpKind::ScatterND),
         Op::OneHot { axis: _, depth: _ } => index::no_kernel(OpKind::OneHot),
         Op::Range { len: _ } => index::no_kernel(OpKind::Range),
+        Op::AllReduce { reduce: _ } => index::no_kernel(OpKind::AllReduce),
+        Op::AllGather { axis: _, ranks: _ } => index::no_kernel(OpKind::AllGather),
+        Op::ReduceScatter {
+            reduce: _,
+            axis: _,
+            ranks: _,
+        } => index::no_kernel(OpKind::ReduceScatter),
         // Rounding to a float8 / float4 grid is rare and cheap on the host; the CPU runs it.
         Op::FloatRound {
             format: _,
@@ -492,6 +499,7 @@ fn lowers(kind: OpKind) -> bool {
         Tile | CumSum | TopK => false,
         GatherElements | GatherND | ScatterElements | ScatterND | OneHot | Range => false,
         FloatRound => false,
+        AllReduce | AllGather | ReduceScatter => false,
     }
 }
 

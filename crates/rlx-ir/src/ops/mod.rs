@@ -5,6 +5,7 @@
 use crate::{Op, OpKind, Shape};
 
 pub mod audio;
+pub mod collective;
 pub mod composite;
 pub mod elementwise;
 pub mod index;
@@ -152,6 +153,14 @@ fn route(op: &Op, inputs: &[&Shape]) -> Result<Shape, String> {
         } => audio::fft(inputs),
         LogMel => audio::log_mel(inputs),
         LogMelBackward => audio::log_mel_backward(inputs),
+        // Collective
+        AllReduce { reduce } => collective::all_reduce(*reduce, inputs),
+        AllGather { axis, ranks } => collective::all_gather(*axis, *ranks, inputs),
+        ReduceScatter {
+            reduce,
+            axis,
+            ranks,
+        } => collective::reduce_scatter(*reduce, *axis, *ranks, inputs),
     }
 }
 

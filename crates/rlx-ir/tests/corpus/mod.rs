@@ -247,6 +247,16 @@ pub fn every_op() -> Graph {
     }
     push(&mut g, Op::OneHot { axis: -1, depth: 7 }, &[ids, c], &bs512);
     push(&mut g, Op::Range { len: 9 }, &[c, c, c], &bs512);
+    for reduce in CollectiveReduce::ALL {
+        push(&mut g, Op::AllReduce { reduce }, &[x], &bs512);
+        let rs = Op::ReduceScatter {
+            reduce,
+            axis: 2,
+            ranks: 4,
+        };
+        push(&mut g, rs, &[x], &bs512);
+    }
+    push(&mut g, Op::AllGather { axis: 2, ranks: 3 }, &[x], &bs512);
     push(
         &mut g,
         Op::Pad {
@@ -536,6 +546,14 @@ pub fn param_values(g: &Graph) -> BTreeSet<String> {
                     ScatterReduction::Min => "Min",
                 };
                 out.insert(format!("scatter:{k}"));
+            }
+            Op::AllReduce { reduce } | Op::ReduceScatter { reduce, .. } => {
+                let k = match reduce {
+                    CollectiveReduce::Sum => "Sum",
+                    CollectiveReduce::Mean => "Mean",
+                    CollectiveReduce::Max => "Max",
+                };
+                out.insert(format!("collective:{k}"));
             }
             Op::Rope { style, .. } => {
                 let k = match style {

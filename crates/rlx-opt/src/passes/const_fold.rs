@@ -56,7 +56,7 @@ impl Pass for ConstFold {
         for n in &g.nodes {
             let dims = n.shape.static_dims();
             let small = n.shape.numel().is_some_and(|k| k <= self.limit);
-            if n.op.is_leaf() || n.inputs.is_empty() || !small {
+            if n.op.is_leaf() || n.op.kind().is_collective() || n.inputs.is_empty() || !small {
                 rb.copy(n.id)?;
                 continue;
             }

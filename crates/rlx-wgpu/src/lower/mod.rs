@@ -262,6 +262,13 @@ pub fn lower_node(ctx: &mut NodeCtx) -> Lowered {
             style,
         } => transformer::rope_cache_write(ctx, *axis, *head_dim, *n_rot, *style),
         Op::CachedAttention { spec, rope } => transformer::cached_attention(ctx, spec, rope),
+        // wgpu has no collective engine: a group of one runs them on the CPU (identities).
+        Op::AllReduce { .. } | Op::AllGather { .. } | Op::ReduceScatter { .. } => {
+            unsupported!(
+                "{} needs a communicator; wgpu has none (runs on the CPU)",
+                op.kind()
+            )
+        }
         // `sorted = false` may return any order: the sorted one is one of them.
         Op::TopK {
             k, axis, largest, ..
