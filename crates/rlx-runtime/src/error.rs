@@ -67,6 +67,9 @@ pub enum Error {
         first: rlx_ir::NodeId,
         second: rlx_ir::NodeId,
     },
+    /// A device mesh that cannot be formed or used as asked.
+    #[error("mesh: {0}")]
+    Mesh(String),
     #[error("device {device} is not available: {reason}")]
     DeviceUnavailable { device: String, reason: String },
     #[error(transparent)]

@@ -2,6 +2,7 @@
 //! through the graph's binding table (`rlx_ir::IoBindings`), so every backend reports user
 //! mistakes the same way and trusts what it is handed.
 use crate::backend::{CpuBackend, CudaBackend, Executable, WgpuBackend};
+use crate::mesh::RankComm;
 use crate::Error;
 use rlx_cpu::{CpuConstEvaluator, CpuExecutable};
 use rlx_cuda::{CudaExecutable, CudaOptions, Precision};
@@ -124,19 +125,37 @@ pub fn cpu_pipeline() -> Pipeline {
         .expand_for(Expand::keeping(rlx_cpu::native_fused_ops()))
 }
 
-/// Compiles graphs for one device.
+/// Compiles graphs for one device (as one rank of a [`crate::Mesh`] when it has a
+/// communicator).
 #[derive(Clone, Debug)]
 pub struct Session {
     device: Device,
+    comm: Option<RankComm>,
 }
 
 impl Session {
     pub fn new(device: Device) -> Session {
-        Session { device }
+        Session { device, comm: None }
+    }
+
+    /// This session's graphs become one rank of `comm`'s group.
+    pub fn with_comm(mut self, comm: RankComm) -> Session {
+        self.comm = Some(comm);
+        self
     }
 
     pub fn device(&self) -> Device {
         self.device
+    }
+
+    /// The group this session's graphs are a rank of, if any.
+    pub fn comm(&self) -> Option<&RankComm> {
+        self.comm.as_ref()
+    }
+
+    /// This session's rank and the group's size (`(0, 1)` without a group).
+    pub fn rank(&self) -> (usize, usize) {
+        self.comm.as_ref().map_or((0, 1), |c| (c.rank(), c.ranks()))
     }
 
     /// Verify the graph, optimise it and prepare it to run on this session's device.
@@ -165,7 +184,19 @@ impl Session {
             reason,
         };
         let exe: Box<dyn Executable> = match self.device {
-            Device::Cpu => Box::new(CpuBackend(CpuExecutable::new(optimize(cpu_pipeline())?)?)),
+            Device::Cpu => {
+                let mut cpu = CpuExecutable::new(optimize(cpu_pipeline())?)?;
+                if let Some(RankComm::Host(c)) = &self.comm {
+                    cpu.set_communicator(c.clone());
+                }
+                Box::new(CpuBackend(cpu))
+            }
+            Device::Cuda(_) | Device::Wgpu(_) if self.comm.is_some() => {
+                return Err(Error::Mesh(format!(
+                    "{} cannot be a rank of a group of simulated CPU ranks",
+                    self.device
+                )))
+            }
             Device::Cuda(n) => {
                 rlx_cuda::check_available(n).map_err(|e| unavailable(e.to_string()))?;
                 let cuda = CudaOptions {

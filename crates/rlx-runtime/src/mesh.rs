@@ -1,0 +1,159 @@
+//! Device meshes: a group of ranks, one [`Session`] each, whose compiled graphs exchange
+//! values through the collectives (`AllReduce`, `AllGather`, `ReduceScatter`).
+//!
+//! - [`Mesh::cpu`]: ranks simulated in one process (a thread per rank, the exchange in
+//!   shared memory): the reference that sharded models are tested against.
+//! - Every rank's graph must be the same program (SPMD); [`Mesh::run`] runs a closure on
+//!   every rank at once, one thread each, and when one rank fails it aborts the group so
+//!   the others stop waiting at their next collective.
+use crate::session::{Device, Session};
+use crate::Error;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// The group a session's graphs are one rank of.
+#[derive(Clone)]
+pub enum RankComm {
+    /// A rank of ranks simulated in this process (CPU executables).
+    Host(Arc<dyn rlx_cpu::Communicator>),
+}
+
+impl RankComm {
+    pub fn rank(&self) -> usize {
+        match self {
+            RankComm::Host(c) => c.rank(),
+        }
+    }
+
+    pub fn ranks(&self) -> usize {
+        match self {
+            RankComm::Host(c) => c.ranks(),
+        }
+    }
+
+    /// Wake every rank waiting at a collective with an error.
+    pub fn abort(&self, why: &str) {
+        match self {
+            RankComm::Host(c) => c.abort(why),
+        }
+    }
+}
+
+impl fmt::Debug for RankComm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RankComm::Host(c) => write!(f, "Host({c:?})"),
+        }
+    }
+}
+
+/// A group of ranks, one session each.
+#[derive(Clone, Debug)]
+pub struct Mesh {
+    sessions: Vec<Session>,
+}
+
+impl Mesh {
+    /// `ranks` CPU ranks simulated in this process.
+    pub fn cpu(ranks: usize) -> Result<Mesh, Error> {
+        if ranks == 0 {
+            return Err(Error::Mesh("a mesh needs at least one rank".into()));
+        }
+        let sessions = (rlx_cpu::LocalGroup::new(ranks).into_iter())
+            .map(|c| Session::new(Device::Cpu).with_comm(RankComm::Host(Arc::new(c))))
+            .collect();
+        Ok(Mesh { sessions })
+    }
+
+    /// A mesh from a device list such as `cpu,cpu` (two simulated CPU ranks) or `cpu*4`.
+    pub fn parse(spec: &str) -> Result<Mesh, Error> {
+        let bad = |why: String| Error::Mesh(format!("device list \"{spec}\": {why}"));
+        let mut devices = Vec::new();
+        for part in spec.split(',').map(str::trim) {
+            let (name, count) = match part.split_once('*') {
+                Some((n, c)) => (
+                    n,
+                    c.parse::<usize>()
+                        .map_err(|_| bad(format!("bad count in {part}")))?,
+                ),
+                None => (part, 1),
+            };
+            let d = Device::parse(name)
+                .ok_or_else(|| bad(format!("unknown device {name} (cpu, cuda:N)")))?;
+            devices.extend(std::iter::repeat_n(d, count));
+        }
+        if devices.iter().all(|d| *d == Device::Cpu) {
+            return Mesh::cpu(devices.len());
+        }
+        Err(bad(
+            "only CPU ranks (simulated in this process) can form a mesh in this build".into(),
+        ))
+    }
+
+    pub fn ranks(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Rank `r`'s session (compile that rank's graph with it).
+    pub fn session(&self, r: usize) -> &Session {
+        &self.sessions[r]
+    }
+
+    pub fn sessions(&self) -> &[Session] {
+        &self.sessions
+    }
+
+    /// Tell every rank to stop waiting at collectives.
+    pub fn abort(&self, why: &str) {
+        for s in &self.sessions {
+            if let Some(c) = s.comm() {
+                c.abort(why);
+            }
+        }
+    }
+
+    /// Run `f(rank, session)` on every rank at once, a thread each; the results in rank
+    /// order. The first rank to fail aborts the group, and its error is the one returned.
+    pub fn run<T, E, F>(&self, f: F) -> Result<Vec<T>, E>
+    where
+        T: Send,
+        E: Send + fmt::Display,
+        F: Fn(usize, &Session) -> Result<T, E> + Sync,
+    {
+        let first: Mutex<Option<E>> = Mutex::new(None);
+        let results: Vec<Option<T>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (self.sessions.iter().enumerate())
+                .map(|(r, s)| {
+                    let (f, first) = (&f, &first);
+                    scope.spawn(move || {
+                        // A panicking rank aborts the group too, then panics on.
+                        let out =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(r, s)));
+                        match out {
+                            Ok(Ok(v)) => Some(v),
+                            Ok(Err(e)) => {
+                                let mut slot = first.lock().unwrap_or_else(PoisonError::into_inner);
+                                if slot.is_none() {
+                                    self.abort(&format!("rank {r} failed: {e}"));
+                                    *slot = Some(e);
+                                }
+                                None
+                            }
+                            Err(p) => {
+                                self.abort(&format!("rank {r} panicked"));
+                                std::panic::resume_unwind(p)
+                            }
+                        }
+                    })
+                })
+                .collect();
+            (handles.into_iter())
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        match first.into_inner().unwrap_or_else(PoisonError::into_inner) {
+            Some(e) => Err(e),
+            None => Ok(results.into_iter().flatten().collect()),
+        }
+    }
+}
