@@ -8,30 +8,46 @@ use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// Serialises what may synchronise the whole device (allocation, free, module loads, library
+/// Serialises what may synchronise a whole device (allocation, free, module loads, library
 /// handle setup — cuBLASLt's may call cudaDeviceSynchronize) against CUDA-graph capture in
-/// another thread, which such a call would invalidate. Re-entrant within a thread, so plan
-/// building can hold it across the allocations it makes.
-pub(crate) struct DeviceLock(#[allow(dead_code)] Option<std::sync::MutexGuard<'static, ()>>);
-
-static DEVICE_LOCK: Mutex<()> = Mutex::new(());
-
-thread_local! {
-    static LOCK_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+/// another thread, which such a call would invalidate. One lock per GPU: the ranks of a mesh
+/// driven from one process run on different GPUs at once (a run that waits for a NCCL peer
+/// must not hold the peer's GPU). Re-entrant within a thread, so plan building can hold it
+/// across the allocations it makes.
+pub(crate) struct DeviceLock {
+    ordinal: usize,
+    _guard: Option<std::sync::MutexGuard<'static, ()>>,
 }
 
-pub(crate) fn device_lock() -> DeviceLock {
+thread_local! {
+    static LOCK_DEPTH: std::cell::RefCell<HashMap<usize, usize>> = Default::default();
+}
+
+pub(crate) fn device_lock(ordinal: usize) -> DeviceLock {
+    static LOCKS: OnceLock<Mutex<HashMap<usize, &'static Mutex<()>>>> = OnceLock::new();
     let depth = LOCK_DEPTH.with(|d| {
-        let v = d.get();
-        d.set(v + 1);
-        v
+        let mut d = d.borrow_mut();
+        let v = d.entry(ordinal).or_insert(0);
+        *v += 1;
+        *v - 1
     });
-    DeviceLock((depth == 0).then(|| DEVICE_LOCK.lock().unwrap_or_else(|p| p.into_inner())))
+    let lock = *(LOCKS.get_or_init(Default::default).lock())
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(ordinal)
+        .or_insert_with(|| Box::leak(Box::new(Mutex::new(()))));
+    DeviceLock {
+        ordinal,
+        _guard: (depth == 0).then(|| lock.lock().unwrap_or_else(|p| p.into_inner())),
+    }
 }
 
 impl Drop for DeviceLock {
     fn drop(&mut self) {
-        LOCK_DEPTH.with(|d| d.set(d.get() - 1));
+        LOCK_DEPTH.with(|d| {
+            if let Some(v) = d.borrow_mut().get_mut(&self.ordinal) {
+                *v -= 1;
+            }
+        });
     }
 }
 
@@ -72,6 +88,7 @@ pub fn check_available(ordinal: usize) -> Result<(), CudaError> {
 /// One GPU: its primary context and compiled modules, shared by every executable on it.
 pub struct Gpu {
     pub(crate) ctx: Arc<CudaContext>,
+    pub ordinal: usize,
     pub arch: String,
     pub name: String,
     modules: Mutex<HashMap<String, Module>>,
@@ -110,6 +127,7 @@ impl Gpu {
         let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
         let gpu = Arc::new(Gpu {
             ctx,
+            ordinal,
             arch: format!("sm_{maj}{min}"),
             name,
             modules: Mutex::new(HashMap::new()),
@@ -124,6 +142,11 @@ impl Gpu {
             .and_then(|d| d.parse::<u32>().ok())
             .is_some_and(|maj| maj >= 9)
             || self.arch.len() > "sm_90".len()
+    }
+
+    /// This GPU's [`device_lock`].
+    pub(crate) fn lock(&self) -> DeviceLock {
+        device_lock(self.ordinal)
     }
 
     pub(crate) fn bind(&self) -> Result<(), CudaError> {
@@ -148,7 +171,7 @@ impl Gpu {
                 // NVRTC runs outside the module map's lock so threads compiling different
                 // sources overlap; if two compile the same one, the first module loaded wins.
                 let cubin = crate::nvrtc::compile(src, &self.arch)?;
-                let _dev = device_lock();
+                let _dev = self.lock();
                 let mut mods = self.modules.lock().unwrap_or_else(|p| p.into_inner());
                 match mods.get(&key) {
                     Some(m) => m.0,
@@ -185,7 +208,7 @@ pub struct DevBuf {
 impl DevBuf {
     pub fn new(gpu: &Arc<Gpu>, bytes: usize) -> Result<DevBuf, CudaError> {
         gpu.bind()?;
-        let _dev = device_lock();
+        let _dev = gpu.lock();
         // Zero-byte tensors still get a distinct, valid address.
         let n = bytes.max(256);
         // SAFETY: plain device allocation in the bound context.
@@ -210,7 +233,7 @@ impl DevBuf {
 
 impl Drop for DevBuf {
     fn drop(&mut self) {
-        let _dev = device_lock();
+        let _dev = self.gpu.lock();
         if self.gpu.bind().is_ok() {
             // SAFETY: ptr came from malloc_sync and is freed once.
             unsafe {
@@ -287,7 +310,7 @@ unsafe impl Send for StreamSet {}
 impl StreamSet {
     pub fn new(gpu: &Arc<Gpu>) -> Result<StreamSet, CudaError> {
         gpu.bind()?;
-        let _dev = device_lock();
+        let _dev = gpu.lock();
         let stream = drv::stream::create(drv::stream::StreamKind::NonBlocking)
             .map_err(|e| CudaError::driver("cuStreamCreate", e))?;
         let lt = lt::create_handle().map_err(|e| CudaError::Blas {
@@ -305,7 +328,7 @@ impl StreamSet {
 
 impl Drop for StreamSet {
     fn drop(&mut self) {
-        let _dev = device_lock();
+        let _dev = self.workspace.gpu.lock();
         // SAFETY: created in new, destroyed once.
         unsafe {
             let _ = drv::stream::synchronize(self.stream);

@@ -21,6 +21,9 @@ pub enum CudaError {
     },
     #[error("node {node}: {msg}")]
     Node { node: String, msg: String },
+    /// A NCCL call failed (or no NCCL library could be loaded).
+    #[error("NCCL {call} failed: {msg}")]
+    Nccl { call: &'static str, msg: String },
     #[error("memory plan: {0}")]
     Plan(#[from] rlx_opt::OptError),
     #[error(transparent)]

@@ -1,7 +1,7 @@
 //! The CUDA executable: params resident on the device, one planned arena per binding of the
 //! dynamic dims, the lowered steps captured into CUDA graphs (one per run of consecutive GPU
 //! steps; a CPU-fallback node splits them), replayed per run.
-use crate::device::{device_lock, DevBuf, Gpu, PinnedBuf, StreamSet};
+use crate::device::{DevBuf, Gpu, PinnedBuf, StreamSet};
 use crate::lower::DevTensor;
 use crate::{CudaError, Precision};
 use cudarc::driver::{result as drv, sys};
@@ -84,6 +84,8 @@ pub struct CudaExecutable {
     reference: Option<CpuExecutable>,
     /// Page-locked staging of a run's inputs and outputs (grown as needed).
     staging: Option<PinnedBuf>,
+    /// The NCCL group this executable is one rank of (none: a group of one).
+    comm: Option<Arc<crate::nccl::NcclComm>>,
 }
 
 fn node_err(n: &Node, msg: impl Into<String>) -> CudaError {
@@ -105,6 +107,23 @@ impl CudaExecutable {
         ordinal: usize,
         opts: CudaOptions,
     ) -> Result<CudaExecutable, CudaError> {
+        CudaExecutable::new_rank(graph, ordinal, opts, None)
+    }
+
+    /// [`CudaExecutable::new`] as one rank of `comm`'s NCCL group (which must live on GPU
+    /// `ordinal`): the graph's collectives become NCCL calls over it.
+    pub fn new_rank(
+        graph: Graph,
+        ordinal: usize,
+        opts: CudaOptions,
+        comm: Option<Arc<crate::nccl::NcclComm>>,
+    ) -> Result<CudaExecutable, CudaError> {
+        if let Some(c) = comm.as_ref().filter(|c| c.ordinal() != ordinal) {
+            return Err(CudaError::Nccl {
+                call: "CudaExecutable::new_rank",
+                msg: format!("{c:?} cannot serve a graph on cuda:{ordinal}"),
+            });
+        }
         graph.verify()?;
         let io = IoBindings::new(&graph)?;
         let gpu = Gpu::get(ordinal)?;
@@ -142,6 +161,7 @@ impl CudaExecutable {
             io,
             reference: None,
             staging: None,
+            comm,
         };
         // A graph without dynamic dims is lowered now, so the dispatch report is complete at
         // compile time and the first run pays no compilation.
@@ -165,7 +185,7 @@ impl CudaExecutable {
 
     /// Upload a param (checked against its declaration by the binding table).
     pub fn set_param(&mut self, name: &str, value: &HostTensor) -> Result<(), CudaError> {
-        let _dev = device_lock();
+        let _dev = self.gpu.lock();
         let node = self.io.check_param(name, value)?.node.0;
         let buf = &self.leaves[&node];
         self.gpu.bind()?;
@@ -200,7 +220,7 @@ impl CudaExecutable {
     }
 
     fn download(&self, t: &DevTensor) -> Result<HostTensor, CudaError> {
-        let _dev = device_lock();
+        let _dev = self.gpu.lock();
         self.gpu.bind()?;
         replay::download(&self.streams, t)
     }
@@ -267,7 +287,7 @@ impl CudaExecutable {
     ) -> Result<Vec<Option<HostTensor>>, CudaError> {
         // Runs in different threads share the device: their uploads, launches and downloads
         // are serialised with each other and with plan building (see `device_lock`).
-        let _dev = device_lock();
+        let _dev = self.gpu.lock();
         self.gpu.bind()?;
         if self.plan.is_none() || *inputs.dims() != self.bindings {
             self.switch_plan(inputs.dims())?;
@@ -431,7 +451,7 @@ impl CudaExecutable {
         warmup: usize,
         iters: usize,
     ) -> Result<f64, CudaError> {
-        let _dev = device_lock();
+        let _dev = self.gpu.lock();
         self.run_bound(inputs, writes, false)?;
         let stream = self.streams.stream;
         let plan = self.plan.as_ref().expect("plan after a run");

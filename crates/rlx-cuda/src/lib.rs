@@ -7,6 +7,7 @@ mod error;
 pub mod gemm;
 pub mod kernels;
 pub mod lower;
+pub mod nccl;
 pub mod nvrtc;
 mod plan;
 pub mod precision;
@@ -14,6 +15,7 @@ mod tune;
 
 pub use device::{check_available, gpu_or_skip, Gpu};
 pub use error::CudaError;
+pub use nccl::{NcclComm, NcclId};
 pub use precision::Precision;
 mod exec;
 mod verify;

@@ -180,8 +180,17 @@ pub(crate) fn input_name(k: usize) -> String {
 pub(crate) enum Step {
     Kernel(Launch),
     Gemm(GemmCall),
-    Copy { dst: u64, src: u64, bytes: usize },
-    Memset { dst: u64, bytes: usize },
+    Copy {
+        dst: u64,
+        src: u64,
+        bytes: usize,
+    },
+    Memset {
+        dst: u64,
+        bytes: usize,
+    },
+    /// A NCCL collective (see `lower::collective`).
+    Collective(Box<crate::nccl::CollectiveCall>),
     Cpu(Box<CpuStep>),
 }
 
@@ -195,6 +204,8 @@ pub(crate) struct LowerEnv {
     force_variant: Option<usize>,
     pub steps: Vec<Step>,
     pub scratch: Vec<DevBuf>,
+    /// The group this plan's collectives run over (none: a group of one).
+    pub comm: Option<Arc<crate::nccl::NcclComm>>,
 }
 
 impl LowerEnv {
@@ -207,6 +218,7 @@ impl LowerEnv {
             force_variant,
             steps: Vec::new(),
             scratch: Vec::new(),
+            comm: None,
         }
     }
 

@@ -2,6 +2,7 @@
 mod backend;
 mod error;
 mod mesh;
+pub mod rendezvous;
 mod session;
 
 pub use backend::Executable;

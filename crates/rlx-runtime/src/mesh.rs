@@ -3,6 +3,10 @@
 //!
 //! - [`Mesh::cpu`]: ranks simulated in one process (a thread per rank, the exchange in
 //!   shared memory): the reference that sharded models are tested against.
+//! - [`Mesh::cuda`]: one process driving several local GPUs, a NCCL communicator each.
+//! - [`Mesh::from_env`]: one process per GPU; the ranks meet through `MASTER_ADDR` /
+//!   `MASTER_PORT` / `RANK` / `WORLD_SIZE` (see [`crate::rendezvous`]), so the same program
+//!   runs across nodes. The mesh then holds this process's rank only.
 //! - Every rank's graph must be the same program (SPMD); [`Mesh::run`] runs a closure on
 //!   every rank at once, one thread each, and when one rank fails it aborts the group so
 //!   the others stop waiting at their next collective.
@@ -16,18 +20,22 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub enum RankComm {
     /// A rank of ranks simulated in this process (CPU executables).
     Host(Arc<dyn rlx_cpu::Communicator>),
+    /// A NCCL rank on one GPU (CUDA executables).
+    Nccl(Arc<rlx_cuda::NcclComm>),
 }
 
 impl RankComm {
     pub fn rank(&self) -> usize {
         match self {
             RankComm::Host(c) => c.rank(),
+            RankComm::Nccl(c) => c.rank(),
         }
     }
 
     pub fn ranks(&self) -> usize {
         match self {
             RankComm::Host(c) => c.ranks(),
+            RankComm::Nccl(c) => c.ranks(),
         }
     }
 
@@ -35,6 +43,7 @@ impl RankComm {
     pub fn abort(&self, why: &str) {
         match self {
             RankComm::Host(c) => c.abort(why),
+            RankComm::Nccl(c) => c.abort(),
         }
     }
 }
@@ -43,6 +52,7 @@ impl fmt::Debug for RankComm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RankComm::Host(c) => write!(f, "Host({c:?})"),
+            RankComm::Nccl(c) => write!(f, "{c:?}"),
         }
     }
 }
@@ -54,6 +64,12 @@ pub struct Mesh {
 }
 
 impl Mesh {
+    /// The global rank of each session (`0..ranks` for a local mesh; a mesh from the
+    /// environment holds one rank of a larger group).
+    pub fn global_ranks(&self) -> Vec<usize> {
+        self.sessions.iter().map(|s| s.rank().0).collect()
+    }
+
     /// `ranks` CPU ranks simulated in this process.
     pub fn cpu(ranks: usize) -> Result<Mesh, Error> {
         if ranks == 0 {
@@ -63,6 +79,39 @@ impl Mesh {
             .map(|c| Session::new(Device::Cpu).with_comm(RankComm::Host(Arc::new(c))))
             .collect();
         Ok(Mesh { sessions })
+    }
+
+    /// One rank per GPU of `ordinals`, driven from this process (NCCL, `ncclCommInitAll`).
+    pub fn cuda(ordinals: &[usize]) -> Result<Mesh, Error> {
+        for &o in ordinals {
+            rlx_cuda::check_available(o).map_err(|e| Error::DeviceUnavailable {
+                device: format!("cuda:{o}"),
+                reason: e.to_string(),
+            })?;
+        }
+        let comms = rlx_cuda::NcclComm::init_all(ordinals)?;
+        let sessions = (ordinals.iter().zip(comms))
+            .map(|(&o, c)| Session::new(Device::Cuda(o)).with_comm(RankComm::Nccl(c)))
+            .collect();
+        Ok(Mesh { sessions })
+    }
+
+    /// This process's rank of a group of processes, one GPU each (`cuda:LOCAL_RANK`), met
+    /// through the `MASTER_ADDR` / `MASTER_PORT` / `RANK` / `WORLD_SIZE` rendezvous.
+    pub fn from_env() -> Result<Mesh, Error> {
+        let me = crate::rendezvous::EnvRank::from_env()?;
+        rlx_cuda::check_available(me.local_rank).map_err(|e| Error::DeviceUnavailable {
+            device: format!("cuda:{}", me.local_rank),
+            reason: e.to_string(),
+        })?;
+        let blob = me.share(
+            || Ok(rlx_cuda::NcclId::new()?.to_bytes().to_vec()),
+            std::time::Duration::from_secs(300),
+        )?;
+        let id = rlx_cuda::NcclId::from_bytes(&blob)?;
+        let comm = rlx_cuda::NcclComm::init_rank(me.local_rank, me.rank, me.world_size, id)?;
+        let s = Session::new(Device::Cuda(me.local_rank)).with_comm(RankComm::Nccl(comm));
+        Ok(Mesh { sessions: vec![s] })
     }
 
     /// A mesh from a device list such as `cpu,cpu` (two simulated CPU ranks) or `cpu*4`.
@@ -85,8 +134,17 @@ impl Mesh {
         if devices.iter().all(|d| *d == Device::Cpu) {
             return Mesh::cpu(devices.len());
         }
+        let gpus: Vec<usize> = (devices.iter())
+            .filter_map(|d| match d {
+                Device::Cuda(n) => Some(*n),
+                _ => None,
+            })
+            .collect();
+        if gpus.len() == devices.len() {
+            return Mesh::cuda(&gpus);
+        }
         Err(bad(
-            "only CPU ranks (simulated in this process) can form a mesh in this build".into(),
+            "a mesh is all CPU ranks (simulated in this process) or all CUDA GPUs".into(),
         ))
     }
 

@@ -183,6 +183,21 @@ impl Session {
             device: self.device.to_string(),
             reason,
         };
+        match (&self.comm, self.device) {
+            (Some(RankComm::Host(_)), Device::Cuda(_) | Device::Wgpu(_)) => {
+                return Err(Error::Mesh(format!(
+                    "{} cannot be a rank of a group of simulated CPU ranks",
+                    self.device
+                )))
+            }
+            (Some(RankComm::Nccl(_)), Device::Cpu | Device::Wgpu(_)) => {
+                return Err(Error::Mesh(format!(
+                    "{} cannot be a rank of a NCCL group (CUDA GPUs only)",
+                    self.device
+                )))
+            }
+            _ => {}
+        }
         let exe: Box<dyn Executable> = match self.device {
             Device::Cpu => {
                 let mut cpu = CpuExecutable::new(optimize(cpu_pipeline())?)?;
@@ -190,12 +205,6 @@ impl Session {
                     cpu.set_communicator(c.clone());
                 }
                 Box::new(CpuBackend(cpu))
-            }
-            Device::Cuda(_) | Device::Wgpu(_) if self.comm.is_some() => {
-                return Err(Error::Mesh(format!(
-                    "{} cannot be a rank of a group of simulated CPU ranks",
-                    self.device
-                )))
             }
             Device::Cuda(n) => {
                 rlx_cuda::check_available(n).map_err(|e| unavailable(e.to_string()))?;
@@ -206,7 +215,13 @@ impl Session {
                     force_variant: None,
                 };
                 let g = optimize(cuda_pipeline(opts.precision))?;
-                Box::new(CudaBackend::new(CudaExecutable::new(g, n, cuda)?))
+                let comm = match &self.comm {
+                    Some(RankComm::Nccl(c)) => Some(c.clone()),
+                    _ => None,
+                };
+                Box::new(CudaBackend::new(CudaExecutable::new_rank(
+                    g, n, cuda, comm,
+                )?))
             }
             Device::Wgpu(n) => {
                 rlx_wgpu::check_available(n).map_err(|e| unavailable(e.to_string()))?;

@@ -4,7 +4,7 @@
 //! executable), or a hard error (`Internal`, see `outcome`).
 use super::replay::{capture, Segment};
 use super::{bytes_of, node_err, trace_on, CudaExecutable, Plan};
-use crate::device::{device_lock, DevBuf};
+use crate::device::DevBuf;
 use crate::lower::{lower_node, DevTensor, LowerError, Lowered, NodeCtx};
 use crate::plan::{CpuStep, LowerEnv, Step};
 use crate::CudaError;
@@ -30,7 +30,7 @@ impl CudaExecutable {
     pub(super) fn build_plan(&self, bindings: &HashMap<String, usize>) -> Result<Plan, CudaError> {
         // Lowering allocates and sets up cuBLASLt; capture must not overlap any of that (in
         // any thread), so the whole build holds the device lock.
-        let _dev = device_lock();
+        let _dev = self.gpu.lock();
         let nodes = self.graph.bind_static(bindings)?;
         let shapes: Vec<Vec<usize>> = (nodes.iter())
             .map(|n| n.shape.static_dims().expect("static"))
@@ -87,6 +87,7 @@ impl CudaExecutable {
             })
             .collect();
         let mut env = LowerEnv::new(self.gpu.clone(), &self.streams, self.opts.force_variant);
+        env.comm = self.comm.clone();
         let mut dispatch = Vec::new();
         let trace = trace_on();
         for (n, bound) in g.nodes.iter().zip(&nodes) {

@@ -5,7 +5,6 @@
 //! counted as kernel time.
 use super::replay::{enqueue, Segment};
 use super::CudaExecutable;
-use crate::device::device_lock;
 use crate::plan::Step;
 use crate::CudaError;
 use cudarc::driver::{result as drv, sys};
@@ -29,6 +28,7 @@ fn kind_of(step: &Step) -> String {
         Step::Gemm(g) => g.label.as_str(),
         Step::Copy { .. } => return "device copy".into(),
         Step::Memset { .. } => return "memset".into(),
+        Step::Collective(c) => c.label.as_str(),
         Step::Cpu(c) => return format!("CPU fallback {}", c.label),
     };
     match label.split_once('#') {
@@ -75,7 +75,7 @@ impl CudaExecutable {
         inputs: &CheckedInputs,
         iters: usize,
     ) -> Result<Vec<ProfileRow>, CudaError> {
-        let _dev = device_lock();
+        let _dev = self.gpu.lock();
         self.run_bound(inputs, &[], false)?;
         let iters = iters.max(1);
         let stream = self.streams.stream;

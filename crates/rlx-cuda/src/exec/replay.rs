@@ -139,6 +139,7 @@ pub(super) fn enqueue(s: &StreamSet, steps: &[Step]) -> Result<(), CudaError> {
                 unsafe { drv::memset_d8_async(*dst, 0, *bytes, s.stream) }
                     .map_err(|e| CudaError::driver("cuMemsetD8Async", e))?
             }
+            Step::Collective(c) => c.enqueue(s.stream)?,
             Step::Cpu(c) => {
                 return Err(CudaError::Node {
                     node: c.label.clone(),

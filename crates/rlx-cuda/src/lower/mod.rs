@@ -5,6 +5,7 @@
 //! arm is just the op. An arm that cannot lower a node returns `LowerError` with the reason; the node
 //! then runs on the CPU thunks (`RLX_TRACE=1` prints the reason).
 pub mod audio;
+pub mod collective;
 pub mod elementwise;
 pub mod index;
 pub mod linalg;
@@ -458,13 +459,13 @@ pub(crate) fn lower_node(ctx: &mut NodeCtx) -> Lowered {
         Op::ScatterND { reduction: _ } => index::no_kernel(OpKind::ScatterND),
         Op::OneHot { axis: _, depth: _ } => index::no_kernel(OpKind::OneHot),
         Op::Range { len: _ } => index::no_kernel(OpKind::Range),
-        Op::AllReduce { reduce: _ } => index::no_kernel(OpKind::AllReduce),
-        Op::AllGather { axis: _, ranks: _ } => index::no_kernel(OpKind::AllGather),
-        Op::ReduceScatter {
+        Op::AllReduce { reduce: _ }
+        | Op::AllGather { axis: _, ranks: _ }
+        | Op::ReduceScatter {
             reduce: _,
             axis: _,
             ranks: _,
-        } => index::no_kernel(OpKind::ReduceScatter),
+        } => collective::lower(ctx),
         // Rounding to a float8 / float4 grid is rare and cheap on the host; the CPU runs it.
         Op::FloatRound {
             format: _,
@@ -499,7 +500,7 @@ fn lowers(kind: OpKind) -> bool {
         Tile | CumSum | TopK => false,
         GatherElements | GatherND | ScatterElements | ScatterND | OneHot | Range => false,
         FloatRound => false,
-        AllReduce | AllGather | ReduceScatter => false,
+        AllReduce | AllGather | ReduceScatter => true,
     }
 }
 
