@@ -67,3 +67,37 @@ fn cuda_device_is_unavailable_with_a_reason_or_matches_the_cpu() {
     let verified = run(Device::Cuda(0), CompileOptions::default().verify(true));
     assert!(rel_l2(&verified, &cpu) <= 1e-5);
 }
+
+/// A one-GPU NCCL mesh through the public API: `Mesh::cuda(&[0])` compiles a graph whose
+/// all-reduce and inner-axis all-gather run as NCCL calls (natively, no CPU fallback) and
+/// match the CPU; two ranks on one GPU are refused (NCCL allows one rank per GPU).
+#[test]
+fn a_one_gpu_nccl_mesh_matches_the_cpu() {
+    if !rlx_cuda::gpu_or_skip(0) {
+        return;
+    }
+    use rlx_ir::{CollectiveReduce, Graph, Shape};
+    let mut g = Graph::new("mesh");
+    let x = g.input("x", Shape::new(&[4, 6], DType::F32)).unwrap();
+    let s = g.all_reduce(x, CollectiveReduce::Sum).unwrap();
+    let t = g.activation(rlx_ir::Activation::Tanh, s).unwrap();
+    let y = g.all_gather(t, 1, 1).unwrap();
+    g.set_outputs(vec![y]);
+    let mesh = rlx_runtime::Mesh::cuda(&[0]).unwrap();
+    let mut rng = Rng::new("a_one_gpu_nccl_mesh_matches_the_cpu");
+    let xv = rng.normals(24);
+    let feed = HostTensor::from_f64_as(&[4, 6], &xv, DType::F32);
+    let got = mesh
+        .run(|_, s| -> Result<Vec<f64>, Error> {
+            let c = s.compile(&g)?;
+            let fallbacks: Vec<_> = c.dispatch().into_iter().filter(|d| d.2.is_some()).collect();
+            assert!(fallbacks.is_empty(), "{fallbacks:?}");
+            Ok(c.run_typed(&[("x", feed.clone())])?[0].to_f64_vec())
+        })
+        .unwrap();
+    let cpu = Session::new(Device::Cpu).compile(&g).unwrap();
+    let want = cpu.run_typed(&[("x", feed.clone())]).unwrap()[0].to_f64_vec();
+    let err = rel_l2(&got[0], &want);
+    assert!(err < 1e-5, "rel-L2 {err:.3e}");
+    assert!(rlx_runtime::Mesh::cuda(&[0, 0]).is_err());
+}
