@@ -57,6 +57,31 @@ pub enum ModelError {
     /// A metadata value that makes no model (zero heads, a head size that does not divide).
     #[error("metadata {key}: {reason}")]
     BadMetadata { key: String, reason: String },
+    /// A model size that does not split evenly over the tensor-parallel ranks (heads are
+    /// split whole, so `n_head`, `n_head_kv` and `n_ff` must each divide by the rank count).
+    #[error(
+        "tensor parallelism over {ranks} ranks: {what} = {n} does not divide by {ranks} \
+         (use a rank count that divides it)"
+    )]
+    ShardIndivisible {
+        what: String,
+        n: usize,
+        ranks: usize,
+    },
+    /// A packed tensor whose per-rank column slice would cut through its quantization
+    /// blocks (a row-parallel layer splits its input columns).
+    #[error(
+        "tensor {name} is {scheme} (blocks of {block} values): a rank's {cols} of its {total} \
+         columns are not whole blocks, so it cannot be split over {ranks} ranks"
+    )]
+    ShardBlocks {
+        name: String,
+        scheme: String,
+        block: usize,
+        cols: usize,
+        total: usize,
+        ranks: usize,
+    },
     /// A prompt (or a generation) that does not fit the context.
     #[error(
         "{tokens} tokens at position {pos} do not fit the context of {ctx}: shorten the \

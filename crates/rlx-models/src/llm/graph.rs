@@ -19,6 +19,7 @@
 //! in `cache_dtype`: `CacheWrite` puts this call's rows at `pos` in place and attention reads
 //! the cache with `past = pos`, so query i sits at `pos + i`.
 use super::config::{LlmConfig, WeightFormat};
+use super::shard::{self, TensorParallel};
 use super::weights::{ParamDecl, ParamSource};
 use crate::ModelError;
 use rlx_ir::{AttentionSpec, DType, Dim, Graph, MaskKind, NodeId, QuantScheme, Shape};
@@ -42,6 +43,11 @@ pub struct BuildOptions {
     pub ctx: usize,
     /// The cache's dtype.
     pub cache_dtype: DType,
+    /// Tensor parallelism: with more than one rank the graph is one rank's 1/R of every
+    /// attention and FFN block (`n_head / R` heads, `n_head_kv / R` cached, `n_ff / R`), with
+    /// an all-reduce after each block's output projection; load its weights through
+    /// [`super::ShardedStore`]. Pass the file's config to [`build`]: it shards it itself.
+    pub tensor_parallel: TensorParallel,
 }
 
 impl Default for BuildOptions {
@@ -51,6 +57,7 @@ impl Default for BuildOptions {
             cache: false,
             ctx: 512,
             cache_dtype: DType::F32,
+            tensor_parallel: TensorParallel::default(),
         }
     }
 }
@@ -426,6 +433,9 @@ pub fn build(cfg: &LlmConfig, opts: &BuildOptions) -> Result<(Graph, Vec<ParamDe
             opts.cache_dtype
         )));
     }
+    let tp = opts.tensor_parallel;
+    let sharded = shard::shard_config(cfg, tp)?;
+    let cfg = &sharded;
     let mut b = Builder {
         cfg,
         g: Graph::new(format!("{}_decoder", cfg.arch.name())),
@@ -513,6 +523,7 @@ pub fn build(cfg: &LlmConfig, opts: &BuildOptions) -> Result<(Graph, Vec<ParamDe
         };
         let wo = b.weight(&p("attn_output.weight"), e, h * dv)?;
         let mut o = b.linear(a, wo, None)?;
+        o = shard::reduce_partial(&mut b.g, o, tp)?;
         if cfg.post_norms {
             let pn = b.vector(&p("post_attention_norm.weight"), e)?;
             o = b.norm(o, pn)?;
@@ -528,6 +539,7 @@ pub fn build(cfg: &LlmConfig, opts: &BuildOptions) -> Result<(Graph, Vec<ParamDe
         let act = b.g.activation(cfg.ffn_act, gate)?;
         let m = b.g.mul(act, up)?;
         let mut down = b.linear(m, wd, None)?;
+        down = shard::reduce_partial(&mut b.g, down, tp)?;
         if cfg.post_norms {
             let pn = b.vector(&p("post_ffw_norm.weight"), e)?;
             down = b.norm(down, pn)?;

@@ -4,10 +4,14 @@
 //!   `<arch>.*` metadata.
 //! - [`build`]: one graph over a dynamic sequence dim, and the list of its params.
 //! - [`load`]: the params' values from the file (packed weights stay packed).
+//! - [`TensorParallel`], [`ShardedStore`]: one rank's share of a tensor-parallel model
+//!   (`BuildOptions::tensor_parallel`, weights sliced as they are read).
 mod config;
 mod graph;
+mod shard;
 mod weights;
 
 pub use config::{Arch, LlmConfig, WeightFormat, SUPPORTED_ARCHS};
 pub use graph::{build, BuildOptions, LAST, POS, POSITIONS, SEQ, TOKENS};
+pub use shard::{shard_config, split_of, ShardedStore, Split, TensorParallel};
 pub use weights::{load, rope_table, ParamDecl, ParamSource, StoredTensor, TensorStore};
