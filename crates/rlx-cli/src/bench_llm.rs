@@ -74,6 +74,7 @@ pub fn llm(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
                 device: o.device,
                 ctx: Some(ctx),
                 dtype: None,
+                devices: None,
             },
         )?;
         eprintln!(

@@ -8,13 +8,14 @@
 //! compiles a handful of prefill plans, not one per prompt length; the padded rows are
 //! written to the cache past the prompt and overwritten by the tokens that follow before any
 //! query can see them (attention reads only `pos + seq` keys, causally).
+use crate::generate_tp::ShardedDecoder;
 use crate::llm::{self, BuildOptions, LlmConfig, LAST, POS, POSITIONS, TOKENS};
 use crate::sample::{Sampler, SamplerConfig, StopMatcher};
 use crate::tokenizer::{Message, StreamDecoder, Tokenizer};
 use crate::ModelError;
 use rlx_io::gguf::Gguf;
 use rlx_ir::{DType, HostTensor};
-use rlx_runtime::{CompiledGraph, Device, Session};
+use rlx_runtime::{CompiledGraph, Device, Mesh, Session};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,9 @@ pub struct LoadOptions {
     /// For Hugging Face folders: the dtype weights are converted to at load (`None`: as
     /// stored). GGUF weights always run as stored.
     pub dtype: Option<DType>,
+    /// A device list such as `cpu,cpu` (see [`Mesh::parse`]): the model is split over its
+    /// ranks by tensor parallelism (`crate::generate_tp`), and `device` is not used.
+    pub devices: Option<String>,
 }
 
 impl Default for LoadOptions {
@@ -40,6 +44,7 @@ impl Default for LoadOptions {
             device: Device::Cpu,
             ctx: None,
             dtype: None,
+            devices: None,
         }
     }
 }
@@ -101,11 +106,17 @@ impl GenerateStats {
 /// The compiled decoder and its cache position: what a step needs.
 pub struct Decoder {
     cfg: LlmConfig,
-    exe: CompiledGraph,
+    exe: Engine,
     ctx: usize,
     /// Positions already in the KV cache.
     pos: usize,
     device: Device,
+}
+
+/// What runs the decoder graph: one compiled graph, or one per rank of a mesh.
+enum Engine {
+    One(Box<CompiledGraph>),
+    Ranks(ShardedDecoder),
 }
 
 /// A loaded model: decoder + tokenizer.
@@ -227,18 +238,30 @@ impl Decoder {
             cache: true,
             ctx,
             cache_dtype,
+            tensor_parallel: Default::default(),
         };
-        let (graph, decls) = llm::build(&cfg, &bo)?;
-        let exe = Session::new(opts.device).compile(graph)?;
-        for (name, value) in llm::load(store, &decls)? {
-            exe.set_param_typed(&name, value)?;
-        }
+        let (exe, device) = match opts.devices.as_deref() {
+            Some(spec) => {
+                let mesh = Mesh::parse(spec)?;
+                let device = mesh.session(0).device();
+                let ranks = ShardedDecoder::new(&cfg, store, &bo, mesh)?;
+                (Engine::Ranks(ranks), device)
+            }
+            None => {
+                let (graph, decls) = llm::build(&cfg, &bo)?;
+                let exe = Session::new(opts.device).compile(graph)?;
+                for (name, value) in llm::load(store, &decls)? {
+                    exe.set_param_typed(&name, value)?;
+                }
+                (Engine::One(Box::new(exe)), opts.device)
+            }
+        };
         Ok(Decoder {
             cfg,
             exe,
             ctx,
             pos: 0,
-            device: opts.device,
+            device,
         })
     }
 
@@ -255,8 +278,20 @@ impl Decoder {
     pub fn device(&self) -> Device {
         self.device
     }
+    /// The compiled graph; with tensor-parallel ranks, rank 0's (inspect it, but run it
+    /// only through the decoder: alone it would wait at its first all-reduce).
     pub fn compiled(&self) -> &CompiledGraph {
-        &self.exe
+        match &self.exe {
+            Engine::One(e) => e,
+            Engine::Ranks(r) => r.rank_graph(0).expect("a mesh has at least one rank"),
+        }
+    }
+    /// How many tensor-parallel ranks run the model (1 without a mesh).
+    pub fn ranks(&self) -> usize {
+        match &self.exe {
+            Engine::One(_) => 1,
+            Engine::Ranks(r) => r.ranks(),
+        }
     }
 
     /// Start over (the cache's old rows are never read again: attention sees only `pos`).
@@ -284,7 +319,10 @@ impl Decoder {
             (LAST, i64s(&[(n - 1) as i64])),
             (POS, i64s(&[self.pos as i64])),
         ];
-        let out = self.exe.run_typed(&inputs)?;
+        let out = match &self.exe {
+            Engine::One(e) => e.run_typed(&inputs)?,
+            Engine::Ranks(r) => r.run_typed(&inputs)?,
+        };
         self.pos += n;
         Ok(out[0].to_f32_vec())
     }

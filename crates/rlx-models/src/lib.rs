@@ -9,6 +9,8 @@
 //!   `SentenceTransformer.encode`.
 //! - [`llm`]: llama / qwen2 / gemma3 decoders from GGUF (config, graph, weights).
 //! - [`hf`]: Hugging Face folders (config.json + safetensors): Llama / Qwen2 decoders.
+//! - [`generate_tp::ShardedDecoder`]: a decoder split over a mesh's ranks by tensor
+//!   parallelism (`LoadOptions::devices`, `rlx generate --devices cpu,cpu`).
 //! - [`train::Trainer`]: one compiled graph per training step (forward, backward and the
 //!   optimizer update, with weights and optimizer state updated in place by the runtime),
 //!   seeded Kaiming-uniform init, evaluation through a forward-only graph that shares the
@@ -25,6 +27,7 @@ pub mod embed;
 pub mod encoder;
 mod error;
 pub mod generate;
+pub mod generate_tp;
 pub mod hf;
 pub mod llm;
 pub mod sample;

@@ -55,6 +55,7 @@ fn open(path: &Path, device: Device) -> Decoder {
             device,
             ctx: Some(256),
             dtype: None,
+            devices: None,
         },
     )
     .unwrap()

@@ -76,6 +76,7 @@ fn check_against_transformers(device: Device, folder: &str, refname: &str) {
             device,
             ctx: Some(256),
             dtype: Some(DType::F32),
+            devices: None,
         },
     )
     .unwrap();
