@@ -23,6 +23,11 @@ pub struct ModelArgs {
     /// cpu, cuda[:N] or wgpu[:N] (default: the best available)
     #[arg(long)]
     pub device: Option<String>,
+    /// Split the model over several ranks by tensor parallelism: a device list such as
+    /// `cpu,cpu` or `cpu*4` (CPU ranks simulated in this process). The head counts and the
+    /// FFN width must divide by the rank count.
+    #[arg(long, conflicts_with = "device")]
+    pub devices: Option<String>,
     /// Context length (default: the model's, at most 8192).
     #[arg(long)]
     pub ctx: Option<usize>,
@@ -99,13 +104,21 @@ impl ModelArgs {
                 )))
             }
         };
-        let device = parse_device(self.device.as_deref())?;
+        let device = match &self.devices {
+            // The mesh decides the devices; `device` is unused (and clap refuses both).
+            Some(_) => rlx::prelude::Device::Cpu,
+            None => parse_device(self.device.as_deref())?,
+        };
         // Validate the sampler before the (slow) load.
         self.options()
             .sampler
             .validate()
             .map_err(rlx_models::ModelError::from)?;
-        eprintln!("loading {} on {device} ...", self.model.display());
+        let on = match &self.devices {
+            Some(d) => format!("{d} (tensor parallel)"),
+            None => device.to_string(),
+        };
+        eprintln!("loading {} on {on} ...", self.model.display());
         let t0 = Instant::now();
         let llm = Llm::load(
             &self.model,
@@ -113,6 +126,7 @@ impl ModelArgs {
                 device,
                 ctx: self.ctx,
                 dtype,
+                devices: self.devices.clone(),
             },
         )?;
         let c = llm.config();
