@@ -29,14 +29,18 @@
 //! second order).
 //!
 //! [`optim::train_step`] appends SGD-momentum / Adam / AdamW updates to the gradient graph
-//! so one graph performs a whole training step.
+//! so one graph performs a whole training step; [`optim::train_step_with`] lets a rewrite
+//! such as [`all_reduce_grads`] (data parallelism: gradients averaged over the ranks in
+//! DDP-style buckets) run between the backward pass and the update.
 mod error;
 mod grad;
+pub mod grad_sync;
 pub mod optim;
 pub mod rules;
 pub mod util;
 
 pub use error::AdError;
 pub use grad::{grad, grad_with_loss, D_OUTPUT};
-pub use optim::{train_step, Optimizer, TrainStep};
+pub use grad_sync::{all_reduce_grads, GradBucket, DEFAULT_BUCKET_BYTES};
+pub use optim::{train_step, train_step_with, Optimizer, TrainStep};
 pub use util::unbroadcast;

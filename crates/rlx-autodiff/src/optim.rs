@@ -177,6 +177,20 @@ pub fn train_step(
     params: &[&str],
     optimizer: &Optimizer,
 ) -> Result<TrainStep, AdError> {
+    train_step_with(forward, params, optimizer, Ok)
+}
+
+/// [`train_step`] with `sync` rewriting the gradient graph before the update is appended.
+/// `sync` gets the graph whose outputs are `[loss, grad…]` (grads in `params` order) and
+/// must return one with the same outputs' shapes and the same params (by name; it may
+/// renumber nodes). Data-parallel training passes [`crate::all_reduce_grads`] here, so the
+/// update consumes gradients averaged over the ranks.
+pub fn train_step_with(
+    forward: &Graph,
+    params: &[&str],
+    optimizer: &Optimizer,
+    sync: impl FnOnce(Graph) -> Result<Graph, AdError>,
+) -> Result<TrainStep, AdError> {
     if params.is_empty() {
         return Err(AdError::Optim("no params to train".into()));
     }
@@ -185,21 +199,16 @@ pub fn train_step(
         if params[..k].contains(&name) {
             return Err(AdError::Optim(format!("param \"{name}\" listed twice")));
         }
-        let id = forward
-            .nodes
-            .iter()
-            .find(|n| matches!(&n.op, Op::Param { name: p } if p == name))
-            .map(|n| n.id)
-            .ok_or_else(|| {
-                AdError::Optim(format!(
-                    "the graph has no param \"{name}\"; its params are [{}]",
-                    forward
-                        .params()
-                        .map(|(n, _)| n)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })?;
+        let id = find_param(forward, name).ok_or_else(|| {
+            AdError::Optim(format!(
+                "the graph has no param \"{name}\"; its params are [{}]",
+                forward
+                    .params()
+                    .map(|(n, _)| n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
         ids.push(id);
     }
     let dtype = forward.shape(ids[0])?.dtype;
@@ -220,7 +229,25 @@ pub fn train_step(
         }
     }
 
-    let mut g = grad_with_loss(forward, &ids)?;
+    let g = grad_with_loss(forward, &ids)?;
+    let want: Vec<Shape> = (g.outputs.iter())
+        .map(|&o| g.shape(o).cloned())
+        .collect::<Result<_, _>>()?;
+    let mut g = sync(g)?;
+    let got: Vec<Shape> = (g.outputs.iter())
+        .map(|&o| g.shape(o).cloned())
+        .collect::<Result<_, _>>()?;
+    if got != want {
+        return Err(AdError::Optim(format!(
+            "the gradient rewrite changed the outputs from {want:?} to {got:?}"
+        )));
+    }
+    // The rewrite may have renumbered nodes: find the params again.
+    for (id, &name) in ids.iter_mut().zip(params) {
+        *id = find_param(&g, name).ok_or_else(|| {
+            AdError::Optim(format!("the gradient rewrite dropped param \"{name}\""))
+        })?;
+    }
     let loss = g.outputs[0];
     let grads: Vec<NodeId> = g.outputs[1..].to_vec();
     let scalar = Shape::new(&[], dtype);
@@ -317,6 +344,13 @@ pub fn train_step(
         state: state.into_iter().map(|(n, s, _)| (n, s)).collect(),
         hyper: hyper.iter().map(|s| s.to_string()).collect(),
     })
+}
+
+/// The Param node called `name`.
+fn find_param(g: &Graph, name: &str) -> Option<NodeId> {
+    (g.nodes.iter())
+        .find(|n| matches!(&n.op, Op::Param { name: p } if p == name))
+        .map(|n| n.id)
 }
 
 /// Short builder calls for the update arithmetic.
