@@ -12,6 +12,13 @@ pub enum ModelError {
     /// A dataset with no samples where samples are needed.
     #[error("the {set} set is empty: training and evaluation need at least one sample")]
     EmptyDataset { set: &'static str },
+    /// A global batch that does not split into equal shards over the data-parallel ranks
+    /// (unequal shards would weight their samples unequally in the averaged gradient).
+    #[error(
+        "a batch of {batch} does not split evenly over {ranks} ranks: use a batch size \
+         that is a multiple of {ranks}"
+    )]
+    BatchNotDivisible { batch: usize, ranks: usize },
     /// A label the model has no class for (accuracy on it would silently be 0).
     #[error(
         "{set} sample {index} has label {label}, but the model has {classes} classes \

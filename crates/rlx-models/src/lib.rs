@@ -15,6 +15,9 @@
 //!   optimizer update, with weights and optimizer state updated in place by the runtime),
 //!   seeded Kaiming-uniform init, evaluation through a forward-only graph that shares the
 //!   trained values, and `fit` with a per-epoch progress bar.
+//! - [`train_dp`]: the same trainer data-parallel over a mesh's ranks
+//!   ([`Trainer::data_parallel`]): a shard of each batch per rank, gradients all-reduced in
+//!   DDP-style buckets inside the step graph.
 //! - [`sample::Sampler`]: llama.cpp's sampler chain (repeat penalty, top-k, top-p, min-p,
 //!   temperature) over one step's logits, seeded; [`sample::StopMatcher`] cuts streamed text
 //!   at stop strings.
@@ -33,6 +36,7 @@ pub mod llm;
 pub mod sample;
 pub mod tokenizer;
 pub mod train;
+pub mod train_dp;
 pub mod var_builder;
 
 pub use cnn::CnnConfig;

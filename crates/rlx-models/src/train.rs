@@ -1,10 +1,13 @@
 //! The host-side training loop. A training step is ONE compiled graph (forward, backward,
 //! optimizer update) whose new weights and optimizer state are written back into its params
-//! by the runtime after each run; the host only feeds a batch and reads the loss.
+//! by the runtime after each run; the host only feeds a batch and reads the loss. The same
+//! trainer runs data-parallel over the ranks of a mesh (see [`crate::train_dp`]): one
+//! step graph per rank, each on its shard of the batch.
 use crate::cnn::{IMAGES, LABELS};
+use crate::train_dp::{self, Ranks};
 use crate::{CnnConfig, ModelError};
 use indicatif::{ProgressBar, ProgressStyle};
-use rlx_autodiff::{train_step, Optimizer};
+use rlx_autodiff::{GradBucket, Optimizer};
 use rlx_io::{Batch, Dataset};
 use rlx_ir::{DType, Graph, HostTensor, SplitMix64};
 use rlx_runtime::{CompiledGraph, Device, Session};
@@ -131,15 +134,19 @@ pub struct EpochReport {
     pub wall: Duration,
 }
 
-/// Trains a model built by a [`GraphBuilder`] with one [`Optimizer`] on one device.
+/// Trains a model built by a [`GraphBuilder`] with one [`Optimizer`] on one device, or
+/// data-parallel on every rank of a mesh ([`Trainer::data_parallel`]).
 pub struct Trainer {
     builder: Box<dyn GraphBuilder>,
     optimizer: Optimizer,
-    session: Session,
+    pub(crate) ranks: Ranks,
     specs: Vec<ParamSpec>,
-    /// Compiled train steps by batch size; `active` holds the current values.
-    steps: HashMap<usize, CompiledGraph>,
-    active: Option<usize>,
+    /// Compiled train steps by (global) batch size, one per rank; `active` holds the
+    /// current values.
+    pub(crate) steps: HashMap<usize, Vec<CompiledGraph>>,
+    /// The gradient buckets of each step graph (empty on one device).
+    pub(crate) buckets: HashMap<usize, Vec<GradBucket>>,
+    pub(crate) active: Option<usize>,
     /// Param and state values while no step graph holds them (before the first step).
     host: HashMap<String, HostTensor>,
     evals: HashMap<usize, CompiledGraph>,
@@ -154,6 +161,14 @@ impl Trainer {
         optimizer: Optimizer,
         device: Device,
     ) -> Result<Trainer, ModelError> {
+        Trainer::with_ranks(builder, optimizer, Ranks::One(Session::new(device)))
+    }
+
+    pub(crate) fn with_ranks(
+        builder: impl GraphBuilder + 'static,
+        optimizer: Optimizer,
+        ranks: Ranks,
+    ) -> Result<Trainer, ModelError> {
         check_lr(optimizer.lr())?;
         let specs = builder.params();
         if specs.is_empty() {
@@ -162,9 +177,10 @@ impl Trainer {
         let mut t = Trainer {
             builder: Box::new(builder),
             optimizer,
-            session: Session::new(device),
+            ranks,
             specs,
             steps: HashMap::new(),
+            buckets: HashMap::new(),
             active: None,
             host: HashMap::new(),
             evals: HashMap::new(),
@@ -188,8 +204,27 @@ impl Trainer {
             .map(|s| (s.name.clone(), kaiming_uniform(s, seed)))
             .collect();
         self.steps.clear();
+        self.buckets.clear();
         self.active = None;
         self.steps_done = 0;
+    }
+
+    /// Move the current values (params and optimizer state) to the host and drop every
+    /// compiled step graph, so the next step recompiles.
+    pub(crate) fn park(&mut self) -> Result<(), ModelError> {
+        if let Some(b) = self.active {
+            let names: Vec<String> = (self.steps[&b][0].graph().params())
+                .map(|(n, _)| n.to_string())
+                .collect();
+            for n in names {
+                let v = self.value(&n)?;
+                self.host.insert(n, v);
+            }
+        }
+        self.steps.clear();
+        self.buckets.clear();
+        self.active = None;
+        Ok(())
     }
 
     pub fn optimizer(&self) -> &Optimizer {
@@ -211,7 +246,7 @@ impl Trainer {
     /// The current value of a param or optimizer-state tensor.
     pub fn value(&self, name: &str) -> Result<HostTensor, ModelError> {
         if let Some(b) = self.active {
-            return Ok(self.steps[&b].param(name)?);
+            return Ok(self.steps[&b][0].param(name)?);
         }
         self.host
             .get(name)
@@ -227,19 +262,24 @@ impl Trainer {
             .collect()
     }
 
-    /// Make the step graph for `batch` the holder of the current values, compiling it on
-    /// first use and carrying weights and optimizer state over from the previous holder.
+    /// Make the step graphs for a global `batch` the holders of the current values,
+    /// compiling them on first use (one per rank, for `batch / ranks` samples each) and
+    /// carrying weights and optimizer state over from the previous holders.
     fn activate(&mut self, batch: usize) -> Result<(), ModelError> {
         if self.active == Some(batch) {
             return Ok(());
         }
         if !self.steps.contains_key(&batch) {
-            let fwd = self.builder.build(batch, true)?;
+            let fwd = self.builder.build(batch / self.ranks.count(), true)?;
             let names: Vec<&str> = self.specs.iter().map(|s| s.name.as_str()).collect();
-            let ts = train_step(&fwd, &names, &self.optimizer)?;
-            let compiled = self.session.compile(ts.graph.clone())?;
-            for (k, name) in ts.updates() {
-                compiled.bind_update(k, &name)?;
+            let (ts, buckets) = self.ranks.train_step(&fwd, &names, &self.optimizer)?;
+            let mut compiled = Vec::with_capacity(self.ranks.count());
+            for session in self.ranks.sessions() {
+                let c = session.compile(ts.graph.clone())?;
+                for (k, name) in ts.updates() {
+                    c.bind_update(k, &name)?;
+                }
+                compiled.push(c);
             }
             // Optimizer state starts at zero the first time it is seen.
             for (name, shape) in &ts.state {
@@ -253,8 +293,9 @@ impl Trainer {
                 }
             }
             self.steps.insert(batch, compiled);
+            self.buckets.insert(batch, buckets);
         }
-        let names: Vec<String> = self.steps[&batch]
+        let names: Vec<String> = self.steps[&batch][0]
             .graph()
             .params()
             .map(|(n, _)| n.to_string())
@@ -263,37 +304,53 @@ impl Trainer {
         for n in &names {
             values.push(self.value(n)?);
         }
-        let target = &self.steps[&batch];
-        for (n, v) in names.iter().zip(values) {
-            target.set_param_typed(n, v)?;
+        for target in &self.steps[&batch] {
+            for (n, v) in names.iter().zip(&values) {
+                target.set_param_typed(n, v.clone())?;
+            }
         }
         self.active = Some(batch);
         Ok(())
     }
 
-    /// One training step on a batch; returns the batch's loss (before the update).
+    /// One training step on a batch; returns the batch's loss (before the update). Over
+    /// R ranks, rank r trains on rows `r·B/R .. (r+1)·B/R` and the loss is the mean over
+    /// the ranks (the whole batch's); a batch that does not divide by R is an error.
     pub fn step(&mut self, batch: &Batch) -> Result<f32, ModelError> {
         if batch.is_empty() {
             return Err(ModelError::EmptyDataset { set: "batch" });
         }
         self.builder
             .check_data("batch", batch.rows, batch.cols, &batch.labels)?;
+        let ranks = self.ranks.count();
+        let shards = match ranks {
+            1 => None,
+            _ => Some(train_dp::shard(batch, ranks)?),
+        };
+        let parts = shards.as_deref().unwrap_or(std::slice::from_ref(batch));
         self.activate(batch.len())?;
-        let mut inputs: Vec<(&str, HostTensor)> = vec![
-            (IMAGES, batch.images_tensor(DType::F32)),
-            (LABELS, batch.labels_tensor()),
-        ];
-        for (name, v) in self.optimizer.hyper_values() {
-            inputs.push((name, HostTensor::from_f64_as(&[], &[v], DType::F32)));
-        }
-        let out = self.steps[&batch.len()].run_step(&inputs)?;
+        let hyper: Vec<(&str, HostTensor)> = (self.optimizer.hyper_values().into_iter())
+            .map(|(name, v)| (name, HostTensor::from_f64_as(&[], &[v], DType::F32)))
+            .collect();
+        let steps = &self.steps[&batch.len()];
+        let losses = self.ranks.run(|r| {
+            let mut inputs: Vec<(&str, HostTensor)> = vec![
+                (IMAGES, parts[r].images_tensor(DType::F32)),
+                (LABELS, parts[r].labels_tensor()),
+            ];
+            inputs.extend(hyper.iter().cloned());
+            let out = steps[r].run_step(&inputs)?;
+            out.first()
+                .map(|t| t.to_f32_vec())
+                .and_then(|v| v.first().copied())
+                .ok_or_else(|| ModelError::Config("the step graph returned no loss".into()))
+        })?;
         self.steps_done += 1;
-        let loss = out
+        // Every rank reports the all-reduced loss.
+        losses
             .first()
-            .map(|t| t.to_f32_vec())
-            .and_then(|v| v.first().copied())
-            .ok_or_else(|| ModelError::Config("the step graph returned no loss".into()))?;
-        Ok(loss)
+            .copied()
+            .ok_or_else(|| ModelError::Config("no rank ran the step".into()))
     }
 
     /// Class predictions (argmax of the logits) for every sample of `data`, through a
@@ -305,7 +362,10 @@ impl Trainer {
         let b = self.eval_batch.min(data.n);
         if !self.evals.contains_key(&b) {
             let g = self.builder.build(b, false)?;
-            self.evals.insert(b, self.session.compile(g)?);
+            // Rank 0 evaluates: every rank holds the same params.
+            let session = (self.ranks.sessions().first())
+                .ok_or_else(|| ModelError::Config("the trainer has no ranks".into()))?;
+            self.evals.insert(b, session.compile(g)?);
         }
         let params = self.params()?;
         let eval = &self.evals[&b];
@@ -365,6 +425,13 @@ impl Trainer {
                 "epochs and batch_size must be positive".into(),
             ));
         }
+        let ranks = self.ranks.count();
+        if !cfg.batch_size.is_multiple_of(ranks) {
+            return Err(ModelError::BatchNotDivisible {
+                batch: cfg.batch_size,
+                ranks,
+            });
+        }
         // Every check before the first step: a bad test set must not cost a training run.
         self.check_set("training", train)?;
         self.check_set("evaluation", eval)?;
@@ -391,6 +458,12 @@ impl Trainer {
             let (mut sum, mut count) = (0.0f64, 0usize);
             let seed = cfg.seed.wrapping_add(epoch as u64);
             for batch in train.batches(cfg.batch_size, seed)? {
+                // Over R ranks, the epoch's last batch is cut to a multiple of R.
+                let Some(batch) = train_dp::trim(batch, ranks) else {
+                    k += 1;
+                    bar.inc(1);
+                    continue;
+                };
                 if cfg.schedule == LrSchedule::Cosine {
                     let f = 0.5 * (1.0 + (std::f64::consts::PI * k as f64 / total).cos());
                     // Cosine decay stays positive: k < total, so f > 0.
