@@ -1,8 +1,12 @@
 //! `rlx train digits | fashion-mnist`: train the MNIST-style CNN with one compiled graph per
 //! step and report per-epoch loss / accuracy, the final test accuracy and the wall time.
+//! With `--devices cpu,cpu` (or `cpu*4`) it trains data-parallel: every rank takes an equal
+//! shard of each batch and the gradients are all-reduced in buckets inside the step graph,
+//! so it reaches what one device reaches on the same batches.
 use crate::CliError;
 use clap::{Args, Subcommand, ValueEnum};
 use rlx::prelude::Device;
+use rlx::runtime::Mesh;
 use rlx_io::datasets::{load_mnist_dir, DEBIAN_FASHION_MNIST_DIR};
 use rlx_io::Dataset;
 use rlx_models::{CnnConfig, FitConfig, LrSchedule, Optimizer, Trainer};
@@ -58,6 +62,15 @@ pub struct TrainOpts {
     /// cpu, cuda[:N] or wgpu[:N] (default: the best available)
     #[arg(long)]
     device: Option<String>,
+    /// Train data-parallel over these ranks, e.g. `cpu,cpu` or `cpu*4` (CPU ranks simulated
+    /// in this process); --batch is the global batch and must divide by the rank count.
+    #[arg(long, conflicts_with = "device")]
+    devices: Option<String>,
+    /// With --devices: the most gradient one all-reduce carries, in MiB (DDP's default; 0
+    /// means one all-reduce per param).
+    #[arg(long, requires = "devices", default_value_t = 25.0, value_parser = bucket_mb,
+          allow_negative_numbers = true)]
+    bucket_mb: f64,
 }
 
 /// Caps that keep every size the CNN allocates far from overflow and from absurd memory.
@@ -80,6 +93,20 @@ fn planned_bytes(cfg: &CnnConfig, batch: usize) -> u128 {
     let params = 9 * c1 + c1 * c2 * 9 + c1 + c2 + (c2 * px / 16 + 1) * k;
     let acts = px * (1 + 2 * c1) + px / 4 * (c1 + 2 * c2) + px / 16 * c2 + 2 * k;
     4 * (4 * params + 8 * b * acts)
+}
+
+/// `--bucket-mb`: a finite size from 0 to 1 TiB.
+fn bucket_mb(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("\"{s}\" is not a number of MiB: try 25"))?;
+    if (0.0..=(1u64 << 20) as f64).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{s} MiB is not a bucket size from 0 to 1048576: try 25"
+        ))
+    }
 }
 
 /// `--lr`: a positive finite number (a negative one would train uphill without a word).
@@ -126,7 +153,12 @@ pub fn run(cmd: TrainCmd) -> Result<(), CliError> {
             )
         }
     };
-    let device = crate::parse_device(opts.device.as_deref())?;
+    let mesh = opts.devices.as_deref().map(Mesh::parse).transpose()?;
+    let ranks = mesh.as_ref().map_or(1, Mesh::ranks);
+    let device = match &mesh {
+        Some(_) => Device::Cpu,
+        None => crate::parse_device(opts.device.as_deref())?,
+    };
     if let Some([c1, c2]) = opts.channels.as_deref().map(|c| [c[0], c[1]]) {
         cfg.channels = [c1, c2];
     }
@@ -137,9 +169,23 @@ pub fn run(cmd: TrainCmd) -> Result<(), CliError> {
         OptName::Adamw => Optimizer::adamw(opts.lr.unwrap_or(defaults.2)),
         OptName::Sgd => Optimizer::sgd(opts.lr.unwrap_or(0.05)),
     };
+    if !batch.is_multiple_of(ranks) {
+        return Err(CliError::Usage(format!(
+            "--batch {batch} does not split evenly over the {ranks} ranks of --devices {}: \
+             use a multiple of {ranks}",
+            opts.devices.as_deref().unwrap_or_default()
+        )));
+    }
+    let on = match &opts.devices {
+        Some(list) => format!(
+            "{list} (data-parallel: {ranks} ranks of {} images per step)",
+            batch / ranks
+        ),
+        None => device_name(device),
+    };
     println!(
         "rlx train {name}: {} train / {} test images of {}x{}, CNN conv{}-pool-conv{}-pool-linear{}, \
-         {} lr {} (cosine), batch {batch}, {epochs} epochs, seed {}, on {}",
+         {} lr {} (cosine), batch {batch}, {epochs} epochs, seed {}, on {on}",
         train.n,
         test.n,
         train.rows,
@@ -150,9 +196,9 @@ pub fn run(cmd: TrainCmd) -> Result<(), CliError> {
         optimizer.name(),
         optimizer.lr(),
         opts.seed,
-        device_name(device),
     );
-    let want = planned_bytes(&cfg, batch);
+    // Every rank plans its own step for its shard, all in this process.
+    let want = planned_bytes(&cfg, batch / ranks) * ranks as u128;
     if want > MAX_TRAIN_BYTES {
         return Err(CliError::Usage(format!(
             "--batch {batch} with --channels {} {} would need about {:.1} GiB, over the \
@@ -169,7 +215,12 @@ pub fn run(cmd: TrainCmd) -> Result<(), CliError> {
         .map(|p| p.dims.iter().product::<usize>())
         .sum();
     println!("{n_params} params; each step is one compiled graph (forward, backward, update)");
-    let mut trainer = Trainer::new(cfg, optimizer, device)?.with_seed(opts.seed);
+    let mut trainer = match mesh {
+        Some(mesh) => Trainer::data_parallel(cfg, optimizer, mesh)?
+            .with_seed(opts.seed)
+            .with_bucket_bytes((opts.bucket_mb * (1u64 << 20) as f64) as usize)?,
+        None => Trainer::new(cfg, optimizer, device)?.with_seed(opts.seed),
+    };
     let fit = FitConfig {
         epochs,
         batch_size: batch,
@@ -187,6 +238,17 @@ pub fn run(cmd: TrainCmd) -> Result<(), CliError> {
         )
     })?;
     let acc = reports.last().map_or(0.0, |r| r.accuracy);
+    let buckets = trainer.grad_buckets(batch);
+    if !buckets.is_empty() {
+        let bytes: usize = buckets.iter().map(|b| b.bytes).sum();
+        println!(
+            "each step all-reduced {:.1} KiB of gradients (and the loss) over {ranks} ranks in \
+             {} bucket(s) of at most {} MiB",
+            bytes as f64 / 1024.0,
+            buckets.len(),
+            opts.bucket_mb
+        );
+    }
     println!(
         "final test accuracy {:.2}% on {} images; {} steps; wall time {:.2?}",
         100.0 * acc,
