@@ -300,6 +300,8 @@ impl Drop for PinnedBuf {
 /// A stream and a cuBLASLt handle with its workspace, owned by one executable.
 pub(crate) struct StreamSet {
     pub stream: sys::CUstream,
+    /// Where collectives run beside `stream` (see `nccl::Overlap`).
+    pub side: sys::CUstream,
     pub lt: ltsys::cublasLtHandle_t,
     pub workspace: DevBuf,
 }
@@ -318,8 +320,11 @@ impl StreamSet {
             msg: format!("cublasLtCreate: {e:?}"),
         })?;
         let workspace = DevBuf::new(gpu, LT_WORKSPACE)?;
+        let side = drv::stream::create(drv::stream::StreamKind::NonBlocking)
+            .map_err(|e| CudaError::driver("cuStreamCreate", e))?;
         Ok(StreamSet {
             stream,
+            side,
             lt,
             workspace,
         })
@@ -334,6 +339,8 @@ impl Drop for StreamSet {
             let _ = drv::stream::synchronize(self.stream);
             let _ = lt::destroy_handle(self.lt);
             let _ = drv::stream::destroy(self.stream);
+            let _ = drv::stream::synchronize(self.side);
+            let _ = drv::stream::destroy(self.side);
         }
     }
 }

@@ -60,6 +60,8 @@ struct Plan {
     arena_bytes: usize,
     _arena: DevBuf,
     _scratch: Vec<DevBuf>,
+    /// Dropped after `segments` (their captured graphs use them).
+    _events: crate::nccl::PlanEvents,
 }
 
 // SAFETY: raw CUDA handles inside are only used under the owning executable's &mut self.

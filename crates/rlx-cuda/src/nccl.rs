@@ -9,6 +9,8 @@
 //! `rlx_runtime::rendezvous`).
 use crate::device::Gpu;
 use crate::CudaError;
+use cudarc::driver::result as drv;
+use cudarc::driver::sys::{CUevent, CUevent_wait_flags, CUstream};
 use cudarc::nccl::{result as nc, sys};
 use rlx_ir::{CollectiveReduce, DType};
 use std::fmt;
@@ -226,6 +228,17 @@ pub(crate) enum CollKind {
     ReduceScatter(sys::ncclRedOp_t),
 }
 
+/// Where a collective runs beside the main stream: it waits for `ready` (recorded on the
+/// main stream when its input is written), runs on `side`, and records `done`, which the
+/// plan's first step that touches its buffers waits for (`Step::Join`). Kernels that do not
+/// touch them run meanwhile — how a data-parallel step's gradient all-reduces overlap the
+/// rest of the backward pass. Captured, the fork and join become edges of the CUDA graph.
+pub(crate) struct Overlap {
+    pub side: CUstream,
+    pub ready: CUevent,
+    pub done: CUevent,
+}
+
 /// One NCCL call of a plan: fixed device pointers, like a kernel launch.
 pub(crate) struct CollectiveCall {
     pub kind: CollKind,
@@ -235,10 +248,46 @@ pub(crate) struct CollectiveCall {
     pub dtype: sys::ncclDataType_t,
     pub comm: Arc<NcclComm>,
     pub label: String,
+    pub overlap: Option<Overlap>,
+}
+
+// SAFETY: the stream and events are owned by the executable and its plan, used under the
+// executable's lock.
+unsafe impl Send for CollectiveCall {}
+unsafe impl Sync for CollectiveCall {}
+
+fn drv_err(call: &'static str, e: cudarc::driver::DriverError) -> CudaError {
+    CudaError::driver(call, e)
 }
 
 impl CollectiveCall {
-    pub fn enqueue(&self, stream: cudarc::driver::sys::CUstream) -> Result<(), CudaError> {
+    pub fn enqueue(&self, main: CUstream) -> Result<(), CudaError> {
+        let stream = match &self.overlap {
+            None => main,
+            Some(o) => {
+                // SAFETY: live stream and events (owned by the executable / plan).
+                unsafe {
+                    drv::event::record(o.ready, main).map_err(|e| drv_err("cuEventRecord", e))?;
+                    drv::stream::wait_event(
+                        o.side,
+                        o.ready,
+                        CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+                    )
+                    .map_err(|e| drv_err("cuStreamWaitEvent", e))?;
+                }
+                o.side
+            }
+        };
+        self.call(stream)?;
+        if let Some(o) = &self.overlap {
+            // SAFETY: as above.
+            unsafe { drv::event::record(o.done, o.side) }
+                .map_err(|e| drv_err("cuEventRecord", e))?;
+        }
+        Ok(())
+    }
+
+    fn call(&self, stream: CUstream) -> Result<(), CudaError> {
         let (s, r, st) = (
             self.send as *const std::ffi::c_void,
             self.recv as *mut std::ffi::c_void,
@@ -260,5 +309,31 @@ impl CollectiveCall {
             call: "collective",
             msg: format!("{}: {:?}", self.label, e.0),
         })
+    }
+}
+
+/// Events a plan made for its collectives, destroyed with it.
+#[derive(Default)]
+pub(crate) struct PlanEvents(pub Vec<CUevent>);
+
+// SAFETY: as for `CollectiveCall`.
+unsafe impl Send for PlanEvents {}
+unsafe impl Sync for PlanEvents {}
+
+impl PlanEvents {
+    pub fn make(&mut self) -> Result<CUevent, CudaError> {
+        let e = drv::event::create(cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .map_err(|e| drv_err("cuEventCreate", e))?;
+        self.0.push(e);
+        Ok(e)
+    }
+}
+
+impl Drop for PlanEvents {
+    fn drop(&mut self) {
+        for &e in &self.0 {
+            // SAFETY: created by `make`, destroyed once; the plan's graphs are gone first.
+            let _ = unsafe { drv::event::destroy(e) };
+        }
     }
 }

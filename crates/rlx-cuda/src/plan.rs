@@ -191,6 +191,8 @@ pub(crate) enum Step {
     },
     /// A NCCL collective (see `lower::collective`).
     Collective(Box<crate::nccl::CollectiveCall>),
+    /// The main stream waits for a collective that ran beside it (`nccl::Overlap`).
+    Join(JoinEvent),
     Cpu(Box<CpuStep>),
 }
 
@@ -206,6 +208,40 @@ pub(crate) struct LowerEnv {
     pub scratch: Vec<DevBuf>,
     /// The group this plan's collectives run over (none: a group of one).
     pub comm: Option<Arc<crate::nccl::NcclComm>>,
+    /// The stream collectives run on beside the main one, and the events of the plan.
+    pub side: cudarc::driver::sys::CUstream,
+    pub events: crate::nccl::PlanEvents,
+    /// Collectives running beside the main stream that no later step has waited for yet.
+    pub pending: Vec<Pending>,
+}
+
+/// A collective in flight on the side stream: the byte ranges it reads and writes.
+pub(crate) struct Pending {
+    pub ranges: [(u64, usize); 2],
+    pub done: cudarc::driver::sys::CUevent,
+}
+
+/// `cuStreamWaitEvent` on the main stream.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JoinEvent(pub cudarc::driver::sys::CUevent);
+
+impl LowerEnv {
+    /// Make the main stream wait for every pending collective whose buffers overlap one of
+    /// `ranges` (all of them with `None`): a step that reads a collective's result, or
+    /// writes where the collective reads or writes, must not run beside it.
+    pub fn join(&mut self, ranges: Option<&[(u64, usize)]>) {
+        let touches = |p: &Pending| match ranges {
+            None => true,
+            Some(rs) => (rs.iter()).any(|&(a, n)| {
+                (p.ranges.iter())
+                    .any(|&(b, m)| n > 0 && m > 0 && a < b + m as u64 && b < a + n as u64)
+            }),
+        };
+        let (hit, keep): (Vec<Pending>, Vec<Pending>) = self.pending.drain(..).partition(touches);
+        self.pending = keep;
+        self.steps
+            .extend(hit.into_iter().map(|p| Step::Join(JoinEvent(p.done))));
+    }
 }
 
 impl LowerEnv {
@@ -219,6 +255,9 @@ impl LowerEnv {
             steps: Vec::new(),
             scratch: Vec::new(),
             comm: None,
+            side: streams.side,
+            events: Default::default(),
+            pending: Vec::new(),
         }
     }
 

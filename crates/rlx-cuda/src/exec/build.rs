@@ -95,6 +95,15 @@ impl CudaExecutable {
             if n.op.is_leaf() || (views[n.id.0].is_some() && !n.op.kind().is_in_place()) {
                 continue;
             }
+            // A step that reads a collective's result or writes over its buffers waits for
+            // it first (collectives run beside the main stream).
+            if !env.pending.is_empty() {
+                let touched: Vec<(u64, usize)> = (n.inputs.iter().map(|i| &tensors[i.0]))
+                    .chain([&tensors[n.id.0]])
+                    .map(|t| (t.ptr, t.bytes()))
+                    .collect();
+                env.join(Some(&touched));
+            }
             let before = env.steps.len();
             let mut ctx = NodeCtx {
                 node: bound,
@@ -109,6 +118,8 @@ impl CudaExecutable {
                 None => dispatch.push((n.id, n.op.kind(), None)),
                 Some(why) => {
                     env.steps.truncate(before);
+                    // A CPU step ends the GPU segment: nothing may be left running beside it.
+                    env.join(None);
                     if trace {
                         eprintln!(
                             "[rlx-trace] {} ({}) -> CPU fallback: {why}",
@@ -125,6 +136,7 @@ impl CudaExecutable {
                 }
             }
         }
+        env.join(None);
         let mut segments = Vec::new();
         let mut cur = Vec::new();
         for s in env.steps.drain(..) {
@@ -162,6 +174,7 @@ impl CudaExecutable {
             arena_bytes,
             _arena: arena,
             _scratch: std::mem::take(&mut env.scratch),
+            _events: std::mem::take(&mut env.events),
         })
     }
 }

@@ -29,6 +29,7 @@ fn kind_of(step: &Step) -> String {
         Step::Copy { .. } => return "device copy".into(),
         Step::Memset { .. } => return "memset".into(),
         Step::Collective(c) => c.label.as_str(),
+        Step::Join(_) => return "collective join".into(),
         Step::Cpu(c) => return format!("CPU fallback {}", c.label),
     };
     match label.split_once('#') {

@@ -140,6 +140,15 @@ pub(super) fn enqueue(s: &StreamSet, steps: &[Step]) -> Result<(), CudaError> {
                     .map_err(|e| CudaError::driver("cuMemsetD8Async", e))?
             }
             Step::Collective(c) => c.enqueue(s.stream)?,
+            // SAFETY: the event belongs to the plan being replayed.
+            Step::Join(j) => unsafe {
+                drv::stream::wait_event(
+                    s.stream,
+                    j.0,
+                    sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+                )
+            }
+            .map_err(|e| CudaError::driver("cuStreamWaitEvent", e))?,
             Step::Cpu(c) => {
                 return Err(CudaError::Node {
                     node: c.label.clone(),

@@ -8,8 +8,8 @@
 //! collective is a copy.
 use super::shape::move_ops::{copy_view_raw, View};
 use super::{Lowered, NodeCtx};
-use crate::nccl::{data_type, red_op, CollKind, CollectiveCall};
-use crate::plan::Step;
+use crate::nccl::{data_type, red_op, CollKind, CollectiveCall, Overlap};
+use crate::plan::{Pending, Step};
 use crate::unsupported;
 use rlx_ir::Op;
 
@@ -44,18 +44,40 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
     let n = comm.ranks();
     let es = x.dtype.size_bytes();
     let label = format!("{}#{} nccl", op.kind(), ctx.node.id.0);
-    let call = |ctx: &mut NodeCtx, kind, send, recv, count| {
-        ctx.env
-            .steps
-            .push(Step::Collective(Box::new(CollectiveCall {
-                kind,
-                send,
-                recv,
-                count,
-                dtype,
-                comm: comm.clone(),
-                label: label.clone(),
-            })));
+    // `beside`: run on the side stream (see `nccl::Overlap`) — not when a kernel of this
+    // node reads what the call writes.
+    let call = |ctx: &mut NodeCtx, kind, send, recv, count, beside: bool| -> Lowered {
+        let overlap = if beside {
+            let (ready, done) = (ctx.env.events.make()?, ctx.env.events.make()?);
+            let (sb, rb) = match kind {
+                CollKind::AllGather => (count * es, count * n * es),
+                CollKind::ReduceScatter(_) => (count * n * es, count * es),
+                CollKind::AllReduce(_) => (count * es, count * es),
+            };
+            ctx.env.pending.push(Pending {
+                ranges: [(send, sb), (recv, rb)],
+                done,
+            });
+            Some(Overlap {
+                side: ctx.env.side,
+                ready,
+                done,
+            })
+        } else {
+            None
+        };
+        let c = CollectiveCall {
+            kind,
+            send,
+            recv,
+            count,
+            dtype,
+            comm: comm.clone(),
+            label: label.clone(),
+            overlap,
+        };
+        ctx.env.steps.push(Step::Collective(Box::new(c)));
+        Ok(())
     };
     // (outer, run): the extent before the axis, and one part's contiguous run after it.
     let split = |axis: usize| -> (usize, usize) {
@@ -64,22 +86,18 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
     };
     match op {
         Op::AllReduce { reduce } => {
-            call(
-                ctx,
-                CollKind::AllReduce(red_op(reduce)),
-                x.ptr,
-                out.ptr,
-                x.numel(),
-            );
+            let k = CollKind::AllReduce(red_op(reduce));
+            call(ctx, k, x.ptr, out.ptr, x.numel(), true)?;
         }
         Op::AllGather { axis, .. } => {
             let (outer, run) = split(axis);
             if outer == 1 {
-                call(ctx, CollKind::AllGather, x.ptr, out.ptr, x.numel());
+                call(ctx, CollKind::AllGather, x.ptr, out.ptr, x.numel(), true)?;
             } else {
                 // Gather rank-major into scratch, then [ranks, outer, run] → [outer, ranks, run].
                 let tmp = ctx.scratch(out.bytes())?;
-                call(ctx, CollKind::AllGather, x.ptr, tmp, x.numel());
+                // The copy below reads what the call writes: it stays on the main stream.
+                call(ctx, CollKind::AllGather, x.ptr, tmp, x.numel(), false)?;
                 let view = View::contiguous(&[n, outer, run]).permute(&[1, 0, 2]);
                 copy_view_raw(ctx, tmp, &view, out.ptr, es)?;
             }
@@ -88,25 +106,15 @@ pub(crate) fn lower(ctx: &mut NodeCtx) -> Lowered {
             let (outer, run) = split(axis);
             let piece = run / n;
             if outer == 1 {
-                call(
-                    ctx,
-                    CollKind::ReduceScatter(red_op(reduce)),
-                    x.ptr,
-                    out.ptr,
-                    out.numel(),
-                );
+                let k = CollKind::ReduceScatter(red_op(reduce));
+                call(ctx, k, x.ptr, out.ptr, out.numel(), true)?;
             } else {
                 // [outer, ranks, piece] → [ranks, outer, piece], then scatter rank-major.
                 let tmp = ctx.scratch(x.bytes())?;
                 let view = View::contiguous(&[outer, n, piece]).permute(&[1, 0, 2]);
                 copy_view_raw(ctx, x.ptr, &view, tmp, es)?;
-                call(
-                    ctx,
-                    CollKind::ReduceScatter(red_op(reduce)),
-                    tmp,
-                    out.ptr,
-                    out.numel(),
-                );
+                let k = CollKind::ReduceScatter(red_op(reduce));
+                call(ctx, k, tmp, out.ptr, out.numel(), true)?;
             }
         }
         _ => unsupported!("not a collective"),
