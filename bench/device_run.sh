@@ -4,7 +4,8 @@
 # Pack first with bench/pack_device.sh (stages, prunes and xz-packs .device into .devpack/),
 # then unpack on the device: tar -xJf .devpack/device.tar.xz
 # and call the device tool with carry [".devpack"] and `bash bench/device_run.sh [parts]`.
-# parts, run in the order given: tests sanitizer bench (default: all three).
+# parts, run in the order given: tests sanitizer bench (default: all three). TEST_ARGS: extra
+# arguments for every test binary (e.g. `--skip smollm2` when the real model did not travel).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd); cd "$top"
 out=${OUT:-/tmp/rlx-out}; mkdir -p "$out"
@@ -19,7 +20,7 @@ tests() {
     [ -n "$name" ] || continue
     # Named crate-binary: two crates may both have a `cuda` test binary.
     tag="$(basename "$dir")-${name%-*}"
-    ( cd "$dir" && timeout "${TEST_TIMEOUT:-300}" "$top/.device/tests/$name" > "$out/t-$tag.log" 2>&1; echo $? > "$out/t-$tag.rc" ) &
+    ( cd "$dir" && timeout "${TEST_TIMEOUT:-300}" "$top/.device/tests/$name" ${TEST_ARGS:-} > "$out/t-$tag.log" 2>&1; echo $? > "$out/t-$tag.rc" ) &
   done < .device/tests/index
   wait
   fails=0
