@@ -4,7 +4,7 @@
 #   dp   `rlx train digits` on cuda:0 alone, then as a one-rank NCCL data-parallel mesh
 #        (`--devices cuda:0`: gradient buckets all-reduced by NCCL on the side stream)
 #   tp   `rlx generate` on a tiny random-weight llama GGUF (TINY=path; default
-#        .devm1/tiny-llama.gguf): cuda alone, a one-rank mesh, the CPU; and a two-GPU mesh,
+#        .devm1/cache/gguf/tiny-llama.gguf): cuda alone, a one-rank mesh, the CPU; and a two-GPU mesh,
 #        which a one-GPU machine must refuse with a clear error
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd); cd "$top"
@@ -18,7 +18,7 @@ dp)
     $rlx train digits $args 2>&1 | tail -n 6
   done ;;
 tp)
-  m=${TINY:-.devm1/tiny-llama.gguf}
+  m=${TINY:-.devm1/cache/gguf/tiny-llama.gguf}
   for args in "--device cuda" "--devices cuda:0" "--device cpu"; do
     echo "== rlx generate $(basename "$m") $args"
     $rlx generate --model "$m" --prompt "The capital of France is" --max-tokens 24 $args \

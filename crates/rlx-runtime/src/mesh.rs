@@ -178,6 +178,12 @@ impl Mesh {
         E: Send + fmt::Display,
         F: Fn(usize, &Session) -> Result<T, E> + Sync,
     {
+        if let [s] = self.sessions.as_slice() {
+            // One rank: nothing to meet, so no thread (a training step per call adds up).
+            return f(0, s)
+                .map(|v| vec![v])
+                .inspect_err(|e| self.abort(&format!("rank 0 failed: {e}")));
+        }
         let first: Mutex<Option<E>> = Mutex::new(None);
         let results: Vec<Option<T>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (self.sessions.iter().enumerate())
