@@ -138,20 +138,30 @@ impl CnnConfig {
         let h = g.reshape(h, &[batch as i64, ps.flat as i64])?;
         let logits = g.matmul_bias_act(h, ps.fc.weight, ps.fc.bias, None)?;
         if with_loss {
-            let labels = g.input(LABELS, Shape::new(&[batch], DType::I64))?;
-            let per = g.add_node(Op::SoftmaxCrossEntropyWithLogits, &[logits, labels])?;
-            let loss = g.add_node(
-                Op::Reduce {
-                    op: ReduceOp::Mean,
-                    axes: vec![],
-                    keep_dim: false,
-                },
-                &[per],
-            )?;
+            let loss = mean_cross_entropy(&mut g, logits, batch)?;
             g.set_outputs(vec![loss, logits]);
         } else {
             g.set_outputs(vec![logits]);
         }
         Ok(g)
     }
+}
+
+/// The classifiers' training loss: softmax cross-entropy of `logits` `[batch, classes]`
+/// against the I64 input `LABELS` `[batch]`, averaged over the batch.
+pub fn mean_cross_entropy(
+    g: &mut Graph,
+    logits: NodeId,
+    batch: usize,
+) -> Result<NodeId, ModelError> {
+    let labels = g.input(LABELS, Shape::new(&[batch], DType::I64))?;
+    let per = g.add_node(Op::SoftmaxCrossEntropyWithLogits, &[logits, labels])?;
+    Ok(g.add_node(
+        Op::Reduce {
+            op: ReduceOp::Mean,
+            axes: vec![],
+            keep_dim: false,
+        },
+        &[per],
+    )?)
 }

@@ -6,8 +6,8 @@
 //! Nothing here can hang: a rank that fails aborts the group (`Mesh::run`), and every
 //! collective waits at most the communicator's timeout.
 use rlx_io::{Batch, Dataset};
-use rlx_ir::{Activation, DType, Graph, HostTensor, Op, ReduceOp, Shape};
-use rlx_models::cnn::{IMAGES, LABELS};
+use rlx_ir::{Activation, DType, Graph, HostTensor, Op, Shape};
+use rlx_models::cnn::IMAGES;
 use rlx_models::{
     CnnConfig, FitConfig, GraphBuilder, LrSchedule, ModelError, Optimizer, ParamSpec, Trainer,
 };
@@ -58,16 +58,7 @@ impl GraphBuilder for Mlp {
             g.set_outputs(vec![logits]);
             return Ok(g);
         }
-        let labels = g.input(LABELS, Shape::new(&[batch], DType::I64))?;
-        let per = g.add_node(Op::SoftmaxCrossEntropyWithLogits, &[logits, labels])?;
-        let loss = g.add_node(
-            Op::Reduce {
-                op: ReduceOp::Mean,
-                axes: vec![],
-                keep_dim: false,
-            },
-            &[per],
-        )?;
+        let loss = rlx_models::cnn::mean_cross_entropy(&mut g, logits, batch)?;
         g.set_outputs(vec![loss, logits]);
         Ok(g)
     }
