@@ -31,14 +31,15 @@ impl ShardedDecoder {
         opts: &BuildOptions,
         mesh: Mesh,
     ) -> Result<ShardedDecoder, ModelError> {
-        let n = mesh.ranks();
-        let mut ranks = Vec::with_capacity(n);
-        for (r, session) in mesh.sessions().iter().enumerate() {
-            // A session of another group (or none) would all-reduce over the wrong ranks.
-            if session.rank() != (r, n) {
+        // Each session's own (rank, group size): a mesh from the environment holds this
+        // process's rank of a larger group, and builds that rank's shard.
+        let n = mesh.world();
+        let mut ranks = Vec::with_capacity(mesh.ranks());
+        for session in mesh.sessions() {
+            let (r, world) = session.rank();
+            if world != n {
                 return Err(ModelError::Config(format!(
-                    "mesh session {r} is rank {:?} (rank, ranks), not ({r}, {n})",
-                    session.rank()
+                    "mesh session of rank {r} is in a group of {world}, the mesh's is {n}"
                 )));
             }
             let tp = TensorParallel::new(r, n)?;
@@ -56,9 +57,9 @@ impl ShardedDecoder {
         Ok(ShardedDecoder { mesh, ranks })
     }
 
-    /// How many ranks share the model.
+    /// How many ranks share the model (across every process of the group).
     pub fn ranks(&self) -> usize {
-        self.ranks.len()
+        self.mesh.world()
     }
 
     /// Rank `r`'s compiled graph (to inspect; run it only through [`Self::run_typed`]).
@@ -66,7 +67,8 @@ impl ShardedDecoder {
         self.ranks.get(r)
     }
 
-    /// Run every rank on `inputs` at once; rank 0's outputs (every rank's are the same).
+    /// Run every rank of this process on `inputs` at once; the first one's outputs (every
+    /// rank's are the same: the LM head is replicated after the all-reduces).
     pub fn run_typed(&self, inputs: &[(&str, HostTensor)]) -> Result<Vec<HostTensor>, ModelError> {
         let outs = self.mesh.run(|r, _| {
             let exe = self.ranks.get(r).ok_or_else(|| {

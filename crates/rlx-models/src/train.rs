@@ -334,9 +334,13 @@ impl Trainer {
             .collect();
         let steps = &self.steps[&batch.len()];
         let losses = self.ranks.run(|r| {
+            // This process's r-th rank takes its global rank's shard.
+            let part = parts.get(self.ranks.global(r)).ok_or_else(|| {
+                ModelError::Config(format!("no shard for local rank {r}"))
+            })?;
             let mut inputs: Vec<(&str, HostTensor)> = vec![
-                (IMAGES, parts[r].images_tensor(DType::F32)),
-                (LABELS, parts[r].labels_tensor()),
+                (IMAGES, part.images_tensor(DType::F32)),
+                (LABELS, part.labels_tensor()),
             ];
             inputs.extend(hyper.iter().cloned());
             let out = steps[r].run_step(&inputs)?;

@@ -48,7 +48,15 @@ impl Ranks {
     pub(crate) fn count(&self) -> usize {
         match self {
             Ranks::One(_) => 1,
-            Ranks::Mesh { mesh, .. } => mesh.ranks(),
+            Ranks::Mesh { mesh, .. } => mesh.world(),
+        }
+    }
+
+    /// The global rank of this process's `r`-th rank (which shard of a batch it takes).
+    pub(crate) fn global(&self, r: usize) -> usize {
+        match self {
+            Ranks::One(_) => 0,
+            Ranks::Mesh { mesh, .. } => mesh.sessions().get(r).map_or(r, |s| s.rank().0),
         }
     }
 
@@ -182,14 +190,15 @@ impl Trainer {
     /// Rank `rank`'s current value of a param or optimizer-state tensor (every rank holds
     /// the same; this reads one rank's copy, to check that).
     pub fn rank_value(&self, rank: usize, name: &str) -> Result<HostTensor, ModelError> {
-        let ranks = self.ranks.count();
+        // `rank` counts this process's ranks (all of them on a local mesh).
+        let ranks = self.ranks.sessions().len();
         if rank >= ranks {
             return Err(ModelError::Config(format!(
-                "rank {rank} of a trainer over {ranks} rank(s)"
+                "rank {rank} of a trainer over {ranks} local rank(s)"
             )));
         }
-        match self.active {
-            Some(b) => Ok(self.steps[&b][rank].param(name)?),
+        match self.active.and_then(|b| self.steps.get(&b)?.get(rank)) {
+            Some(step) => Ok(step.param(name)?),
             None => self.value(name),
         }
     }

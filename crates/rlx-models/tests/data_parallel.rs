@@ -349,3 +349,48 @@ fn fit_trims_the_last_batch_to_the_ranks() {
         assert_eq!(dp.steps_done(), steps, "{n} samples");
     }
 }
+
+/// Ranks held by different "processes" (a thread each, each with a mesh of its one rank,
+/// as `Mesh::from_env` gives every process of a multi-process group): each takes its global
+/// rank's shard, and they train exactly as one process holding both ranks.
+#[test]
+fn ranks_in_separate_processes_train_like_one_mesh() {
+    let opt = Optimizer::adam(0.01);
+    let ranks = 2;
+    let mut local = Trainer::data_parallel(small(), opt, Mesh::cpu(ranks).unwrap())
+        .unwrap()
+        .with_seed(SEED);
+    for batch in batches(12) {
+        local.step(&batch).unwrap();
+    }
+    let sessions = Mesh::cpu(ranks).unwrap().sessions().to_vec();
+    let names = state_names(&local, &opt);
+    let apart: Vec<Vec<HostTensor>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (sessions.into_iter())
+            .map(|session| {
+                let names = &names;
+                s.spawn(move || {
+                    let mesh = Mesh::from_sessions(vec![session]).unwrap();
+                    assert_eq!((mesh.ranks(), mesh.world()), (1, 2));
+                    let mut t = Trainer::data_parallel(small(), opt, mesh)
+                        .unwrap()
+                        .with_seed(SEED);
+                    assert_eq!(t.ranks(), 2);
+                    for batch in batches(12) {
+                        t.step(&batch).unwrap();
+                    }
+                    (names.iter())
+                        .map(|n| t.rank_value(0, n).unwrap())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (k, name) in names.iter().enumerate() {
+        let want = local.rank_value(0, name).unwrap();
+        for got in &apart {
+            assert_eq!(got[k].data, want.data, "{name}");
+        }
+    }
+}

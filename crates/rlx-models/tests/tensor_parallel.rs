@@ -380,3 +380,40 @@ fn sharded_llm_generates_the_unsharded_greedy_tokens() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Ranks held by different "processes" (a thread each with a mesh of its one rank, as
+/// `Mesh::from_env` gives every process of a multi-process group): each builds its global
+/// rank's shard, and both print the logits of the one-process two-rank decoder.
+#[test]
+fn ranks_in_separate_processes_decode_like_one_mesh() {
+    let mut rng = Rng::new("ranks_in_separate_processes_decode_like_one_mesh");
+    let spec = Spec::new("llama");
+    let g = Gguf::from_bytes(&gguf_bytes(&spec, rng.next_u64())).unwrap();
+    let cfg = LlmConfig::from_gguf(&g).unwrap();
+    let tokens: Vec<i64> = (0..5)
+        .map(|_| (rng.next_u64() % cfg.vocab as u64) as i64)
+        .collect();
+    let local = ShardedDecoder::new(&cfg, &g, &opts(16), Mesh::cpu(2).unwrap()).unwrap();
+    let want = local.run_typed(&call(&tokens, 0)).unwrap()[0].to_f32_vec();
+    let sessions = Mesh::cpu(2).unwrap().sessions().to_vec();
+    let got: Vec<Vec<f32>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (sessions.into_iter())
+            .map(|session| {
+                let (g, cfg, tokens) = (&g, &cfg, &tokens);
+                s.spawn(move || {
+                    let mesh = Mesh::from_sessions(vec![session]).unwrap();
+                    let d = ShardedDecoder::new(cfg, g, &opts(16), mesh).unwrap();
+                    assert_eq!(d.ranks(), 2);
+                    d.run_typed(&call(tokens, 0)).unwrap()[0].to_f32_vec()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for g in &got {
+        assert_eq!(
+            g, &want,
+            "a process's logits differ from the one-process mesh's"
+        );
+    }
+}

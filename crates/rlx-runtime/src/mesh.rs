@@ -64,6 +64,34 @@ pub struct Mesh {
 }
 
 impl Mesh {
+    /// A mesh of these sessions: each names its own rank and group through its
+    /// communicator (a process holding some ranks of a larger group, as [`Mesh::from_env`]
+    /// makes). The sessions must belong to one group, each rank at most once.
+    pub fn from_sessions(sessions: Vec<Session>) -> Result<Mesh, Error> {
+        let Some(first) = sessions.first() else {
+            return Err(Error::Mesh("a mesh needs at least one rank".into()));
+        };
+        let world = first.rank().1;
+        let mut seen = Vec::new();
+        for s in &sessions {
+            let (r, w) = s.rank();
+            if w != world || seen.contains(&r) {
+                return Err(Error::Mesh(format!(
+                    "sessions of ranks {:?} do not form one group",
+                    sessions.iter().map(Session::rank).collect::<Vec<_>>()
+                )));
+            }
+            seen.push(r);
+        }
+        Ok(Mesh { sessions })
+    }
+
+    /// How many ranks the whole group has (more than [`Mesh::ranks`] when other processes
+    /// hold the rest).
+    pub fn world(&self) -> usize {
+        self.sessions.first().map_or(0, |s| s.rank().1)
+    }
+
     /// The global rank of each session (`0..ranks` for a local mesh; a mesh from the
     /// environment holds one rank of a larger group).
     pub fn global_ranks(&self) -> Vec<usize> {
@@ -114,8 +142,13 @@ impl Mesh {
         Ok(Mesh { sessions: vec![s] })
     }
 
-    /// A mesh from a device list such as `cpu,cpu` (two simulated CPU ranks) or `cpu*4`.
+    /// A mesh from a device list such as `cpu,cpu` (two simulated CPU ranks), `cpu*4`,
+    /// `cuda:0,cuda:1`, or `env` ([`Mesh::from_env`]: this process's rank of a group of
+    /// processes).
     pub fn parse(spec: &str) -> Result<Mesh, Error> {
+        if spec.trim() == "env" {
+            return Mesh::from_env();
+        }
         let bad = |why: String| Error::Mesh(format!("device list \"{spec}\": {why}"));
         let mut devices = Vec::new();
         for part in spec.split(',').map(str::trim) {
