@@ -335,9 +335,9 @@ impl Trainer {
         let steps = &self.steps[&batch.len()];
         let losses = self.ranks.run(|r| {
             // This process's r-th rank takes its global rank's shard.
-            let part = parts.get(self.ranks.global(r)).ok_or_else(|| {
-                ModelError::Config(format!("no shard for local rank {r}"))
-            })?;
+            let part = parts
+                .get(self.ranks.global(r))
+                .ok_or_else(|| ModelError::Config(format!("no shard for local rank {r}")))?;
             let mut inputs: Vec<(&str, HostTensor)> = vec![
                 (IMAGES, part.images_tensor(DType::F32)),
                 (LABELS, part.labels_tensor()),
