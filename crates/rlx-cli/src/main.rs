@@ -173,7 +173,19 @@ fn devices() {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("cpu      the reference backend ({threads} threads)");
     match rlx_cuda::check_available(0) {
-        Ok(()) => println!("cuda:0   CUDA GPU"),
+        Ok(()) => {
+            println!("cuda:0   CUDA GPU");
+            // Meshes of GPUs (`--devices cuda:0,cuda:1`) need NCCL.
+            match rlx_cuda::nccl::version() {
+                Ok(v) => println!(
+                    "nccl     {}.{}.{} (meshes: --devices cuda:0,cuda:1 or env)",
+                    v / 10000,
+                    v / 100 % 100,
+                    v % 100
+                ),
+                Err(e) => println!("nccl     not available: {e}"),
+            }
+        }
         Err(e) => println!("cuda     not available: {e}"),
     }
     let ads = rlx_wgpu::adapters();

@@ -126,6 +126,16 @@ impl CudaExecutable {
                 msg: format!("{c:?} cannot serve a graph on cuda:{ordinal}"),
             });
         }
+        // The verify reference is one process's CPU run: over several ranks its collectives
+        // would be identities, and every node after one would read as diverging.
+        if let Some(c) = comm.as_ref().filter(|c| opts.verify && c.ranks() > 1) {
+            return Err(CudaError::Nccl {
+                call: "CudaExecutable::new_rank",
+                msg: format!(
+                    "verify mode (RLX_VERIFY) checks against a one-process CPU run and cannot                      check {c:?}; unset it for mesh runs (the sharded paths are checked on                      simulated CPU ranks by the tests)"
+                ),
+            });
+        }
         graph.verify()?;
         let io = IoBindings::new(&graph)?;
         let gpu = Gpu::get(ordinal)?;
