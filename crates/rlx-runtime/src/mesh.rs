@@ -57,7 +57,8 @@ impl fmt::Debug for RankComm {
     }
 }
 
-/// A group of ranks, one session each.
+/// A group of ranks, one session each. A clone shares the communicators: run one program
+/// over a mesh at a time (two interleaved would meet each other's collectives).
 #[derive(Clone, Debug)]
 pub struct Mesh {
     sessions: Vec<Session>,
