@@ -7,6 +7,11 @@
 #   stash   carry [".devm1"], right after bench/device_embed.sh's calls in the same warm
 #           session: the bundle already unpacked under /tmp/rlx-hf serves this part too
 #   smol    rlx bench on the real SmolLM2 only (decode, prefill, and the per-kernel profile)
+#   micro   the decode GEMV microbenchmark (bench/cuda_micro: nvcc, hot and L2-cold timings)
+#   lcpp    carry [".lcpp"] (../shared/bench/llama_cpp_anchor.sh prepare .lcpp): build llama.cpp
+#           with CUDA and run llama-bench, with the micro benchmark beside the build; the
+#           built binaries come back under $OUT as lcpp-bin.tar.xz.* for `lcppbin`
+#   lcppbin carry [".lcpp", ".lcppbin"]: the same llama-bench run from binaries built earlier
 #   bench   carry [".lcpp"]: llama.cpp's llama-bench (built here, ~6 min) and `rlx bench` on the
 #           same random-weight GGUFs, one after the other in this call, plus the real SmolLM2
 set -u
@@ -32,6 +37,18 @@ part2)
   echo "== rlx generate --chat on CUDA (sampled, seed 7)"
   timeout 120 $W/.device/bin/rlx generate --model $smol --device cuda --chat --temperature 0.7 --seed 7 \
     --prompt "Write a haiku about GPUs." --max-tokens 64 2>&1 | tail -12 ;;
+micro)
+  bash bench/cuda_micro/run.sh 2>&1 | tee $out/micro.txt ;;
+lcpp)
+  (bash bench/cuda_micro/run.sh >$out/micro.txt 2>&1) & mp=$!
+  bash .lcpp/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt
+  wait $mp; cat $out/micro.txt
+  L=$(dirname "$(mktemp -u)")/rlx-llama-cpp
+  (cd $L/src/build && tar -cf - bin | xz -T0 -6 | split -b 15M - $out/lcpp-bin.tar.xz.) ; ls -la $out ;;
+lcppbin)
+  L=$(dirname "$(mktemp -u)")/rlx-llama-cpp; mkdir -p $L/src/build
+  cat .lcppbin/lcpp-bin.tar.xz.* | xz -d | tar -xf - -C $L/src/build && cp -r .lcpp/src/gguf-py $L/src/
+  bash .lcpp/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt ;;
 bench)
   echo "== llama.cpp (CUDA) llama-bench: pp512 / tg128"
   bash .lcpp/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt

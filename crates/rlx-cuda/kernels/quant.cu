@@ -481,12 +481,18 @@ __device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const 
     float* sh = reinterpret_cast<float*>(gs_sh4);
     const int units = (int)(K >> 5), k32 = (int)K;
     float* red = sh + M * units * GS_STRIDE;
-    const int tid = threadIdx.x, lane = tid & 31, gi = lane & (lpr - 1);
-    const i64 n = (i64)blockIdx.x * (blockDim.x / lpr) + tid / lpr;
-    const bool live = n < N;
-    const u8* row = w + (live ? n : 0) * ((K / block_len<S>()) * block_bytes<S>());
+    const int tid = threadIdx.x, lane = tid & 31, gi = lane & (lpr - 1), g = lane / lpr;
+    // Rows are taken warp by warp, grid-stride: a grid smaller than the rows (a few blocks a
+    // multiprocessor) stages h once per block and streams many rows with no wave tail. The
+    // loop is warp-uniform (the shuffles need every lane); group g of the warp takes row
+    // nb + g, and each lane walks (row, unit) pairs requesting the next pair's bytes — the
+    // next row's first unit at a row's end — before it uses the current one.
+    const int gpw = 32 / lpr, per = (units + lpr - 1) / lpr;
+    const i64 stride = (i64)gridDim.x * (blockDim.x >> 5) * gpw;
+    const i64 rb = (K / block_len<S>()) * block_bytes<S>();
+    i64 nb = ((i64)blockIdx.x * (blockDim.x >> 5) + (tid >> 5)) * gpw;
     GsUnit<S> cur;
-    if (live && gi < units) cur.load(row, gi);
+    if (nb + g < N && gi < units) cur.load(w + (nb + g) * rb, gi);
     pdl_wait();
     const int xs = glu ? 2 * k32 : k32;
     float scale[MM];
@@ -519,31 +525,46 @@ __device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const 
     float acc[MM];
 #pragma unroll
     for (int m = 0; m < MM; ++m) acc[m] = 0.f;
-    if (live) {
-        for (int u = gi; u < units; u += lpr) {
-            GsUnit<S> nxt;
-            const bool more = u + lpr < units;
-            if (more) nxt.load(row, u + lpr);
+    int it = 0;
+    while (nb < N) {
+        i64 nb2 = nb;
+        int it2 = it + 1;
+        if (it2 == per) {
+            it2 = 0;
+            nb2 += stride;
+            if (nb2 >= N) pdl_launch_next();
+        }
+        const int u = gi + it * lpr, u2 = gi + it2 * lpr;
+        GsUnit<S> nxt;
+        const bool more = nb2 + g < N && u2 < units;
+        if (more) nxt.load(w + (nb2 + g) * rb, u2);
+        if (nb + g < N && u < units) {
 #pragma unroll
             for (int m = 0; m < MM; ++m) {
                 if (m < M) acc[m] += cur.dot(gs_sh4 + (m * units + u) * (GS_STRIDE / 4));
             }
-            if (more) cur = nxt;
         }
-    }
-    pdl_launch_next();
+        if (it == per - 1) {
+            const i64 n = nb + g;
 #pragma unroll
-    for (int m = 0; m < MM; ++m) {
-        if (m < M) {
-            float v = acc[m];
-            for (int o = lpr >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-            if (live && gi == 0) {
-                v *= scale[m];
-                if (res != nullptr) v += ldf(res, (i64)m * N + n);
-                stf(y, (i64)m * N + n, v);
+            for (int m = 0; m < MM; ++m) {
+                if (m < M) {
+                    float v = acc[m];
+                    for (int o = lpr >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+                    if (n < N && gi == 0) {
+                        v *= scale[m];
+                        if (res != nullptr) v += ldf(res, (i64)m * N + n);
+                        stf(y, (i64)m * N + n, v);
+                    }
+                    acc[m] = 0.f;
+                }
             }
         }
+        if (more) cur = nxt;
+        nb = nb2;
+        it = it2;
     }
+    pdl_launch_next();
 }
 
 // h[m, k] = silu(gate)·up over the halves of x's rows ([gate | up] for glu 1, [up | gate]

@@ -91,6 +91,8 @@ pub struct Gpu {
     pub ordinal: usize,
     pub arch: String,
     pub name: String,
+    /// Streaming multiprocessors (sizes grid-stride launches).
+    pub sms: u32,
     modules: Mutex<HashMap<String, Module>>,
 }
 
@@ -125,11 +127,16 @@ impl Gpu {
             .compute_capability()
             .map_err(|e| CudaError::driver("compute_capability", e))?;
         let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
+        let sms = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(|e| CudaError::driver("multiprocessor count", e))?
+            .max(1) as u32;
         let gpu = Arc::new(Gpu {
             ctx,
             ordinal,
             arch: format!("sm_{maj}{min}"),
             name,
+            sms,
             modules: Mutex::new(HashMap::new()),
         });
         map.insert(ordinal, gpu.clone());

@@ -297,4 +297,28 @@ impl LowerEnv {
         };
         Ok(cands.swap_remove(i))
     }
+
+    /// [`Self::fastest`] timed with the L2 cache flushed before each run (see
+    /// `tune::kernel_flushed`); the flush buffer exists only while tuning.
+    pub fn fastest_cold(
+        &mut self,
+        key: &str,
+        mut cands: Vec<Launch>,
+    ) -> Result<Launch, LowerError> {
+        let i = match self.force_variant {
+            Some(k) => k.min(cands.len().saturating_sub(1)),
+            None if cands.len() > 1
+                && crate::tune::enabled()
+                && crate::tune::kernel_choice(key).is_none() =>
+            {
+                let buf = DevBuf::new(&self.gpu, FLUSH_BYTES)?;
+                crate::tune::kernel_flushed(key, &cands, self.stream, Some((buf.ptr, buf.bytes)))?
+            }
+            None => crate::tune::kernel(key, &cands, self.stream)?,
+        };
+        Ok(cands.swap_remove(i))
+    }
 }
+
+/// Bytes overwritten to evict the L2 cache before a cold timing (the H200's L2 is 50 MB).
+const FLUSH_BYTES: usize = 128 << 20;

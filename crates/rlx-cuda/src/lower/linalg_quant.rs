@@ -251,21 +251,30 @@ fn gemv(
     // Block starts are 4-byte aligned in the schemes whose kernel reads u32 words.
     let aligned = w.ptr.is_multiple_of(16);
     if smem <= GEMV_ST_SMEM && aligned {
+        let sms = ctx.env.gpu.sms as usize;
         for (lpr, warps) in [(4usize, 8usize), (8, 8), (16, 8), (32, 8), (16, 4), (32, 4)] {
             let cols = 32 * warps / lpr;
-            let blocks = n.div_ceil(cols);
-            if blocks > i32::MAX as usize {
+            let full = n.div_ceil(cols);
+            if full > i32::MAX as usize {
                 crate::unsupported!("N = {n} is too large for one launch");
             }
-            let kernel =
-                quant::dq_gemv_st(scheme, sfx, ptrs, extras, (mi, ni, ki), glu, lpr as i32);
-            let l = KernelLaunch::new(
-                kernel,
-                [blocks as u32, 1, 1],
-                [32 * warps as u32, 1, 1],
-                smem as u32,
-            );
-            cands.push(if pdl { l.with_pdl() } else { l });
+            // The kernel strides over rows, so besides one block per `cols` rows, grids of a
+            // few blocks a multiprocessor (h staged once per block, no partial last wave).
+            let grids = [full, 2 * sms, 4 * sms];
+            for (i, &blocks) in grids.iter().enumerate() {
+                if i > 0 && 2 * blocks > full {
+                    continue;
+                }
+                let kernel =
+                    quant::dq_gemv_st(scheme, sfx, ptrs, extras, (mi, ni, ki), glu, lpr as i32);
+                let l = KernelLaunch::new(
+                    kernel,
+                    [blocks as u32, 1, 1],
+                    [32 * warps as u32, 1, 1],
+                    smem as u32,
+                );
+                cands.push(if pdl { l.with_pdl() } else { l });
+            }
         }
     }
     if glu == 0 {
@@ -299,7 +308,8 @@ fn gemv(
     .map(|(_, s)| *s)
     .collect::<String>();
     let key = format!("dq_gemv {scheme:?} {} m={m} n={n} k={k}{fused}", sfx.name());
-    ctx.launch_fastest(&key, cands)
+    // A decode step reads far more weight bytes than the L2 holds: time the shapes cold.
+    ctx.launch_fastest_cold(&key, cands)
 }
 
 /// `y[ra, rb] = a[ra, k] · b[rb, k]ᵀ` in f32 from half `a` / `b` (the split paths' one GEMM

@@ -313,6 +313,18 @@ impl<'a> NodeCtx<'a> {
         Ok(())
     }
 
+    /// [`Self::launch_fastest`] for kernels streaming an operand from HBM: timed with the
+    /// L2 cache flushed before each run.
+    pub fn launch_fastest_cold(&mut self, key: &str, cands: Vec<KernelLaunch>) -> Lowered {
+        let launches = cands
+            .into_iter()
+            .map(|k| self.make_launch(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        let l = self.env.fastest_cold(key, launches)?;
+        self.env.steps.push(Step::Kernel(l));
+        Ok(())
+    }
+
     /// Device scratch memory that lives as long as the plan (for per-node temporaries).
     pub fn scratch(&mut self, bytes: usize) -> Result<u64, LowerError> {
         self.env.scratch(bytes)
