@@ -18,6 +18,7 @@ pub enum Switch {
     Pdl,
     Tune,
     Precision,
+    QuantAct,
     CacheDir,
     CudaInclude,
     RequireCuda,
@@ -144,6 +145,15 @@ pub const SWITCHES: &[SwitchInfo] = &[
         "f32|tf32|bf16|f16",
         "the GPU precision policy (default strict f32; the half policies autocast \
          matmul-class ops)",
+    ),
+    sw(
+        Switch::QuantAct,
+        "RLX_QUANT_ACT",
+        Kind::Text,
+        "q8",
+        "llama.cpp's CPU numerics for quantised weights: x is quantised to Q8_0 / Q8_1 / Q8_K \
+         per row and every block product is an integer dot (default f32 x times the decoded \
+         weight)",
     ),
     sw(
         Switch::CacheDir,
