@@ -5,8 +5,12 @@
 mod gemv;
 mod kquants;
 mod legacy;
+mod q8act;
+#[cfg(target_arch = "x86_64")]
+mod q8x86;
 
 pub use gemv::matvec;
+pub use q8act::{act_format, matmul_q8, matmul_q8_with, ActFormat, Q8Act, Q8Kernel, QuantAct};
 
 use crate::error::op_err;
 use crate::CpuError;
