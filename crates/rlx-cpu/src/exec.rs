@@ -6,6 +6,7 @@ use crate::buffer::{Buf, BufMut, OutView, Storage, TensorView};
 use crate::comm::Communicator;
 use crate::error::CpuError;
 use crate::plan::{make_plan, Loc, Plan, PlanMode};
+use crate::quant::QuantAct;
 use half::{bf16, f16};
 use rlx_ir::{
     CheckedInputs, ComputeClass, DType, DimBindings, Graph, HostTensor, IoBindings, Node, Op,
@@ -46,6 +47,8 @@ pub struct CpuExecutable {
     /// The group this executable is one rank of (collectives exchange through it); none:
     /// a group of one.
     comm: Option<Arc<dyn Communicator>>,
+    /// How products with a quantised weight compute (default f32 activations).
+    quant_act: QuantAct,
 }
 
 /// Which values a run returns.
@@ -166,6 +169,7 @@ impl CpuExecutable {
             pool: ArenaPool::default(),
             in_place_params,
             comm: None,
+            quant_act: QuantAct::F32,
         })
     }
 
@@ -173,6 +177,16 @@ impl CpuExecutable {
     /// with the other ranks' executables, which must run the same graph.
     pub fn set_communicator(&mut self, comm: Arc<dyn Communicator>) {
         self.comm = Some(comm);
+    }
+
+    /// Choose the numerics of DequantMatMul / FusedDequantMatMul with a quantised weight
+    /// ([`QuantAct::Q8`]: llama.cpp's 8-bit activations and integer block dots).
+    pub fn set_quant_act(&mut self, quant_act: QuantAct) {
+        self.quant_act = quant_act;
+    }
+
+    pub fn quant_act(&self) -> QuantAct {
+        self.quant_act
     }
 
     /// The group this executable is a rank of, if any.
@@ -491,7 +505,7 @@ impl CpuExecutable {
                 let tag = format!("{} {}", node.op.kind(), label(node));
                 crate::comm::run(&node.op, &tag, self.comm.as_deref(), &ins[0], out_view)
             } else {
-                crate::ops::eval(node, &ins, out_view)
+                crate::ops::eval_with(node, &ins, out_view, self.quant_act)
             };
             done.map_err(|e| match e {
                 CpuError::Op { msg, .. } => CpuError::Op {

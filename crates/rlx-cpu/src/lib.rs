@@ -19,6 +19,7 @@ pub use const_eval::CpuConstEvaluator;
 pub use error::{op_err, CpuError};
 pub use exec::{from_buf, run_graph, to_storage, CpuExecutable};
 pub use plan::PlanMode;
+pub use quant::QuantAct;
 
 /// Fused ops this backend runs natively (so the compiler keeps them): all of them — regions
 /// are interpreted per block, the others have dedicated thunks.

@@ -4,7 +4,7 @@
 use crate::backend::{CpuBackend, CudaBackend, Executable, WgpuBackend};
 use crate::mesh::RankComm;
 use crate::Error;
-use rlx_cpu::{CpuConstEvaluator, CpuExecutable};
+use rlx_cpu::{CpuConstEvaluator, CpuExecutable, QuantAct};
 use rlx_cuda::{CudaExecutable, CudaOptions, Precision};
 use rlx_ir::env::{self, Switch};
 use rlx_ir::{CheckedInputs, Graph, HostTensor, IoBindings};
@@ -77,6 +77,9 @@ pub struct CompileOptions {
     pub verify: bool,
     /// Replay GPU runs as one captured CUDA graph (`RLX_CUDA_GRAPH=0` turns it off).
     pub cuda_graph: bool,
+    /// How the CPU multiplies activations by a quantised weight (`RLX_QUANT_ACT=q8`:
+    /// llama.cpp's 8-bit activations and integer block dots; default f32). GPUs ignore it.
+    pub quant_act: QuantAct,
 }
 
 impl Default for CompileOptions {
@@ -89,6 +92,7 @@ impl Default for CompileOptions {
                 .unwrap_or_default(),
             verify: cuda.verify,
             cuda_graph: cuda.cuda_graph,
+            quant_act: QuantAct::from_env(),
         }
     }
 }
@@ -104,6 +108,10 @@ impl CompileOptions {
     }
     pub fn cuda_graph(mut self, on: bool) -> Self {
         self.cuda_graph = on;
+        self
+    }
+    pub fn quant_act(mut self, q: QuantAct) -> Self {
+        self.quant_act = q;
         self
     }
 }
@@ -201,6 +209,7 @@ impl Session {
         let exe: Box<dyn Executable> = match self.device {
             Device::Cpu => {
                 let mut cpu = CpuExecutable::new(optimize(cpu_pipeline())?)?;
+                cpu.set_quant_act(opts.quant_act);
                 if let Some(RankComm::Host(c)) = &self.comm {
                     cpu.set_communicator(c.clone());
                 }

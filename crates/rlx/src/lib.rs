@@ -29,7 +29,9 @@ pub mod prelude {
         ConvSpec, DType, Dim, FftNorm, Graph, HostTensor, IrError, MaskKind, Node, NodeId, Op,
         PoolKind, PoolSpec, QuantScheme, ReduceOp, RegionPrologue, RopeStyle, Shape, TransformStep,
     };
-    pub use rlx_runtime::{CompileOptions, CompiledGraph, Device, Error, Precision, Session};
+    pub use rlx_runtime::{
+        CompileOptions, CompiledGraph, Device, Error, Precision, QuantAct, Session,
+    };
 }
 
 #[doc = include_str!("../../../README.md")]

@@ -5,6 +5,7 @@
 //! and the CPU runs it for fallbacks and verify mode).
 use super::{arity, attention, linalg, norm};
 use crate::error::op_err;
+use crate::quant::QuantAct;
 use crate::{Buf, BufMut, CpuError, OutView, TensorView};
 use rlx_ir::{ComputeClass, QuantScheme};
 
@@ -13,6 +14,7 @@ pub fn fused_dequant_matmul(
     norm_eps: Option<f32>,
     residual: bool,
     glu: Option<bool>,
+    quant_act: QuantAct,
     ins: &[TensorView],
     mut out: OutView,
 ) -> Result<(), CpuError> {
@@ -46,7 +48,7 @@ pub fn fused_dequant_matmul(
     };
     let n: usize = hshape.iter().product();
     match (norm_eps.is_some() || glu.is_some(), x.data) {
-        (false, _) => linalg::dequant_matmul(scheme, &[x, w], out.reborrow())?,
+        (false, _) => linalg::dequant_matmul_with(scheme, quant_act, &[x, w], out.reborrow())?,
         (true, Buf::F32(_)) => {
             let mut h = vec![0f32; n];
             prepare(BufMut::F32(&mut h))?;
@@ -55,7 +57,7 @@ pub fn fused_dequant_matmul(
                 dtype: x.dtype,
                 data: Buf::F32(&h),
             };
-            linalg::dequant_matmul(scheme, &[hv, w], out.reborrow())?;
+            linalg::dequant_matmul_with(scheme, quant_act, &[hv, w], out.reborrow())?;
         }
         (true, Buf::F64(_)) => {
             let mut h = vec![0f64; n];
@@ -65,7 +67,7 @@ pub fn fused_dequant_matmul(
                 dtype: x.dtype,
                 data: Buf::F64(&h),
             };
-            linalg::dequant_matmul(scheme, &[hv, w], out.reborrow())?;
+            linalg::dequant_matmul_with(scheme, quant_act, &[hv, w], out.reborrow())?;
         }
         _ => return Err(op_err("x must hold float values")),
     }

@@ -4,7 +4,7 @@
 use super::arity;
 use super::scalar::activation;
 use crate::error::op_err;
-use crate::quant;
+use crate::quant::{self, QuantAct};
 use crate::util::broadcast_offsets;
 use crate::{Buf, CpuError, Float, OutView, TensorView};
 use gemm::Parallelism;
@@ -387,6 +387,29 @@ pub fn dequant_matmul(
         return dequant_matvec(scheme, x, w, out.get_mut()?);
     }
     dequant_matmul_tiled(scheme, ins, out)
+}
+
+/// [`dequant_matmul`] with the numerics `quant_act` picks: under [`QuantAct::Q8`] an f32
+/// product with a Q4_0 … Q6_K weight quantises x to 8 bits and takes integer block dots as
+/// llama.cpp does (`quant::matmul_q8`), at any M; anything else is [`dequant_matmul`].
+pub fn dequant_matmul_with(
+    scheme: QuantScheme,
+    quant_act: QuantAct,
+    ins: &[TensorView],
+    mut out: OutView,
+) -> Result<(), CpuError> {
+    let ins = arity(ins, 2, 2)?;
+    let (x, w) = (&ins[0], &ins[1]);
+    let q8 = quant_act == QuantAct::Q8 && quant::act_format(scheme).is_some();
+    if !(q8 && out.class() == ComputeClass::F32 && matches!(x.data, Buf::F32(_))) {
+        return dequant_matmul(scheme, ins, out);
+    }
+    let o = out.get_mut::<f32>()?;
+    let Some((_, k, n, _)) = dequant_dims(scheme, x, w, o.len())? else {
+        o.fill(0.0);
+        return Ok(());
+    };
+    quant::matmul_q8(scheme, &weight_bytes(w)?, n, k, x.get::<f32>()?, o)
 }
 
 /// [`dequant_matmul`] always through dequantised tiles and a GEMM, whatever M is (public

@@ -8,6 +8,7 @@
 //! named) and calls the op's typed thunk, so a new op or a new parameter does not build
 //! until its thunk is written.
 use crate::error::op_err;
+use crate::quant::QuantAct;
 use crate::{CpuError, OutView, TensorView};
 use rlx_ir::{Node, Op};
 
@@ -88,6 +89,17 @@ pub(crate) fn arity<'s, 'a>(
 
 /// Run `node`'s op on `ins`, writing `out` (fully: the arena is not zeroed between runs).
 pub fn eval(node: &Node, ins: &[TensorView], out: OutView) -> Result<(), CpuError> {
+    eval_with(node, ins, out, QuantAct::F32)
+}
+
+/// [`eval`] with the numerics of products with a quantised weight (DequantMatMul,
+/// FusedDequantMatMul) chosen by `quant_act`.
+pub fn eval_with(
+    node: &Node,
+    ins: &[TensorView],
+    out: OutView,
+    quant_act: QuantAct,
+) -> Result<(), CpuError> {
     match &node.op {
         // ---- leaves
         Op::Input { name: _ } | Op::Param { name: _ } | Op::Constant { data: _ } => {
@@ -110,14 +122,14 @@ pub fn eval(node: &Node, ins: &[TensorView], out: OutView) -> Result<(), CpuErro
         Op::FusedMatMulBiasAct { activation } => {
             linalg::fused_matmul_bias_act(*activation, ins, out)
         }
-        Op::DequantMatMul { scheme } => linalg::dequant_matmul(*scheme, ins, out),
+        Op::DequantMatMul { scheme } => linalg::dequant_matmul_with(*scheme, quant_act, ins, out),
         Op::FusedDequantMatMul {
             scheme,
             norm_eps,
             residual,
             glu,
         } => fused_dequant_matmul::fused_dequant_matmul(
-            *scheme, *norm_eps, *residual, *glu, ins, out,
+            *scheme, *norm_eps, *residual, *glu, quant_act, ins, out,
         ),
         Op::Dequantize { scheme } => linalg::dequantize(*scheme, ins, out),
 
