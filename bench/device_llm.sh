@@ -12,6 +12,10 @@
 #           with CUDA and run llama-bench, with the micro benchmark beside the build; the
 #           built binaries come back under $OUT as lcpp-bin.tar.xz.* for `lcppbin`
 #   lcppbin carry [".lcpp", ".lcppbin"]: the same llama-bench run from binaries built earlier
+#   side    carry [".lcpps", ".lcppbin", ".devbin"] (.lcpps: the anchor's scripts and gguf-py;
+#           .devbin/rlx.xz: the release rlx, xz-compressed): llama-bench from the saved
+#           binaries, then rlx bench (and its decode profile) on the same GGUFs, then the
+#           micro benchmark — the side-by-side in one call
 #   bench   carry [".lcpp"]: llama.cpp's llama-bench (built here, ~6 min) and `rlx bench` on the
 #           same random-weight GGUFs, one after the other in this call, plus the real SmolLM2
 set -u
@@ -49,6 +53,19 @@ lcppbin)
   L=$(dirname "$(mktemp -u)")/rlx-llama-cpp; mkdir -p $L/src/build
   cat .lcppbin/lcpp-bin.tar.xz.* | xz -d | tar -xf - -C $L/src/build && cp -r .lcpp/src/gguf-py $L/src/
   bash .lcpp/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt ;;
+side)
+  L=$(dirname "$(mktemp -u)")/rlx-llama-cpp; mkdir -p $L/src/build
+  [ -x $L/src/build/bin/llama-bench ] || { cat .lcppbin/lcpp-bin.tar.xz.* | xz -d | tar -xf - -C $L/src/build && cp -r .lcpps/src/gguf-py $L/src/; }
+  echo "== llama.cpp (CUDA) llama-bench: pp512 / tg128"
+  bash .lcpps/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt
+  xz -dc .devbin/rlx.xz > $W/rlx && chmod +x $W/rlx
+  echo "== rlx bench, same GGUFs, same GPU, right after"
+  $W/rlx bench --device cuda --suites llm --iters 5 --gguf $L/smollm135-q4_1.gguf \
+    --gguf $L/smollm135-f16.gguf --gguf $L/qwen05b-f16.gguf --gguf $L/qwen05b-q4_k_m.gguf 2>&1 | tee $out/rlx_bench.txt
+  for f in qwen05b-f16 qwen05b-q4_k_m; do
+    $W/rlx bench --device cuda --suites llm --iters 2 --profile --gguf $L/$f.gguf 2>&1 | grep -A24 "^profile: .*decode"
+  done 2>&1 | tee $out/rlx_profile.txt
+  [ -n "${MICRO:-}" ] && bash bench/cuda_micro/run.sh 2>&1 | grep -E "^[A-Za-z0-9]|check|today|best" | tee $out/micro.txt ;;
 bench)
   echo "== llama.cpp (CUDA) llama-bench: pp512 / tg128"
   bash .lcpp/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt

@@ -151,6 +151,7 @@ int main() {
         const float* xin_old = c.glu ? dh : dx;
         printf("\n%s %s N=%lld K=%lld%s%s%s\n", c.what, s->name, N, K, c.norm ? " +norm" : "", c.res ? " +res" : "", c.glu ? " +glu" : "");
         for (int M : {1, 3}) {
+            if (((size_t)M * (K / 32) * 36 + 32) * 4 > 48 * 1024) continue;  // needs the opt-in size
             s->old<<<(N + 3) / 4, 128, 0, st>>>(xin_old, dw, dy0, gam, res, M, N, K, eps);
             const int units = K / 32;
             size_t smem = ((size_t)M * units * 36 + 32) * 4;
@@ -177,8 +178,11 @@ int main() {
         for (int c = 1; c < copies; ++c) { CK(cudaMalloc(&cw[c], bytes)); CK(cudaMemcpy(cw[c], dw, bytes, cudaMemcpyDeviceToDevice)); }
         struct Cfg { int lpr, warps, grid; float hot, cold; };
         std::vector<Cfg> cfgs;
-        for (int lpr : {4, 8, 16, 32}) for (int warps : {4, 8}) {
-            const i64 rows = 32 * warps / lpr;
+        std::vector<std::pair<int, int>> shapes;
+        for (int lpr : {4, 8, 16, 32}) for (int warps : {4, 8}) shapes.push_back({lpr, warps});
+        if (units >= 64) { shapes.push_back({64, 2}); shapes.push_back({128, 4}); shapes.push_back({256, 8}); }
+        for (auto [lpr, warps] : shapes) {
+            const i64 rows = std::max(1, 32 * warps / lpr);
             const int full = (int)((N + rows - 1) / rows);
             for (int grid : {full, 132, 264, 528, 1056}) {
                 if (grid > full || (grid != full && grid * 2 > full * 1)) { if (grid != full) continue; }
@@ -187,7 +191,8 @@ int main() {
         }
         // The capped grids must compute the same output as the full one.
         {
-            int lp = 32, warps = 4, grid = 132;
+          for (int lp0 : {32, 128}) {
+            int lp = lp0, warps = lp0 == 128 ? 4 : 4, grid = lp0 == 128 ? (int)std::min<i64>(N, 264) : 132;
             void* sargs[] = {&dx, &dw, &dy1, &gam, &res, &M, &Nv, &Kv, &eps, &glu, &lp};
             CK(cudaMemset(dy1, 0, N * 4));
             L l{(void*)s->st1, dim3(grid), dim3(32 * warps), smem, sargs, true};
@@ -198,7 +203,8 @@ int main() {
             cudaMemcpy(b.data(), dy1, N * 4, cudaMemcpyDeviceToHost);
             double md = 0, mx = 0;
             for (i64 i = 0; i < N; ++i) { md = fmax(md, fabs(a[i] - b[i])); mx = fmax(mx, fabs(a[i])); }
-            printf("  check grid-stride (grid 132): %s\n", md <= 1e-4 * mx + 1e-5 ? "ok" : "MISMATCH");
+            printf("  check grid-stride (lpr %d, grid %d): %s\n", lp, grid, md <= 1e-4 * mx + 1e-5 ? "ok" : "MISMATCH");
+          }
         }
         for (auto& c : cfgs) {
             int lp = c.lpr;
@@ -219,7 +225,7 @@ int main() {
         Cfg hf = cfgs[0], hb = cfgs[0], cb = cfgs[0];
         bool seen = false;
         for (auto& c : cfgs) {
-            const i64 rows = 32 * c.warps / c.lpr;
+            const i64 rows = std::max(1, 32 * c.warps / c.lpr);
             const bool full = c.grid == (int)((N + rows - 1) / rows);
             if (full && (!seen || c.hot < hf.hot)) { hf = c; seen = true; }
             if (c.hot < hb.hot) hb = c;

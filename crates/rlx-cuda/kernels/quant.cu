@@ -194,6 +194,22 @@ __device__ __forceinline__ unsigned ld_u16(const u8* p) { return *reinterpret_ca
 __device__ __forceinline__ unsigned ld_u32(const u8* p) { return *reinterpret_cast<const unsigned*>(p); }
 __device__ __forceinline__ float h16_lo(unsigned v) { return __half2float(__ushort_as_half((unsigned short)(v & 0xffffu))); }
 __device__ __forceinline__ float h16_hi(unsigned v) { return __half2float(__ushort_as_half((unsigned short)(v >> 16))); }
+// The bytes of a block of at most 4·NW − 2 bytes at p (2-byte aligned: the 18-, 22- and
+// 34-byte blocks of Q4_0, Q5_0 and Q8_0) as NW words from NW aligned word loads and funnel
+// shifts — half the load instructions of u16 reads. A load never passes the aligned word
+// that holds the block's last byte; what e[NW − 1] holds past the block is garbage.
+template <int NW>
+__device__ __forceinline__ void ld_words(const u8* p, unsigned* e) {
+    const unsigned off = (unsigned)(reinterpret_cast<size_t>(p) & 3u);
+    const unsigned* a = reinterpret_cast<const unsigned*>(p - off);
+    unsigned w[NW + 1];
+#pragma unroll
+    for (int i = 0; i < NW; ++i) w[i] = a[i];
+    w[NW] = 0u;
+#pragma unroll
+    for (int i = 0; i < NW; ++i) e[i] = __funnelshift_r(w[i], w[i + 1], 8 * off);
+}
+
 // Byte j of v (each < 2^23) as a float: the byte placed in the mantissa of 2^23, less 2^23.
 __device__ __forceinline__ float byte_f(unsigned v, int j) {
     return __int_as_float(__byte_perm(v, 0x4B000000u, 0x7440 + j)) - 8388608.0f;
@@ -252,10 +268,12 @@ template <>
 struct GsUnit<Q8_0> {
     unsigned v[9];  // d, then 32 i8 as 8 words
     __device__ __forceinline__ void load(const u8* row, int u) {
-        const u8* b = row + u * 34;
-        v[0] = ld_u16(b);
+        // 34 bytes: words 0..8 hold d and the quants two bytes off their word boundaries.
+        unsigned e[9];
+        ld_words<9>(row + u * 34, e);
+        v[0] = e[0] & 0xffffu;
 #pragma unroll
-        for (int i = 0; i < 8; ++i) v[1 + i] = ld_u16(b + 2 + 4 * i) | (ld_u16(b + 4 + 4 * i) << 16);
+        for (int i = 0; i < 8; ++i) v[1 + i] = __funnelshift_r(e[i], e[i + 1], 16);
     }
     __device__ __forceinline__ float dot(const float4* h) const {
         // Flipping each byte's sign bit gives q + 128 as an unsigned byte.
@@ -281,10 +299,11 @@ template <>
 struct GsUnit<Q4_0> {
     unsigned v[5];
     __device__ __forceinline__ void load(const u8* row, int u) {
-        const u8* b = row + u * 18;
-        v[0] = ld_u16(b);
+        unsigned e[5];
+        ld_words<5>(row + u * 18, e);
+        v[0] = e[0] & 0xffffu;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) v[1 + i] = ld_u16(b + 2 + 4 * i) | (ld_u16(b + 4 + 4 * i) << 16);
+        for (int i = 0; i < 4; ++i) v[1 + i] = __funnelshift_r(e[i], e[i + 1], 16);
     }
     __device__ __forceinline__ float dot(const float4* h) const {
         float hs;
@@ -312,11 +331,11 @@ template <>
 struct GsUnit<Q5_0> {
     unsigned v[6];  // d, qh, 4 nibble words
     __device__ __forceinline__ void load(const u8* row, int u) {
-        const u8* b = row + u * 22;
-        v[0] = ld_u16(b);
-        v[1] = ld_u16(b + 2) | (ld_u16(b + 4) << 16);
+        unsigned e[6];
+        ld_words<6>(row + u * 22, e);
+        v[0] = e[0] & 0xffffu;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) v[2 + i] = ld_u16(b + 6 + 4 * i) | (ld_u16(b + 8 + 4 * i) << 16);
+        for (int i = 0; i < 5; ++i) v[1 + i] = __funnelshift_r(e[i], e[i + 1], 16);
     }
     __device__ __forceinline__ float dot(const float4* h) const {
         float hs;
@@ -481,16 +500,20 @@ __device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const 
     float* sh = reinterpret_cast<float*>(gs_sh4);
     const int units = (int)(K >> 5), k32 = (int)K;
     float* red = sh + M * units * GS_STRIDE;
-    const int tid = threadIdx.x, lane = tid & 31, gi = lane & (lpr - 1), g = lane / lpr;
+    // lpr > 32 (= blockDim.x): a long row (the down products' K) taken by the whole block,
+    // its sums reduced through shared memory — enough lanes on few rows to keep HBM busy.
+    const bool wide = lpr > 32;
+    const int tid = threadIdx.x, lane = tid & 31;
+    const int gi = wide ? tid : (lane & (lpr - 1)), g = wide ? 0 : lane / lpr;
     // Rows are taken warp by warp, grid-stride: a grid smaller than the rows (a few blocks a
     // multiprocessor) stages h once per block and streams many rows with no wave tail. The
     // loop is warp-uniform (the shuffles need every lane); group g of the warp takes row
     // nb + g, and each lane walks (row, unit) pairs requesting the next pair's bytes — the
     // next row's first unit at a row's end — before it uses the current one.
-    const int gpw = 32 / lpr, per = (units + lpr - 1) / lpr;
-    const i64 stride = (i64)gridDim.x * (blockDim.x >> 5) * gpw;
+    const int gpw = wide ? 1 : 32 / lpr, per = (units + lpr - 1) / lpr;
+    const i64 stride = wide ? (i64)gridDim.x : (i64)gridDim.x * (blockDim.x >> 5) * gpw;
     const i64 rb = (K / block_len<S>()) * block_bytes<S>();
-    i64 nb = ((i64)blockIdx.x * (blockDim.x >> 5) + (tid >> 5)) * gpw;
+    i64 nb = wide ? (i64)blockIdx.x : ((i64)blockIdx.x * (blockDim.x >> 5) + (tid >> 5)) * gpw;
     GsUnit<S> cur;
     if (nb + g < N && gi < units) cur.load(w + (nb + g) * rb, gi);
     pdl_wait();
@@ -550,7 +573,16 @@ __device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const 
             for (int m = 0; m < MM; ++m) {
                 if (m < M) {
                     float v = acc[m];
-                    for (int o = lpr >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+                    if (wide) {
+                        v = warp_sum(v);
+                        if (lane == 0) red[tid >> 5] = v;
+                        __syncthreads();
+                        if (tid == 0)
+                            for (int w2 = 1; w2 < (int)(blockDim.x >> 5); ++w2) v += red[w2];
+                        __syncthreads();
+                    } else {
+                        for (int o = lpr >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+                    }
                     if (n < N && gi == 0) {
                         v *= scale[m];
                         if (res != nullptr) v += ldf(res, (i64)m * N + n);

@@ -252,8 +252,13 @@ fn gemv(
     let aligned = w.ptr.is_multiple_of(16);
     if smem <= GEMV_ST_SMEM && aligned {
         let sms = ctx.env.gpu.sms as usize;
-        for (lpr, warps) in [(4usize, 8usize), (8, 8), (16, 8), (32, 8), (16, 4), (32, 4)] {
-            let cols = 32 * warps / lpr;
+        let mut shapes = vec![(4usize, 8usize), (8, 8), (16, 8), (32, 8), (16, 4), (32, 4)];
+        // Long rows (few of them, as in a down product): a block of 2–8 warps per row.
+        if k / 32 >= 64 {
+            shapes.extend([(64, 2), (128, 4), (256, 8)]);
+        }
+        for (lpr, warps) in shapes {
+            let cols = (32 * warps / lpr).max(1);
             let full = n.div_ceil(cols);
             if full > i32::MAX as usize {
                 crate::unsupported!("N = {n} is too large for one launch");
