@@ -48,7 +48,9 @@ impl Model {
         let all_logits = opts.all_logits;
         let (graph, decls) = llm::build(&cfg, &opts).unwrap();
         let copts = CompileOptions::default().quant_act(quant_act);
-        let exe = Session::new(Device::Cpu).compile_with(graph, &copts).unwrap();
+        let exe = Session::new(Device::Cpu)
+            .compile_with(graph, &copts)
+            .unwrap();
         for (name, value) in llm::load(&gguf, &decls).unwrap() {
             exe.set_param_typed(&name, value).unwrap();
         }
@@ -166,7 +168,6 @@ fn compare_row(ours: &[f32], row: &Value, what: &str, acc: &mut Agreement) {
         acc.top1 += 1;
     } else {
         let gap = want[0] - want[1];
-        if std::env::var_os("DIAG").is_some() { eprintln!("{what}: pick {pick} top {:?} gap {gap} dmax {dmax}", &top[..2]); acc.near_ties += 1; acc.diff2 += d2; acc.ref2 += r2; return; }
         assert!(
             pick == top[1] && gap <= 2.0 * dmax,
             "{what}: we pick {pick}, llama.cpp {} (gap {gap}, our largest difference at its \
@@ -288,15 +289,29 @@ fn smollm2_q4_1_matches_llama_cpp() {
 #[test]
 fn smollm2_q4_1_with_q8_activations_matches_llama_cpp() {
     // The same comparison under QuantAct::Q8: x quantised to Q8_1 (Q8_0 for the tied Q8_0
-    // head) and integer block dots, as llama.cpp's CPU backend computes.
+    // head) and integer block dots, bit for bit llama.cpp's products for the same x (the
+    // rlx-cpu unit tests check them against ggml's formulas). It agrees no better than the
+    // f32 mode (782 against 784 of 800, rel-L2 9.3e-3): the Q8 rounding of x turns any tiny
+    // upstream difference into whole quantisation steps, so the two runs' errors decorrelate
+    // unless every op matches bit for bit. llama.cpp against itself shows the same floor:
+    // with an f32 KV cache (its only change: no f16 rounding of q, k, v and the attention
+    // weights) it agrees with its default f16-cache run at 777 of 800 (rel-L2 9.3e-3), and
+    // its one-token steps differ from its batched logits by 1-3 % rel-L2. Rounding our
+    // attention's q, k, v and weights to f16 as well did not help (780 of 800).
     let Some(a) = check_teacher_forced_with(
         "SmolLM2-135M-Instruct.Q4_1.gguf",
-        &std::env::var("REFJSON").unwrap_or("llama_ref_smollm2_q4_1.json".into()),
+        "llama_ref_smollm2_q4_1.json",
         99,
         QuantAct::Q8,
     ) else {
         return;
     };
+    assert!(
+        a.top1 * 1000 >= a.rows * 975,
+        "top-1 {}/{} below 97.5 %",
+        a.top1,
+        a.rows
+    );
     let rel = (a.diff2 / a.ref2).sqrt();
     assert!(rel < 2e-2, "rel-L2 {rel:.2e}");
 }

@@ -262,9 +262,6 @@ fn attend_block<T: Float>(
             }
         }
         T::softmax_in_place(row);
-        if std::env::var_os("DIAG_F16").is_some() {
-            row.iter_mut().for_each(|v| *v = T::from_f64(half::f16::from_f64(crate::Elem::to_f64(*v)).to_f64()));
-        }
     }
     let pm = Mat {
         data: &*sc,
@@ -285,8 +282,6 @@ fn run<T: Float>(
     keep: Option<&[bool]>,
     out: &mut [T],
 ) -> Result<(), CpuError> {
-    let r16 = |t: &TensorView| -> Result<Vec<T>, CpuError> { Ok(t.get::<T>()?.iter().map(|v| if std::env::var_os("DIAG_F16").is_some() { T::from_f64(half::f16::from_f64(crate::Elem::to_f64(*v)).to_f64()) } else { *v }).collect()) };
-    let (q16, k16, v16) = (r16(&ins[0])?, r16(&ins[1])?, r16(&ins[2])?);
     let p = Params {
         g,
         kind: spec.mask_kind,
@@ -296,9 +291,9 @@ fn run<T: Float>(
                 .map_or(1.0 / (spec.head_dim as f64).sqrt(), f64::from),
         ),
         cap: spec.attn_logit_softcap.map(|c| T::from_f64(c as f64)),
-        q: &q16,
-        k: &k16,
-        v: &v16,
+        q: ins[0].get::<T>()?,
+        k: ins[1].get::<T>()?,
+        v: ins[2].get::<T>()?,
         keep,
     };
     let (sq, h, dv) = (g.sq, g.heads, g.dv);
