@@ -65,7 +65,7 @@ side)
   for f in qwen05b-f16 qwen05b-q4_k_m; do
     $W/rlx bench --device cuda --suites llm --iters 2 --profile --gguf $L/$f.gguf 2>&1 | grep -A24 "^profile: .*decode"
   done 2>&1 | tee $out/rlx_profile.txt
-  [ -n "${MICRO:-}" ] && bash bench/cuda_micro/run.sh 2>&1 | grep -E "^[A-Za-z0-9]|check|today|best" | tee $out/micro.txt ;;
+  [ -n "${MICRO:-}" ] && bash bench/cuda_micro/run.sh 2>&1 | grep -E "^[A-Za-z0-9]|MISMATCH|today|best|wide" | tee $out/micro.txt ;;
 bench)
   echo "== llama.cpp (CUDA) llama-bench: pp512 / tg128"
   bash .lcpp/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt

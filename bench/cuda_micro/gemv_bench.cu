@@ -235,6 +235,7 @@ int main() {
         show(hf, "today (hot-best full grid)");
         show(hb, "hot best");
         show(cb, "cold best");
+        for (auto& c : cfgs) if (c.lpr > 32) show(c, "wide");
         for (int c = 1; c < copies; ++c) cudaFree(cw[c]);
         cudaFree(dw); cudaFree(dx); cudaFree(dh); cudaFree(dg); cudaFree(dr); cudaFree(dy0); cudaFree(dy1);
     }

@@ -7,6 +7,8 @@ mod kquants;
 mod legacy;
 mod q8act;
 #[cfg(target_arch = "x86_64")]
+mod q8tile;
+#[cfg(target_arch = "x86_64")]
 mod q8x86;
 
 pub use gemv::matvec;

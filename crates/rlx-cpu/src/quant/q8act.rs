@@ -356,7 +356,7 @@ fn idot(w: &[i8], y: &[i8]) -> i32 {
 
 /// A 32-value block's weight quants (signed, as the dot takes them) and its d and m.
 #[inline(always)]
-fn legacy_block<const S: u8>(b: &[u8]) -> ([i8; 32], f32, f32) {
+pub(crate) fn legacy_block<const S: u8>(b: &[u8]) -> ([i8; 32], f32, f32) {
     let mut q = [0i8; 32];
     let (d, m, bias, nib, qh) = match S {
         code::Q8_0 => {
@@ -387,16 +387,16 @@ fn legacy_block<const S: u8>(b: &[u8]) -> ([i8; 32], f32, f32) {
 
 /// A K-quant super-block: its 256 quants (Q6_K's less 32), the scale of each 16 values,
 /// the min of each 32 (zeros for Q6_K), d and dmin.
-struct KBlock {
-    q: [i8; 256],
-    sc: [i32; 16],
-    mn: [i32; 8],
-    d: f32,
-    dmin: f32,
+pub(crate) struct KBlock {
+    pub q: [i8; 256],
+    pub sc: [i32; 16],
+    pub mn: [i32; 8],
+    pub d: f32,
+    pub dmin: f32,
 }
 
 #[inline(always)]
-fn k_block<const S: u8>(b: &[u8]) -> KBlock {
+pub(crate) fn k_block<const S: u8>(b: &[u8]) -> KBlock {
     let mut k = KBlock {
         q: [0; 256],
         sc: [0; 16],
@@ -581,6 +581,29 @@ fn rows_any(kernel: Q8Kernel, s: u8, w: &[u8], rb: usize, act: &Q8Act, out: &mut
     rows_portable_any(s, w, rb, act, out)
 }
 
+/// From this many rows of x on, CPUs with AVX-512 VNNI unpack 16 weight rows at a time into
+/// a tile whose lanes are the rows (`q8tile.rs`) and reuse it for every row of x.
+const TILE_MIN_M: usize = 8;
+
+/// The tiled product: tiles spread over rayon's threads, each writing its `[m, 16]` block.
+#[cfg(target_arch = "x86_64")]
+fn tiled(s: u8, w: &[u8], n: usize, rb: usize, act: &Q8Act, out: &mut [f32]) {
+    use super::q8tile::{rows, Tile, ROWS};
+    let m = act.rows();
+    let tiles = n.div_ceil(ROWS);
+    let mut tmp = vec![0f32; tiles * m * ROWS];
+    (tmp.par_chunks_mut(m * ROWS))
+        .zip(w.par_chunks(ROWS * rb))
+        .for_each_init(Tile::default, |t, (o, wt)| rows(s, wt, rb, act, o, t));
+    for (ti, blk) in tmp.chunks_exact(m * ROWS).enumerate() {
+        let cols = ROWS.min(n - ti * ROWS);
+        for i in 0..m {
+            out[i * n + ti * ROWS..i * n + ti * ROWS + cols]
+                .copy_from_slice(&blk[i * ROWS..i * ROWS + cols]);
+        }
+    }
+}
+
 /// Below this many weight bytes × rows of x a product runs on the calling thread.
 const PAR_WORK: usize = 1 << 16;
 
@@ -631,6 +654,11 @@ pub fn matmul_q8_with(
         return Ok(());
     }
     let act = Q8Act::quantize(format, x, k)?;
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Q8Kernel::Best && m >= TILE_MIN_M && super::q8tile::available() {
+        tiled(s, w, n, rb, &act, out);
+        return Ok(());
+    }
     // Results land as [n, m]; for one row of x that is already out's layout.
     let mut tmp = if m == 1 {
         Vec::new()
