@@ -52,16 +52,25 @@ fn main() {
         let shapes: &[(usize, usize)] = if kq {
             &[(768, 768), (768, 2048), (2048, 768)]
         } else {
-            &[(576, 576), (576, 1536), (1536, 576), (576, 49152)]
+            &[
+                (576, 576),
+                (576, 1536),
+                (1536, 576),
+                (576, 49152),
+                (1536, 32768),
+            ]
         };
         for &(k, n) in shapes {
             let vals: Vec<f32> = (0..n * k).map(|_| next() * 0.2).collect();
             let w = quantize(scheme, &vals, n, k).expect("quantise");
             for m in [1usize, 128] {
+                if m > 1 && std::env::var_os("Q8_DECODE_ONLY").is_some() {
+                    continue;
+                }
                 let x: Vec<f32> = (0..m * k).map(|_| next()).collect();
                 let mut out = vec![0f32; m * n];
                 let (xs, ws, os) = ([m, k], [n, w.len() / n], [m, n]);
-                let mut f32_path = |out: &mut [f32]| {
+                let f32_path = |out: &mut [f32]| {
                     let ins = [
                         TensorView {
                             shape: &xs,

@@ -25,8 +25,9 @@ pub(crate) fn available() -> bool {
 /// Sixteen weight rows unpacked (rows past the weight's end are zeros).
 #[derive(Default)]
 pub(crate) struct Tile {
-    /// Per block (legacy) or super-block (K), per group of 4 values: 16 rows × 4 u8.
-    q: Vec<u8>,
+    /// Per block (legacy) or super-block (K), per group of 4 values: 16 rows × 4 u8 (one
+    /// u32 a row).
+    q: Vec<u32>,
     /// Per (super-)block, 16 rows: d.
     d: Vec<f32>,
     /// Per (super-)block, 16 rows: Q4_1 / Q5_1's m, the K-quants' dmin.
@@ -57,9 +58,9 @@ impl Tile {
     fn fill<const S: u8>(&mut self, w: &[u8], rb: usize) {
         let bb = S_BYTES[S as usize];
         let nb = rb / bb;
-        let (vals, groups) = if is_k(S) { (256, 64) } else { (32, 8) };
+        let groups = if is_k(S) { 64 } else { 8 };
         self.q.clear();
-        self.q.resize(nb * groups * 64, 0);
+        self.q.resize(nb * groups * ROWS, 0);
         for v in [&mut self.d, &mut self.m] {
             v.clear();
             v.resize(nb * ROWS, 0.0);
@@ -70,20 +71,27 @@ impl Tile {
                 v.resize(nb * 16 * ROWS, 0);
             }
         }
-        let off = bias(S);
+        let off = bias(S) as i8;
+        // 4 quants, made unsigned, as one little-endian word.
+        let word =
+            |q: &[i8]| u32::from_le_bytes([0, 1, 2, 3].map(|l| q[l].wrapping_add(off) as u8));
         for (r, row) in w.chunks_exact(rb).enumerate() {
             for (b, blk) in row.chunks_exact(bb).enumerate() {
-                let at = |j: usize| b * groups * 64 + (j / 4) * 64 + r * 4 + j % 4;
+                let at = |g: usize| (b * groups + g) * ROWS + r;
                 if is_k(S) {
                     let kb = k_block::<S>(blk);
-                    for (j, &q) in kb.q.iter().enumerate() {
-                        self.q[at(j)] = (q as i32 + off) as u8;
+                    for (g, q) in kb.q.chunks_exact(4).enumerate() {
+                        self.q[at(g)] = word(q);
                     }
                     self.d[b * ROWS + r] = kb.d;
                     self.m[b * ROWS + r] = kb.dmin;
                     for g in 0..16 {
                         // Q4_K / Q5_K hold one scale per 32 values, twice in kb.sc.
-                        let s = if S == code::Q6_K { kb.sc[g] } else { kb.sc[2 * (g % 8)] };
+                        let s = if S == code::Q6_K {
+                            kb.sc[g]
+                        } else {
+                            kb.sc[2 * (g % 8)]
+                        };
                         self.sc[(b * 16 + g) * ROWS + r] = s;
                     }
                     for j in 0..8 {
@@ -91,8 +99,8 @@ impl Tile {
                     }
                 } else {
                     let (q, d, m) = legacy_block::<S>(blk);
-                    for (j, &v) in q.iter().enumerate().take(vals) {
-                        self.q[at(j)] = (v as i32 + off) as u8;
+                    for (g, q) in q.chunks_exact(4).enumerate() {
+                        self.q[at(g)] = word(q);
                     }
                     self.d[b * ROWS + r] = d;
                     self.m[b * ROWS + r] = m;
@@ -154,7 +162,7 @@ unsafe fn group<const S: u8, const R: usize>(t: &Tile, act: &Q8Act, i0: usize, o
     let nb = t.d.len() / ROWS;
     let groups = if is_k(S) { 64 } else { 8 };
     let bl = if is_k(S) { 256 } else { 32 };
-    assert!(t.q.len() == nb * groups * 64 && out.len() == R * ROWS);
+    assert!(t.q.len() == nb * groups * ROWS && out.len() == R * ROWS);
     for a in &acts {
         assert!(a.qs.len() == nb * bl && a.d.len() == nb && a.bsums.len() == nb * bl / 16);
         assert!(is_k(S) || a.s.len() == nb);
@@ -162,7 +170,7 @@ unsafe fn group<const S: u8, const R: usize>(t: &Tile, act: &Q8Act, i0: usize, o
     let off = bias(S);
     let mut sum = [_mm512_setzero_ps(); R];
     for b in 0..nb {
-        let wq = t.q.as_ptr().add(b * groups * 64);
+        let wq = t.q.as_ptr().add(b * groups * ROWS);
         let dv = _mm512_loadu_ps(t.d.as_ptr().add(b * ROWS));
         let mv = _mm512_loadu_ps(t.m.as_ptr().add(b * ROWS));
         if !is_k(S) {
@@ -174,7 +182,7 @@ unsafe fn group<const S: u8, const R: usize>(t: &Tile, act: &Q8Act, i0: usize, o
                 }
             }
             for g in 0..8 {
-                let v = _mm512_loadu_si512(wq.add(64 * g) as *const _);
+                let v = _mm512_loadu_si512(wq.add(ROWS * g) as *const _);
                 for r in 0..R {
                     let x = x4(acts[r].qs.as_ptr().add(32 * b + 4 * g));
                     acc[r] = _mm512_dpbusd_epi32(acc[r], v, x);
@@ -204,7 +212,7 @@ unsafe fn group<const S: u8, const R: usize>(t: &Tile, act: &Q8Act, i0: usize, o
                 }
             }
             for g in per * j..per * (j + 1) {
-                let v = _mm512_loadu_si512(wq.add(64 * g) as *const _);
+                let v = _mm512_loadu_si512(wq.add(ROWS * g) as *const _);
                 for r in 0..R {
                     let x = x4(acts[r].qs.as_ptr().add(256 * b + 4 * g));
                     p[r] = _mm512_dpbusd_epi32(p[r], v, x);
