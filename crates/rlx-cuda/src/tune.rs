@@ -61,10 +61,7 @@ fn remember<V>(c: &'static Cache<V>, key: &str, v: V) {
 
 /// Median device time of `enqueue` (after warm-up runs) between two CUDA events; `None` if
 /// an enqueue or the synchronisation failed.
-fn time(
-    stream: sys::CUstream,
-    enqueue: impl FnMut() -> bool,
-) -> Result<Option<f32>, LowerError> {
+fn time(stream: sys::CUstream, enqueue: impl FnMut() -> bool) -> Result<Option<f32>, LowerError> {
     time_after(stream, || true, enqueue)
 }
 
