@@ -23,7 +23,8 @@
 //! (per row), weight rows are spread over rayon's threads, and each weight block is unpacked
 //! once for up to four rows of x. The kernels here are plain Rust; on x86-64 the ones in
 //! `q8x86.rs` (AVX2, and AVX-512 VNNI / AVX-VNNI `vpdpbusd` where the CPU has it) are chosen
-//! at run time.
+//! at run time, and from 8 rows of x (prefill) on a CPU with AVX-512 VNNI the tiled ones of
+//! `q8tile.rs` (16 weight rows unpacked into the lanes of one vector).
 use super::kquants::scale_min;
 use super::row_bytes;
 use crate::error::op_err;
