@@ -362,11 +362,7 @@ pub fn matvec(
             .for_each(|(o, wc)| rows_any(scheme, wc, rb, k, x, &xs, o));
     }
     if m > 1 {
-        for (r, vals) in tmp.chunks_exact(m).enumerate() {
-            for (i, &v) in vals.iter().enumerate() {
-                out[i * n + r] = v;
-            }
-        }
+        super::rows_to_columns(&tmp, m, n, out);
     }
     Ok(())
 }

@@ -14,6 +14,16 @@ mod q8x86;
 pub use gemv::matvec;
 pub use q8act::{act_format, matmul_q8, matmul_q8_with, ActFormat, Q8Act, Q8Kernel, QuantAct};
 
+/// `out[i·n + r] = tmp[r·m + i]`: the row-at-a-time drivers' `[n, m]` products laid out as
+/// the `[m, n]` result.
+fn rows_to_columns(tmp: &[f32], m: usize, n: usize, out: &mut [f32]) {
+    for (r, vals) in tmp.chunks_exact(m).enumerate() {
+        for (i, &v) in vals.iter().enumerate() {
+            out[i * n + r] = v;
+        }
+    }
+}
+
 use crate::error::op_err;
 use crate::CpuError;
 use half::f16;

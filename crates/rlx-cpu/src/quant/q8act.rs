@@ -679,11 +679,7 @@ pub fn matmul_q8_with(
             .for_each(|(o, wc)| rows_any(kernel, s, wc, rb, &act, o));
     }
     if m > 1 {
-        for (r, vals) in tmp.chunks_exact(m).enumerate() {
-            for (i, &v) in vals.iter().enumerate() {
-                out[i * n + r] = v;
-            }
-        }
+        super::rows_to_columns(&tmp, m, n, out);
     }
     Ok(())
 }

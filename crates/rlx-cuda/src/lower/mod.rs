@@ -304,10 +304,7 @@ impl<'a> NodeCtx<'a> {
     /// Record the fastest of several launches that compute the same result (timed once
     /// per process for `key`, which must name everything but the pointers; see `tune`).
     pub fn launch_fastest(&mut self, key: &str, cands: Vec<KernelLaunch>) -> Lowered {
-        let launches = cands
-            .into_iter()
-            .map(|k| self.make_launch(k))
-            .collect::<Result<Vec<_>, _>>()?;
+        let launches = self.make_launches(cands)?;
         let l = self.env.fastest(key, launches)?;
         self.env.steps.push(Step::Kernel(l));
         Ok(())
@@ -316,13 +313,17 @@ impl<'a> NodeCtx<'a> {
     /// [`Self::launch_fastest`] for kernels streaming an operand from HBM: timed with the
     /// L2 cache flushed before each run.
     pub fn launch_fastest_cold(&mut self, key: &str, cands: Vec<KernelLaunch>) -> Lowered {
-        let launches = cands
-            .into_iter()
-            .map(|k| self.make_launch(k))
-            .collect::<Result<Vec<_>, _>>()?;
+        let launches = self.make_launches(cands)?;
         let l = self.env.fastest_cold(key, launches)?;
         self.env.steps.push(Step::Kernel(l));
         Ok(())
+    }
+
+    fn make_launches(
+        &mut self,
+        cands: Vec<KernelLaunch>,
+    ) -> Result<Vec<crate::plan::Launch>, LowerError> {
+        cands.into_iter().map(|k| self.make_launch(k)).collect()
     }
 
     /// Device scratch memory that lives as long as the plan (for per-node temporaries).
