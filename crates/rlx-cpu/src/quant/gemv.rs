@@ -11,7 +11,6 @@
 //! data-dependent branches). On x86-64 the same code is also compiled with AVX2 + FMA
 //! enabled and chosen at run time, since the default target stops at SSE2.
 use super::kquants::scale_min;
-use crate::error::op_err;
 use crate::CpuError;
 use rayon::prelude::*;
 use rlx_ir::QuantScheme;
@@ -326,19 +325,7 @@ pub fn matvec(
     x: &[f32],
     out: &mut [f32],
 ) -> Result<(), CpuError> {
-    let rb = super::row_bytes(scheme, k)?;
-    let m = x.len().checked_div(k).unwrap_or(0);
-    if w.len() != n * rb || x.len() != m * k || out.len() != m * n {
-        return Err(op_err(format!(
-            "{scheme:?} matvec: weight [{n}, {k}] needs {} bytes (got {}), x {} values, out {} (got {} and {})",
-            n * rb,
-            w.len(),
-            m * k,
-            m * n,
-            x.len(),
-            out.len()
-        )));
-    }
+    let (rb, m) = super::product_dims(scheme, "matvec", (w, n, k), x, out)?;
     if m == 0 || n == 0 {
         return Ok(());
     }

@@ -14,6 +14,33 @@ mod q8x86;
 pub use gemv::matvec;
 pub use q8act::{act_format, matmul_q8, matmul_q8_with, ActFormat, Q8Act, Q8Kernel, QuantAct};
 
+/// Checks a packed product's operands — weight `[n, k]` of `scheme` as `w`, x as whole
+/// rows of `k`, out `[m, n]` — and returns (bytes per weight row, rows of x). `what` names
+/// the product in the error.
+fn product_dims(
+    scheme: QuantScheme,
+    what: &str,
+    (w, n, k): (&[u8], usize, usize),
+    x: &[f32],
+    out: &[f32],
+) -> Result<(usize, usize), CpuError> {
+    let rb = row_bytes(scheme, k)?;
+    let m = x.len().checked_div(k).unwrap_or(0);
+    if w.len() != n * rb || x.len() != m * k || out.len() != m * n {
+        return Err(crate::error::op_err(format!(
+            "{scheme:?} {what}: weight [{n}, {k}] needs {} bytes (got {}), x {} values, \
+             out {} (got {} and {})",
+            n * rb,
+            w.len(),
+            m * k,
+            m * n,
+            x.len(),
+            out.len()
+        )));
+    }
+    Ok((rb, m))
+}
+
 /// `out[i·n + r] = tmp[r·m + i]`: the row-at-a-time drivers' `[n, m]` products laid out as
 /// the `[m, n]` result.
 fn rows_to_columns(tmp: &[f32], m: usize, n: usize, out: &mut [f32]) {

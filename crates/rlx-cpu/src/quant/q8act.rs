@@ -26,7 +26,6 @@
 //! at run time, and from 8 rows of x (prefill) on a CPU with AVX-512 VNNI the tiled ones of
 //! `q8tile.rs` (16 weight rows unpacked into the lanes of one vector).
 use super::kquants::scale_min;
-use super::row_bytes;
 use crate::error::op_err;
 use crate::CpuError;
 use half::f16;
@@ -637,20 +636,7 @@ pub fn matmul_q8_with(
             "{scheme:?} has no 8-bit activation product"
         )));
     };
-    let rb = row_bytes(scheme, k)?;
-    let m = x.len().checked_div(k).unwrap_or(0);
-    if w.len() != n * rb || x.len() != m * k || out.len() != m * n {
-        return Err(op_err(format!(
-            "{scheme:?} q8 matmul: weight [{n}, {k}] needs {} bytes (got {}), x {} values, \
-             out {} (got {} and {})",
-            n * rb,
-            w.len(),
-            m * k,
-            m * n,
-            x.len(),
-            out.len()
-        )));
-    }
+    let (rb, m) = super::product_dims(scheme, "q8 matmul", (w, n, k), x, out)?;
     if m == 0 || n == 0 {
         return Ok(());
     }

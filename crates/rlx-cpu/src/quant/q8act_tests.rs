@@ -229,7 +229,7 @@ fn simd_builds_match_the_portable_kernels() {
         let bl = s.block_len();
         let k = bl * (1 + 2 * rng.below(if bl == 32 { 24 } else { 3 }));
         let (n, m) = (1 + rng.below(50), 1 + rng.below(11));
-        let rb = row_bytes(s, k).unwrap();
+        let rb = crate::quant::row_bytes(s, k).unwrap();
         let w = random_packed(&mut rng, s, n, k);
         let x = activations(&mut rng, m, k);
         let a = Q8Act::quantize(act_format(s).unwrap(), &x, k).unwrap();
