@@ -117,7 +117,10 @@ int main() {
         {"q5_k", 512, 1024, true, true, 0, "check"},
         {"q5_k", 512, 1024, false, true, 2, "check glu"},
     };
+    // MICRO_ONLY=text: only the cases whose description holds the text (e.g. for ncu).
+    const char* only = getenv("MICRO_ONLY");
     for (auto& c : cases) {
+        if (only != nullptr && strstr(c.what, only) == nullptr) continue;
         const Scheme* s = nullptr;
         for (auto& x : SCHEMES) if (!strcmp(x.name, c.scheme)) s = &x;
         const i64 N = c.n, K = c.k, rb = K / s->bl * s->bb;

@@ -134,6 +134,21 @@ pub fn llm(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
             }
         }
         let ms = median(pp_ms);
+        // Where the prefill's device time goes (the same pp tokens from position 0).
+        let ids: Vec<i64> = toks[..pp].iter().map(|&t| t as i64).collect();
+        let positions: Vec<i64> = (0..pp as i64).collect();
+        let prefill_inputs = [
+            (TOKENS, HostTensor::from_i64(&[1, pp], &ids)),
+            (POSITIONS, HostTensor::from_i64(&[pp], &positions)),
+            (LAST, HostTensor::from_i64(&[1], &[pp as i64 - 1])),
+            (POS, HostTensor::from_i64(&[1], &[0])),
+        ];
+        crate::bench::profile(
+            o,
+            d.compiled(),
+            &prefill_inputs,
+            &format!("{} prefill pp{pp}", label(path)),
+        )?;
         rows.push(Row {
             key: format!("{}_pp{pp}", label(path)),
             workload: format!("{} prefill pp{pp}", label(path)),

@@ -210,40 +210,43 @@ __device__ __forceinline__ void ld_words(const u8* p, unsigned* e) {
     for (int i = 0; i < NW; ++i) e[i] = __funnelshift_r(w[i], w[i + 1], 8 * off);
 }
 
-// Byte j of v (each < 2^23) as a float: the byte placed in the mantissa of 2^23, less 2^23.
-__device__ __forceinline__ float byte_f(unsigned v, int j) {
-    return __int_as_float(__byte_perm(v, 0x4B000000u, 0x7440 + j)) - 8388608.0f;
+// Byte j of v less `bias` as a float: the byte placed in the mantissa of 2^23, less 2^23 +
+// bias (both exact). A permute and a subtract, no int-to-float conversion (those issue at a
+// sixteenth of the FMA rate on sm_90, and a unit has 32 of them).
+__device__ __forceinline__ float byte_f(unsigned v, int j, float bias = 0.f) {
+    return __int_as_float(__byte_perm(v, 0x4B000000u, 0x7440 + j)) - (8388608.0f + bias);
 }
 
-// Σ_e q_e·h_e over one 32-value unit whose quants are the nibbles of four words (byte j of
-// word i: element 4i + j in the low nibble, 16 + 4i + j in the high one), as in Q4_0 / Q4_1;
-// with FIVE, bit e of qh is element e's fifth bit, as in Q5_0 / Q5_1. `hs` gets Σ h.
-template <bool FIVE>
-__device__ __forceinline__ float dot_nib16(const unsigned* q, unsigned qh, const float4* h,
-                                           float& hs) {
-    float s0 = 0.f, s1 = 0.f, t0 = 0.f, t1 = 0.f;
+// Bits 0..3 of b moved to bit 4 of bytes 0..3: the four shifted copies of b that the
+// multiply adds do not overlap, so no carry disturbs the selected bits.
+__device__ __forceinline__ unsigned spread4_to_bit4(unsigned b) {
+    return (b * 0x02040810u) & 0x10101010u;
+}
+
+// Σ_e (q_e − BIAS)·h_e over one 32-value unit whose quants are the nibbles of four words
+// (byte j of word i: element 4i + j in the low nibble, 16 + 4i + j in the high one), as in
+// Q4_0 / Q4_1; with FIVE, bit e of qh is element e's fifth bit, as in Q5_0 / Q5_1.
+template <bool FIVE, int BIAS>
+__device__ __forceinline__ float dot_nib16(const unsigned* q, unsigned qh, const float4* h) {
+    const float b = (float)BIAS;
+    float s0 = 0.f, s1 = 0.f;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const float4 lo = h[i], hi = h[4 + i];
         unsigned l = q[i] & 0x0f0f0f0fu, u = (q[i] >> 4) & 0x0f0f0f0fu;
         if (FIVE) {
-            // The fifth bits of elements 4i..4i+3 (and 16 + ...) moved to bit 4 of each byte.
-            const unsigned bl = (qh >> (4 * i)) & 15u, bu = (qh >> (16 + 4 * i)) & 15u;
-            l |= ((bl & 1u) | ((bl & 2u) << 7) | ((bl & 4u) << 14) | ((bl & 8u) << 21)) << 4;
-            u |= ((bu & 1u) | ((bu & 2u) << 7) | ((bu & 4u) << 14) | ((bu & 8u) << 21)) << 4;
+            l |= spread4_to_bit4((qh >> (4 * i)) & 15u);
+            u |= spread4_to_bit4((qh >> (16 + 4 * i)) & 15u);
         }
-        s0 = fmaf(byte_f(l, 0), lo.x, s0);
-        s1 = fmaf(byte_f(u, 0), hi.x, s1);
-        s0 = fmaf(byte_f(l, 1), lo.y, s0);
-        s1 = fmaf(byte_f(u, 1), hi.y, s1);
-        s0 = fmaf(byte_f(l, 2), lo.z, s0);
-        s1 = fmaf(byte_f(u, 2), hi.z, s1);
-        s0 = fmaf(byte_f(l, 3), lo.w, s0);
-        s1 = fmaf(byte_f(u, 3), hi.w, s1);
-        t0 += (lo.x + lo.y) + (lo.z + lo.w);
-        t1 += (hi.x + hi.y) + (hi.z + hi.w);
+        s0 = fmaf(byte_f(l, 0, b), lo.x, s0);
+        s1 = fmaf(byte_f(u, 0, b), hi.x, s1);
+        s0 = fmaf(byte_f(l, 1, b), lo.y, s0);
+        s1 = fmaf(byte_f(u, 1, b), hi.y, s1);
+        s0 = fmaf(byte_f(l, 2, b), lo.z, s0);
+        s1 = fmaf(byte_f(u, 2, b), hi.z, s1);
+        s0 = fmaf(byte_f(l, 3, b), lo.w, s0);
+        s1 = fmaf(byte_f(u, 3, b), hi.w, s1);
     }
-    hs = t0 + t1;
     return s0 + s1;
 }
 
@@ -282,14 +285,14 @@ struct GsUnit<Q8_0> {
         for (int i = 0; i < 8; i += 2) {
             const float4 x = h[i], y = h[i + 1];
             const unsigned a = v[1 + i] ^ 0x80808080u, c = v[2 + i] ^ 0x80808080u;
-            s0 = fmaf(byte_f(a, 0) - 128.f, x.x, s0);
-            s1 = fmaf(byte_f(c, 0) - 128.f, y.x, s1);
-            s0 = fmaf(byte_f(a, 1) - 128.f, x.y, s0);
-            s1 = fmaf(byte_f(c, 1) - 128.f, y.y, s1);
-            s0 = fmaf(byte_f(a, 2) - 128.f, x.z, s0);
-            s1 = fmaf(byte_f(c, 2) - 128.f, y.z, s1);
-            s0 = fmaf(byte_f(a, 3) - 128.f, x.w, s0);
-            s1 = fmaf(byte_f(c, 3) - 128.f, y.w, s1);
+            s0 = fmaf(byte_f(a, 0, 128.f), x.x, s0);
+            s1 = fmaf(byte_f(c, 0, 128.f), y.x, s1);
+            s0 = fmaf(byte_f(a, 1, 128.f), x.y, s0);
+            s1 = fmaf(byte_f(c, 1, 128.f), y.y, s1);
+            s0 = fmaf(byte_f(a, 2, 128.f), x.z, s0);
+            s1 = fmaf(byte_f(c, 2, 128.f), y.z, s1);
+            s0 = fmaf(byte_f(a, 3, 128.f), x.w, s0);
+            s1 = fmaf(byte_f(c, 3, 128.f), y.w, s1);
         }
         return h16_lo(v[0]) * (s0 + s1);
     }
@@ -305,9 +308,7 @@ struct GsUnit<Q4_0> {
         for (int i = 0; i < 4; ++i) v[1 + i] = ld_u16(b + 2 + 4 * i) | (ld_u16(b + 4 + 4 * i) << 16);
     }
     __device__ __forceinline__ float dot(const float4* h) const {
-        float hs;
-        const float s = dot_nib16<false>(v + 1, 0u, h, hs);
-        return h16_lo(v[0]) * (s - 8.f * hs);
+        return h16_lo(v[0]) * dot_nib16<false, 8>(v + 1, 0u, h);
     }
 };
 
@@ -320,9 +321,8 @@ struct GsUnit<Q4_1> {
         for (int i = 0; i < 5; ++i) v[i] = ld_u32(b + 4 * i);
     }
     __device__ __forceinline__ float dot(const float4* h) const {
-        float hs;
-        const float s = dot_nib16<false>(v + 1, 0u, h, hs);
-        return fmaf(h16_lo(v[0]), s, h16_hi(v[0]) * hs);
+        const float s = dot_nib16<false, 0>(v + 1, 0u, h);
+        return fmaf(h16_lo(v[0]), s, h16_hi(v[0]) * hsum32(h));
     }
 };
 
@@ -337,9 +337,7 @@ struct GsUnit<Q5_0> {
         for (int i = 0; i < 4; ++i) v[2 + i] = ld_u16(b + 6 + 4 * i) | (ld_u16(b + 8 + 4 * i) << 16);
     }
     __device__ __forceinline__ float dot(const float4* h) const {
-        float hs;
-        const float s = dot_nib16<true>(v + 2, v[1], h, hs);
-        return h16_lo(v[0]) * (s - 16.f * hs);
+        return h16_lo(v[0]) * dot_nib16<true, 16>(v + 2, v[1], h);
     }
 };
 
@@ -352,9 +350,8 @@ struct GsUnit<Q5_1> {
         for (int i = 0; i < 6; ++i) v[i] = ld_u32(b + 4 * i);
     }
     __device__ __forceinline__ float dot(const float4* h) const {
-        float hs;
-        const float s = dot_nib16<true>(v + 2, v[1], h, hs);
-        return fmaf(h16_lo(v[0]), s, h16_hi(v[0]) * hs);
+        const float s = dot_nib16<true, 0>(v + 2, v[1], h);
+        return fmaf(h16_lo(v[0]), s, h16_hi(v[0]) * hsum32(h));
     }
 };
 
@@ -431,18 +428,18 @@ struct GsUnitK {
             m = (int)((a >> 4) | ((e >> 6) << 4));
         }
         const int sh = 4 * (j & 1);
-        float s = 0.f;
+        float s0 = 0.f, s1 = 0.f;
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
             const float4 x = h[i];
-            const float* xv = &x.x;
-#pragma unroll
-            for (int t = 0; t < 4; ++t) {
-                float qv = (float)((q[i] >> (8 * t + sh)) & 15u);
-                if (S == Q5_K) qv += (float)(((qh[i] >> (8 * t + j)) & 1u) << 4);
-                s = fmaf(qv, xv[t], s);
-            }
+            unsigned b = (q[i] >> sh) & 0x0f0f0f0fu;
+            if (S == Q5_K) b |= ((qh[i] >> j) & 0x01010101u) << 4;
+            s0 = fmaf(byte_f(b, 0), x.x, s0);
+            s1 = fmaf(byte_f(b, 1), x.y, s1);
+            s0 = fmaf(byte_f(b, 2), x.z, s0);
+            s1 = fmaf(byte_f(b, 3), x.w, s1);
         }
+        const float s = s0 + s1;
         return (h16_lo(dd) * (float)sc) * s - (h16_hi(dd) * (float)m) * hs;
     }
 };
@@ -472,20 +469,21 @@ struct GsUnit<Q6_K> {
     }
     __device__ __forceinline__ float dot(const float4* h) const {
         const int ls = g < 2 ? 0 : 4, hs2 = 2 * g;
-        float s0 = 0.f, s1 = 0.f;
+        float s0 = 0.f, s1 = 0.f, t0 = 0.f, t1 = 0.f;
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
             const float4 x = h[i];
-            const float* xv = &x.x;
-            float s = 0.f;
-#pragma unroll
-            for (int t = 0; t < 4; ++t) {
-                const int q = (int)((lo[i] >> (8 * t + ls)) & 15u) |
-                              (int)(((hi[i] >> (8 * t + hs2)) & 3u) << 4);
-                s = fmaf((float)(q - 32), xv[t], s);
-            }
-            if (i < 4) s0 += s; else s1 += s;
+            const unsigned b = ((lo[i] >> ls) & 0x0f0f0f0fu) | (((hi[i] >> hs2) & 0x03030303u) << 4);
+            // Elements 0..15 take the first scale, 16..31 the second.
+            float& a = i < 4 ? s0 : s1;
+            float& c = i < 4 ? t0 : t1;
+            a = fmaf(byte_f(b, 0, 32.f), x.x, a);
+            c = fmaf(byte_f(b, 1, 32.f), x.y, c);
+            a = fmaf(byte_f(b, 2, 32.f), x.z, a);
+            c = fmaf(byte_f(b, 3, 32.f), x.w, c);
         }
+        s0 += t0;
+        s1 += t1;
         const float sc0 = (float)(signed char)(sc & 255u), sc1 = (float)(signed char)(sc >> 8);
         const float dd = h16_lo(d);
         return (dd * sc0) * s0 + (dd * sc1) * s1;

@@ -5,6 +5,8 @@
 pub mod device;
 mod error;
 pub mod gemm;
+#[cfg(test)]
+mod hostemu;
 pub mod kernels;
 pub mod lower;
 pub mod nccl;

@@ -3,6 +3,10 @@ use super::{Kernel, Lib, Sfx};
 use crate::lower::KArgs;
 use rlx_ir::QuantScheme;
 
+#[cfg(test)]
+#[path = "quant_hosttest.rs"]
+mod hosttest;
+
 fn scheme_name(s: QuantScheme) -> &'static str {
     match s {
         QuantScheme::Q8_0 => "q8_0",

@@ -42,53 +42,8 @@ fn plan(op: &Op, ins: &[DevTensor], out: &DevTensor) -> Result<Vec<Planned>, Low
         op => panic!("no elementwise-generator case for {}", op.kind()),
     }
 }
+use crate::hostemu::{self, PRELUDE};
 use std::fmt::Write;
-use std::process::Command;
-
-const HOST_DEFINES: &str = "#pragma once
-#define __host__
-#define __device__
-#define __global__
-#define __forceinline__ inline __attribute__((always_inline))
-#define __align__(n) __attribute__((aligned(n)))
-#define __builtin_align__(n) __attribute__((aligned(n)))
-#define __cudart_builtin__
-#define __device_builtin__
-#define __CUDA_ALIGN__(n) __attribute__((aligned(n)))
-#define CUDARTAPI
-#define __location__(a)
-#define __inline__ inline
-#define __noinline__ __attribute__((noinline))
-#define __launch_bounds__(...)
-#define __restrict__ __restrict
-";
-
-/// libcu++'s `<nv/target>` for a host-only build: every NV_IF_ELSE_TARGET takes its host
-/// branch (with or without parentheses around it).
-const NV_TARGET: &str = "#pragma once
-#define NV_EW_ISH(...) NV_EW_ISH __VA_ARGS__
-#define NV_EW_ESC(...) NV_EW_ESC_(__VA_ARGS__)
-#define NV_EW_ESC_(...) NV_EW_VAN##__VA_ARGS__
-#define NV_EW_VANNV_EW_ISH
-#define NV_EW_UNPAREN(...) NV_EW_ESC(NV_EW_ISH __VA_ARGS__)
-#define NV_IF_ELSE_TARGET(q, t, ...) NV_EW_UNPAREN(__VA_ARGS__)
-";
-
-const PRELUDE: &str = "#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-struct EwDim3 { unsigned x, y, z; };
-static EwDim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
-static inline float __shfl_xor_sync(unsigned, float v, int) { return v; }
-static inline double __shfl_xor_sync(unsigned, double v, int) { return v; }
-static inline void __syncthreads() {}
-static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
-// Host float arithmetic is IEEE round-to-nearest; `volatile` keeps g++ from contracting to FMA.
-static inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
-static inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
-static inline float __fsub_rn(float a, float b) { volatile float r = a - b; return r; }
-";
 
 const IO: &str = "
 struct EwAny { char* p; template <class T> operator T*() const { return (T*)p; } };
@@ -155,19 +110,9 @@ fn cpu(case: &Case) -> (Shape, HostTensor) {
 
 /// Lower every case, emit one C++ program running them all, run it, compare with the CPU.
 fn check(cases: &[Case]) {
-    let Some(inc) = crate::nvrtc::include_dirs().into_iter().next() else {
-        eprintln!("skipping host emulation: no CUDA headers (set RLX_CUDA_INCLUDE)");
+    let Some((dir, inc)) = hostemu::workdir("ew") else {
         return;
     };
-    if Command::new("g++").arg("--version").output().is_err() {
-        eprintln!("skipping host emulation: no g++");
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("rlx_ew_host_{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("crt")).unwrap();
-    std::fs::create_dir_all(dir.join("nv")).unwrap();
-    std::fs::write(dir.join("crt/host_defines.h"), HOST_DEFINES).unwrap();
-    std::fs::write(dir.join("nv/target"), NV_TARGET).unwrap();
 
     let mut kernels: BTreeMap<String, String> = BTreeMap::new();
     let mut main = String::from("int main() {\n");
@@ -262,33 +207,7 @@ fn check(cases: &[Case]) {
         text.push_str(k);
     }
     text.push_str(&main);
-    std::fs::write(dir.join("ew.cpp"), &text).unwrap();
-    let built = Command::new("g++")
-        .args(["-O1", "-std=c++17", "-w", "-I."])
-        .arg(format!("-I{}", inc.display()))
-        .args(["ew.cpp", "-o", "ew", "-lm"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "g++ failed ({}):\n{}",
-        dir.display(),
-        String::from_utf8_lossy(&built.stderr)
-            .lines()
-            .take(40)
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    let ran = Command::new(dir.join("ew"))
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    hostemu::build_and_run(&dir, &inc, "ew", &text);
     let mut failed = Vec::new();
     for (c, (case, w)) in cases.iter().zip(&want).enumerate() {
         let bytes = std::fs::read(dir.join(format!("c{c}_out.bin"))).unwrap();

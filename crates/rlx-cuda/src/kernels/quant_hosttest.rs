@@ -1,0 +1,179 @@
+//! Host emulation of the staged decode GEMV's block decoders (`GsUnit<S>` in kernels/quant.cu):
+//! every scheme's `load` + `dot` of each 32-value unit of a few packed rows, compiled for the
+//! host by g++, against an f64 dot of rlx-cpu's dequantised rows with the same staged values.
+//! The decoders turn quants into floats by byte permutes, fold biases into the permute's
+//! constant and spread fifth bits by multiplies; this checks that arithmetic (and the unit →
+//! byte mapping of every layout) on any machine, before a GPU runs it. Rows are random bytes
+//! with finite random scales, so every quant pattern occurs.
+use crate::hostemu::{self, PRELUDE, PRELUDE_BITS};
+use rlx_ir::QuantScheme;
+use rlx_testutil::Rng;
+use std::fmt::Write;
+
+/// Units (32 values) per row: 8 super-blocks of the K-quants.
+const UNITS: usize = 64;
+const ROWS: usize = 3;
+/// Floats a staged unit takes in shared memory (quant.cu's GS_STRIDE).
+const STRIDE: usize = 36;
+
+/// quant.cu's name of a scheme (its `#define`).
+fn cuda_name(s: QuantScheme) -> &'static str {
+    match s {
+        QuantScheme::Q8_0 => "Q8_0",
+        QuantScheme::Q4_0 => "Q4_0",
+        QuantScheme::Q4_1 => "Q4_1",
+        QuantScheme::Q5_0 => "Q5_0",
+        QuantScheme::Q5_1 => "Q5_1",
+        QuantScheme::Q4_K => "Q4_K",
+        QuantScheme::Q5_K => "Q5_K",
+        QuantScheme::Q6_K => "Q6_K",
+        QuantScheme::F16 => "F16S",
+        QuantScheme::BF16 => "BF16S",
+    }
+}
+
+fn put_half(dst: &mut [u8], v: f64) {
+    dst.copy_from_slice(&half::f16::from_f64(v).to_le_bytes());
+}
+
+/// `rows` packed rows of random bytes whose f16 scale fields hold finite random values.
+fn packed(rng: &mut Rng, s: QuantScheme, rows: usize) -> Vec<u8> {
+    let k = UNITS * 32;
+    let (bb, bl) = (s.block_bytes(), s.block_len());
+    let mut w: Vec<u8> = (0..rows * k / bl * bb)
+        .map(|_| rng.next_u64() as u8)
+        .collect();
+    for b in w.chunks_exact_mut(bb) {
+        let scale = |rng: &mut Rng| rng.range(-0.05, 0.05);
+        match s {
+            QuantScheme::F16 => {
+                for v in b.chunks_exact_mut(2) {
+                    let x = rng.normal();
+                    put_half(v, x);
+                }
+            }
+            QuantScheme::BF16 => {
+                for v in b.chunks_exact_mut(2) {
+                    let x = half::bf16::from_f64(rng.normal());
+                    v.copy_from_slice(&x.to_le_bytes());
+                }
+            }
+            QuantScheme::Q6_K => put_half(&mut b[208..210], scale(rng)),
+            _ => {
+                put_half(&mut b[0..2], scale(rng));
+                if matches!(
+                    s,
+                    QuantScheme::Q4_1 | QuantScheme::Q5_1 | QuantScheme::Q4_K | QuantScheme::Q5_K
+                ) {
+                    put_half(&mut b[2..4], scale(rng));
+                }
+            }
+        }
+    }
+    w
+}
+
+#[test]
+fn staged_gemv_units_match_dequantized_dots() {
+    let Some((dir, inc)) = hostemu::workdir("gs") else {
+        return;
+    };
+    let mut rng = Rng::new("staged_gemv_units_match_dequantized_dots");
+    let k = UNITS * 32;
+    // The staged values: UNITS units of STRIDE floats (the padding is never read).
+    let h: Vec<f32> = (0..UNITS * STRIDE).map(|_| rng.normal() as f32).collect();
+    let mut bytes = Vec::new();
+    let mut main = String::from(
+        "int main() {\n  const char* W = rd(\"w.bin\");\n  const float4* H = (const float4*)rd(\"h.bin\");\n  \
+         float* O = (float*)calloc(OUTS, 4);\n",
+    );
+    let mut want: Vec<(QuantScheme, Vec<f64>, Vec<f64>)> = Vec::new();
+    for (i, &s) in QuantScheme::ALL.iter().enumerate() {
+        let w = packed(&mut rng, s, ROWS);
+        let vals = rlx_cpu::quant::dequantize(s, &w, ROWS, k).unwrap();
+        let (mut dot, mut mag) = (Vec::new(), Vec::new());
+        for r in 0..ROWS {
+            for u in 0..UNITS {
+                let (mut d, mut m) = (0.0f64, 0.0f64);
+                for e in 0..32 {
+                    let p = vals[r * k + u * 32 + e] as f64 * h[u * STRIDE + e] as f64;
+                    d += p;
+                    m += p.abs();
+                }
+                dot.push(d);
+                mag.push(m);
+            }
+        }
+        let rb = w.len() / ROWS;
+        let _ = writeln!(
+            main,
+            "  for (int r = 0; r < {ROWS}; ++r)\n    for (int u = 0; u < {UNITS}; ++u) {{\n      \
+             GsUnit<{}> g;\n      g.load((const u8*)W + {} + r * {rb}, u);\n      \
+             O[{} + r * {UNITS} + u] = g.dot(H + u * {});\n    }}",
+            cuda_name(s),
+            bytes.len(),
+            i * ROWS * UNITS,
+            STRIDE / 4
+        );
+        bytes.extend_from_slice(&w);
+        // Each scheme's rows start 256-byte aligned, as a device allocation does.
+        bytes.resize(bytes.len().next_multiple_of(256), 0);
+        want.push((s, dot, mag));
+    }
+    let outs = QuantScheme::ALL.len() * ROWS * UNITS;
+    main.push_str("  wr(\"out.bin\", O, OUTS * 4);\n  return 0;\n}\n");
+    let src = super::Lib::Quant.source();
+    let cut = src
+        .find("template <int S, typename T, int MM>\n__device__ void dq_gemv_st")
+        .expect("quant.cu's staged GEMV");
+    let io = format!(
+        "#define OUTS {outs}\nstatic const char* rd(const char* p) {{ FILE* f = fopen(p, \"rb\"); \
+         fseek(f, 0, SEEK_END); long n = ftell(f); fseek(f, 0, SEEK_SET); char* b = (char*)aligned_alloc(256, (n + 255) / 256 * 256); \
+         if (fread(b, 1, n, f) != (size_t)n) exit(1); fclose(f); return b; }}\n\
+         static void wr(const char* p, const void* b, size_t n) {{ FILE* f = fopen(p, \"wb\"); \
+         if (fwrite(b, 1, n, f) != n) exit(1); fclose(f); }}\n"
+    );
+    let text = format!(
+        "{PRELUDE}{PRELUDE_BITS}{}\n{}\n{io}{main}",
+        crate::kernels::COMMON,
+        &src[..cut]
+    );
+    std::fs::write(dir.join("w.bin"), &bytes).unwrap();
+    let hb: Vec<u8> = h.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(dir.join("h.bin"), hb).unwrap();
+    hostemu::build_and_run(&dir, &inc, "gs", &text);
+    let out = std::fs::read(dir.join("out.bin")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let got: Vec<f32> = out
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    let mut failed = Vec::new();
+    for (i, (s, dot, mag)) in want.iter().enumerate() {
+        let mut worst = 0.0f64;
+        for (j, (&d, &m)) in dot.iter().zip(mag).enumerate() {
+            let g = got[i * ROWS * UNITS + j] as f64;
+            // 32 products summed in f32 (and a scale applied): a few units of f32 rounding of
+            // the magnitude sum.
+            let err = (g - d).abs() / (m + 1e-30);
+            if !err.is_finite() || err > 1e-5 {
+                failed.push(format!(
+                    "{s:?} row {} unit {}: got {g}, f64 {d} (Σ|w·h| {m})",
+                    j / UNITS,
+                    j % UNITS
+                ));
+            }
+            worst = worst.max(err);
+        }
+        println!(
+            "{s:?}: {} units, worst error {worst:.2e} of Σ|w·h|",
+            dot.len()
+        );
+    }
+    assert!(
+        failed.is_empty(),
+        "{} units differ:\n{}",
+        failed.len(),
+        failed[..failed.len().min(12)].join("\n")
+    );
+}
