@@ -771,3 +771,43 @@ RLX_FLOAT_TYPES(RLX_DQ_HALF_CASTS)
     RLX_DQ_SPLIT(sfx, T, f16, __half) RLX_DQ_SPLIT(sfx, T, bf16, __nv_bfloat16) \
     RLX_DQ_SPLIT_OUT(sfx, T) RLX_DQ_SPLIT2_OUT(sfx, T)
 RLX_FLOAT_TYPES(RLX_DQ_SPLITS)
+
+// A chunk of quantized weight rows decoded straight into the strict product's two f16 parts:
+// what dq_dequant (to f32) followed by dq_split_in (f32 → 2 × f16) compute, bit for bit, in
+// one launch and without the f32 scratch between them (8 bytes a value of traffic less). Per
+// row (one block each) the largest |value| sets the row's power-of-two scale; the values are
+// then decoded a second time (the row's bytes are in L1 by then) and split. h is
+// [2·rows, K] (part p of row r at row p·rows + r), inv[r] the scale's inverse.
+template <int S>
+__device__ void dq_split_w(const u8* w, __half* h, float* inv, i64 rows, i64 K) {
+    __shared__ float red[32];
+    const i64 r = blockIdx.x;
+    const u8* row = w + r * ((K / block_len<S>()) * block_bytes<S>());
+    float mx = 0.f;
+    for (i64 i = threadIdx.x; i < K; i += blockDim.x) mx = fmaxf(mx, fabsf(dq_row_elem<S>(row, i)));
+    mx = block_max(mx, red);
+    const int e = mx > 0.f && isfinite(mx) ? min(max(13 - ilogbf(mx), -120), 120) : 0;
+    const float s = ldexpf(1.f, e);
+    if (threadIdx.x == 0) inv[r] = ldexpf(1.f, -e);
+    for (i64 i = threadIdx.x; i < K; i += blockDim.x) {
+        float left = dq_row_elem<S>(row, i) * s;
+        for (int p = 0; p < 2; ++p) {
+            __half* dst = h + (p * rows + r) * K + i;
+            stf(dst, 0, left);
+            left -= ldf(dst, 0);
+        }
+    }
+}
+#define RLX_DQ_SPLIT_W(name, S)                                                               \
+    extern "C" __global__ void dq_split_w_##name(const u8* w, __half* h, float* inv, i64 rows, \
+                                                 i64 K) {                                     \
+        dq_split_w<S>(w, h, inv, rows, K);                                                    \
+    }
+RLX_DQ_SPLIT_W(q8_0, Q8_0)
+RLX_DQ_SPLIT_W(q4_0, Q4_0)
+RLX_DQ_SPLIT_W(q4_1, Q4_1)
+RLX_DQ_SPLIT_W(q5_0, Q5_0)
+RLX_DQ_SPLIT_W(q5_1, Q5_1)
+RLX_DQ_SPLIT_W(q4_k, Q4_K)
+RLX_DQ_SPLIT_W(q5_k, Q5_K)
+RLX_DQ_SPLIT_W(q6_k, Q6_K)

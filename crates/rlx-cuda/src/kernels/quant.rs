@@ -7,7 +7,7 @@ use rlx_ir::QuantScheme;
 #[path = "quant_hosttest.rs"]
 mod hosttest;
 
-fn scheme_name(s: QuantScheme) -> &'static str {
+pub(super) fn scheme_name(s: QuantScheme) -> &'static str {
     match s {
         QuantScheme::Q8_0 => "q8_0",
         QuantScheme::Q4_0 => "q4_0",
@@ -83,6 +83,16 @@ pub fn dq_gemv_st(
 pub fn dq_dequant(scheme: QuantScheme, sfx: Sfx, w: u64, out: u64, rows: i64, k: i64) -> Kernel {
     let args = KArgs::new().ptr(w).ptr(out).i64(rows).i64(k);
     let name = format!("dq_dequant_{}_{}", scheme_name(scheme), sfx.name());
+    Kernel::new(Lib::Quant, name, args)
+}
+
+/// `dq_split_w_<scheme>(w, h, inv, rows, K)`: `rows` packed weight rows decoded into two f16
+/// parts each (`h` is `[2·rows, K]`), row r scaled by a power of two whose inverse goes to
+/// `inv[r]` — `dq_dequant` to f32 then `dq_split_in` with two parts, in one launch. Not for
+/// the half schemes (their products need no split).
+pub fn dq_split_w(scheme: QuantScheme, (w, h, inv): (u64, u64, u64), rows: i64, k: i64) -> Kernel {
+    let args = KArgs::new().ptr(w).ptr(h).ptr(inv).i64(rows).i64(k);
+    let name = format!("dq_split_w_{}", scheme_name(scheme));
     Kernel::new(Lib::Quant, name, args)
 }
 

@@ -16,6 +16,26 @@ const ROWS: usize = 3;
 /// Floats a staged unit takes in shared memory (quant.cu's GS_STRIDE).
 const STRIDE: usize = 36;
 
+/// File input and output of the emulation programs: `rd` a whole file (256-byte aligned, as a
+/// device allocation), `wr` bytes.
+const IO: &str = "static const char* rd(const char* p) {
+    FILE* f = fopen(p, \"rb\");
+    if (!f) exit(1);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char* b = (char*)aligned_alloc(256, (n + 255) / 256 * 256);
+    if (fread(b, 1, n, f) != (size_t)n) exit(1);
+    fclose(f);
+    return b;
+}
+static void wr(const char* p, const void* b, size_t n) {
+    FILE* f = fopen(p, \"wb\");
+    if (!f || fwrite(b, 1, n, f) != n) exit(1);
+    fclose(f);
+}
+";
+
 /// quant.cu's name of a scheme (its `#define`).
 fn cuda_name(s: QuantScheme) -> &'static str {
     match s {
@@ -37,8 +57,7 @@ fn put_half(dst: &mut [u8], v: f64) {
 }
 
 /// `rows` packed rows of random bytes whose f16 scale fields hold finite random values.
-fn packed(rng: &mut Rng, s: QuantScheme, rows: usize) -> Vec<u8> {
-    let k = UNITS * 32;
+fn packed(rng: &mut Rng, s: QuantScheme, rows: usize, k: usize) -> Vec<u8> {
     let (bb, bl) = (s.block_bytes(), s.block_len());
     let mut w: Vec<u8> = (0..rows * k / bl * bb)
         .map(|_| rng.next_u64() as u8)
@@ -89,7 +108,7 @@ fn staged_gemv_units_match_dequantized_dots() {
     );
     let mut want: Vec<(QuantScheme, Vec<f64>, Vec<f64>)> = Vec::new();
     for (i, &s) in QuantScheme::ALL.iter().enumerate() {
-        let w = packed(&mut rng, s, ROWS);
+        let w = packed(&mut rng, s, ROWS, k);
         let vals = rlx_cpu::quant::dequantize(s, &w, ROWS, k).unwrap();
         let (mut dot, mut mag) = (Vec::new(), Vec::new());
         for r in 0..ROWS {
@@ -126,13 +145,7 @@ fn staged_gemv_units_match_dequantized_dots() {
     let cut = src
         .find("template <int S, typename T, int MM>\n__device__ void dq_gemv_st")
         .expect("quant.cu's staged GEMV");
-    let io = format!(
-        "#define OUTS {outs}\nstatic const char* rd(const char* p) {{ FILE* f = fopen(p, \"rb\"); \
-         fseek(f, 0, SEEK_END); long n = ftell(f); fseek(f, 0, SEEK_SET); char* b = (char*)aligned_alloc(256, (n + 255) / 256 * 256); \
-         if (fread(b, 1, n, f) != (size_t)n) exit(1); fclose(f); return b; }}\n\
-         static void wr(const char* p, const void* b, size_t n) {{ FILE* f = fopen(p, \"wb\"); \
-         if (fwrite(b, 1, n, f) != n) exit(1); fclose(f); }}\n"
-    );
+    let io = format!("#define OUTS {outs}\n{IO}");
     let text = format!(
         "{PRELUDE}{PRELUDE_BITS}{}\n{}\n{io}{main}",
         crate::kernels::COMMON,
@@ -176,4 +189,94 @@ fn staged_gemv_units_match_dequantized_dots() {
         failed.len(),
         failed[..failed.len().min(12)].join("\n")
     );
+}
+
+/// Host stand-ins for what the whole of quant.cu needs beyond the unit decoders: shared
+/// memory as plain storage (one emulated thread a block), the staged GEMV's dynamic array,
+/// and CUDA's integer min / max.
+const WHOLE_FILE: &str = "#define __shared__
+float4 gs_sh4[64];
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline int max(int a, int b) { return a > b ? a : b; }
+";
+
+/// `dq_split_w` (decode and split in one pass) writes exactly the bytes of `dq_dequant` to
+/// f32 followed by `dq_split_in` with two f16 parts, for every quantized scheme, and the
+/// parts times the row scale give back rlx-cpu's dequantised values to 22 bits. Each kernel
+/// runs with one thread per block, blocks in turn.
+#[test]
+fn fused_weight_split_equals_dequant_then_split() {
+    let Some((dir, inc)) = hostemu::workdir("split") else {
+        return;
+    };
+    let mut rng = Rng::new("fused_weight_split_equals_dequant_then_split");
+    let (rows, k) = (5usize, 512usize);
+    let schemes: Vec<QuantScheme> = QuantScheme::ALL
+        .into_iter()
+        .filter(|s| !s.is_half())
+        .collect();
+    let mut bytes = Vec::new();
+    let mut want = Vec::new();
+    let mut main = String::from(
+        "int main() {\n  const char* W = rd(\"w.bin\");\n  float* wf = (float*)calloc(ROWS * K, 4);\n  \
+         __half* ho = (__half*)calloc(2 * ROWS * K, 2);\n  __half* hn = (__half*)calloc(2 * ROWS * K, 2);\n  \
+         float* io = (float*)calloc(ROWS, 4);\n  float* in = (float*)calloc(ROWS, 4);\n  \
+         blockDim.x = 1;\n  gridDim.x = 1;\n",
+    );
+    for (i, &s) in schemes.iter().enumerate() {
+        let w = packed(&mut rng, s, rows, k);
+        want.push(rlx_cpu::quant::dequantize(s, &w, rows, k).unwrap());
+        let name = super::scheme_name(s);
+        let _ = writeln!(
+            main,
+            "  {{ const u8* w = (const u8*)W + {off};\n    blockIdx.x = 0;\n    \
+             dq_dequant_{name}_f32(w, wf, ROWS, K);\n    \
+             for (unsigned r = 0; r < ROWS; ++r) {{ blockIdx.x = r; dq_split_in_f32_f16(wf, ho, io, ROWS, K, 2); }}\n    \
+             for (unsigned r = 0; r < ROWS; ++r) {{ blockIdx.x = r; dq_split_w_{name}(w, hn, in, ROWS, K); }}\n    \
+             wr(\"old{i}.bin\", ho, 2 * ROWS * K * 2); wr(\"new{i}.bin\", hn, 2 * ROWS * K * 2);\n    \
+             wr(\"iold{i}.bin\", io, ROWS * 4); wr(\"inew{i}.bin\", in, ROWS * 4); }}",
+            off = bytes.len()
+        );
+        bytes.extend_from_slice(&w);
+        bytes.resize(bytes.len().next_multiple_of(256), 0);
+    }
+    main.push_str("  return 0;\n}\n");
+    let text = format!(
+        "{PRELUDE}{PRELUDE_BITS}{}\n{WHOLE_FILE}{}\n#define ROWS {rows}\n#define K {k}\n{IO}{main}",
+        crate::kernels::COMMON,
+        super::Lib::Quant.source()
+    );
+    std::fs::write(dir.join("w.bin"), &bytes).unwrap();
+    hostemu::build_and_run(&dir, &inc, "split", &text);
+    let read = |f: String| std::fs::read(dir.join(f)).unwrap();
+    let halves = |b: &[u8]| -> Vec<f64> {
+        b.chunks_exact(2)
+            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f64())
+            .collect()
+    };
+    for (i, s) in schemes.iter().enumerate() {
+        let (old, new) = (read(format!("old{i}.bin")), read(format!("new{i}.bin")));
+        let (iold, inew) = (read(format!("iold{i}.bin")), read(format!("inew{i}.bin")));
+        assert!(old == new, "{s:?}: the fused split's parts differ");
+        assert!(iold == inew, "{s:?}: the fused split's row scales differ");
+        let parts = halves(&new);
+        let mut worst = 0.0f64;
+        for r in 0..rows {
+            let inv = f32::from_le_bytes(inew[4 * r..4 * r + 4].try_into().unwrap()) as f64;
+            let row = &want[i][r * k..(r + 1) * k];
+            let big = row.iter().fold(0f64, |a, &v| a.max((v as f64).abs()));
+            for c in 0..k {
+                let back = (parts[r * k + c] + parts[(rows + r) * k + c]) * inv;
+                let err = (back - row[c] as f64).abs() / big.max(1e-30);
+                assert!(
+                    err <= 1e-6,
+                    "{s:?} row {r} col {c}: parts give {back}, the value is {}",
+                    row[c]
+                );
+                worst = worst.max(err);
+            }
+        }
+        println!("{s:?}: fused split = dequant + split, bit for bit; worst part error {worst:.1e} of the row's largest");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

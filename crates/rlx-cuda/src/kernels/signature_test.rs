@@ -399,6 +399,12 @@ fn every_kernel() -> Vec<Kernel> {
         v.push(quant::dq_split_out(s, (1, 2, 3, 4), 5, 6, 7));
         v.push(quant::dq_split2_out(s, (1, 2, 3, 4, 5), (6, 7, 8, 9)));
     }
+    for q in rlx_ir::QuantScheme::ALL
+        .into_iter()
+        .filter(|q| !q.is_half())
+    {
+        v.push(quant::dq_split_w(q, (1, 2, 3), 4, 5));
+    }
     for u in [Unit::B2, Unit::B4, Unit::B8] {
         v.push(linalg::mm_gather(u, 1, 2, d, 3));
     }

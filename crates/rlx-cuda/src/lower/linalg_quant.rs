@@ -174,8 +174,8 @@ fn dequant_matmul_with(ctx: &mut NodeCtx, scheme: QuantScheme, f: Fusion) -> Low
 
 /// A quantized weight past the GEMV's rows (prefill), on tensor cores at the f32 product's
 /// accuracy: x (its norm or SwiGLU) split once into two f16 parts per value, and per chunk
-/// of weight rows the blocks decoded, split the same way (`dq_split_in`: row-wise power-of-
-/// two scales, 22 significant bits), one f16 GEMM of all four part products with f32
+/// of weight rows the blocks decoded and split the same way in one pass (`dq_split_w`:
+/// row-wise power-of-two scales, 22 significant bits), one f16 GEMM of all four part products with f32
 /// accumulation (each product of two halves exact in f32), and `dq_split2_out` summing
 /// them smallest first, unscaled, into the output's columns with the residual. Chunks of
 /// whole 128-row groups bound the scratch.
@@ -190,8 +190,8 @@ fn split_gemm(
     let sfx = Sfx::float(x.dtype)?;
     let rb = k / scheme.block_len() * scheme.block_bytes();
     let h = prepared(ctx, x, extras, glu, (m, k))?.ptr;
-    // Per chunk row: its f32 decoding, two f16 parts, and 2·(2m) f32 products.
-    let per_row = k * 4 + 2 * k * 2 + 4 * m * 4;
+    // Per chunk row: two f16 parts and 2·(2m) f32 products.
+    let per_row = 2 * k * 2 + 4 * m * 4;
     let mut chunk = (DEQUANT_SCRATCH / per_row).max(1);
     if chunk < n {
         chunk = (chunk / 128 * 128).max(128);
@@ -202,7 +202,6 @@ fn split_gemm(
     let inv_x = ctx.scratch(m * 4)?;
     let split = quant::dq_split_in(sfx, Sfx::F16, (h, hx, inv_x), mi, ki, 2);
     ctx.run(split, [m as u32, 1, 1], [256, 1, 1], 0)?;
-    let wf = ctx.scratch(chunk * k * 4)?;
     let hw = ctx.scratch(2 * chunk * k * 2)?;
     let inv_w = ctx.scratch(chunk * 4)?;
     let y = ctx.scratch(2 * m * 2 * chunk * 4)?;
@@ -212,11 +211,7 @@ fn split_gemm(
         let rows = chunk.min(n - n0);
         let wp = w.ptr + (n0 * rb) as u64;
         let ri = rows as i64;
-        ctx.run_1d(
-            quant::dq_dequant(scheme, Sfx::F32, wp, wf, ri, ki),
-            rows * k,
-        )?;
-        let ws = quant::dq_split_in(Sfx::F32, Sfx::F16, (wf, hw, inv_w), ri, ki, 2);
+        let ws = quant::dq_split_w(scheme, (wp, hw, inv_w), ri, ki);
         ctx.run(ws, [rows as u32, 1, 1], [256, 1, 1], 0)?;
         // y[2m, 2·rows] = [x_hi; x_lo] · [w_hi; w_lo]ᵀ
         parts_gemm(ctx, (hx, 2 * m), (hw, 2 * rows, DType::F16), k, y, &label)?;
