@@ -51,7 +51,8 @@ static inline float __fadd_rn(float a, float b) { volatile float r = a + b; retu
 static inline float __fsub_rn(float a, float b) { volatile float r = a - b; return r; }
 ";
 
-/// Device intrinsics beyond PRELUDE's, for the block decoders of quant.cu.
+/// Device intrinsics beyond PRELUDE's, for the block decoders of quant.cu (`__byte_perm`
+/// without the sign-replicating selectors, bit 3 of a selector nibble, which they do not use).
 pub const PRELUDE_BITS: &str = "
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
