@@ -98,23 +98,17 @@ pub fn build_and_run(dir: &Path, inc: &Path, name: &str, text: &str) {
         .current_dir(dir)
         .output()
         .unwrap();
-    assert!(
-        built.status.success(),
-        "g++ failed ({}):\n{}",
-        dir.display(),
-        String::from_utf8_lossy(&built.stderr)
-            .lines()
-            .take(40)
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    succeeded(&built, &format!("g++ ({})", dir.display()));
     let ran = Command::new(dir.join(name))
         .current_dir(dir)
         .output()
         .unwrap();
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    succeeded(&ran, name);
+}
+
+/// Panics with the first lines of a failed command's error output.
+fn succeeded(out: &std::process::Output, what: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let head: Vec<&str> = err.lines().take(40).collect();
+    assert!(out.status.success(), "{what} failed:\n{}", head.join("\n"));
 }

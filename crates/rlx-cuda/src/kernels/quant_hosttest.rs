@@ -36,19 +36,11 @@ static void wr(const char* p, const void* b, size_t n) {
 }
 ";
 
-/// quant.cu's name of a scheme (its `#define`).
-fn cuda_name(s: QuantScheme) -> &'static str {
+/// quant.cu's name of a scheme (its `#define`): the Rust name, `S` after the half ones.
+fn cuda_name(s: QuantScheme) -> String {
     match s {
-        QuantScheme::Q8_0 => "Q8_0",
-        QuantScheme::Q4_0 => "Q4_0",
-        QuantScheme::Q4_1 => "Q4_1",
-        QuantScheme::Q5_0 => "Q5_0",
-        QuantScheme::Q5_1 => "Q5_1",
-        QuantScheme::Q4_K => "Q4_K",
-        QuantScheme::Q5_K => "Q5_K",
-        QuantScheme::Q6_K => "Q6_K",
-        QuantScheme::F16 => "F16S",
-        QuantScheme::BF16 => "BF16S",
+        QuantScheme::F16 | QuantScheme::BF16 => format!("{s:?}S"),
+        _ => format!("{s:?}"),
     }
 }
 
