@@ -6,13 +6,14 @@
 #                                         before the call), each case's best timings side by side
 # MICRO_ONLY=text limits both runs to the cases whose description holds the text.
 set -eu
+old=""
+[ -n "${1:-}" ] && old=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 cd "$(dirname "$0")"
 nvcc -arch=sm_90 -O3 -std=c++17 -o /tmp/gemv_bench gemv_bench.cu -lcuda 2>&1 | grep -v "warning #" | head -20
-if [ -z "${1:-}" ]; then
+if [ -z "$old" ]; then
   /tmp/gemv_bench
   exit 0
 fi
-old=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 sed "s#../../crates/rlx-cuda/kernels/quant.cu#$old#" gemv_bench.cu > /tmp/gemv_bench_old.cu
 sed -i "s#../../crates/rlx-cuda/kernels/common.cuh#$PWD/../../crates/rlx-cuda/kernels/common.cuh#" /tmp/gemv_bench_old.cu
 nvcc -arch=sm_90 -O3 -std=c++17 -o /tmp/gemv_bench_old /tmp/gemv_bench_old.cu -lcuda 2>&1 | grep -v "warning #" | head -20
