@@ -192,3 +192,35 @@ fn fused_dequant_matmul_every_gemv_variant_and_swiglu() {
         }
     }
 }
+
+/// Under a half precision policy a prefill-size product (M > 8) decodes the whole weight to
+/// the policy's dtype once and multiplies on tensor cores with x rounded to it, as for a half
+/// weight: the half tolerance against the f32 CPU and f64, for every scheme.
+#[test]
+fn dequant_matmul_prefill_under_half_policies() {
+    if !common::gpu() {
+        return;
+    }
+    let mut rng = Rng::new("dequant_matmul_prefill_under_half_policies");
+    let (n, k) = (320, 512);
+    let vals: Vec<f32> = rng.normals(n * k).iter().map(|&v| v as f32).collect();
+    let xsh = [2usize, 24, 512];
+    for scheme in SCHEMES {
+        let (w, _) = packed_weight(scheme, &vals, n, k);
+        for precision in [rlx_cuda::Precision::F16, rlx_cuda::Precision::Bf16] {
+            let opts = CudaOptions {
+                precision,
+                ..CudaOptions::strict()
+            };
+            let feeds = vec![normal(&mut rng, "x", &xsh), w.clone()];
+            parity_with(
+                &format!("{precision} policy {scheme:?}"),
+                &|d| dq_graph(&xsh, n, scheme, d),
+                &feeds,
+                DType::F32,
+                opts,
+                OpKindSet::empty(),
+            );
+        }
+    }
+}

@@ -6,7 +6,9 @@
 //! tensor cores at the f32 product's accuracy: x (the fused op's norm or SwiGLU of it, first
 //! into a scratch) split into f16 parts, the weight decoded chunk by chunk into a bounded
 //! scratch and split the same way (half weights need no split), one cuBLASLt f16 GEMM per
-//! chunk, and the parts summed back with the residual (`split_gemm`, `half_gemm`).
+//! chunk, and the parts summed back with the residual (`split_gemm`, `half_gemm`). Under a
+//! half precision policy (`RLX_PRECISION=f16|bf16`) a quantized weight is decoded once to that
+//! dtype and multiplied as a half weight is, x rounded to it (`half_product`).
 use super::super::{DevTensor, KernelLaunch, Lowered, NodeCtx};
 use super::gemm_input;
 use crate::gemm::GemmDesc;
@@ -169,8 +171,27 @@ fn dequant_matmul_with(ctx: &mut NodeCtx, scheme: QuantScheme, f: Fusion) -> Low
             strict,
         );
     }
+    // Under a half policy the product is a half GEMM as for a half weight: the weight decoded
+    // once to the policy's dtype (while that scratch stays bounded), x rounded to it.
+    let policy_half = match ctx.precision {
+        crate::precision::Precision::F16 => Some(DType::F16),
+        crate::precision::Precision::Bf16 => Some(DType::BF16),
+        _ => None,
+    };
+    if let Some(wdt) = policy_half.filter(|_| n * k * 2 <= HALF_DEQUANT_SCRATCH) {
+        let wsfx = Sfx::float(wdt)?;
+        let wq = ctx.scratch(n * k * 2)?;
+        let (ni, ki) = (n as i64, k as i64);
+        ctx.run_1d(quant::dq_dequant(scheme, wsfx, w.ptr, wq, ni, ki), n * k)?;
+        let h = prepared(ctx, &x, extras, glu_mode, (m, k))?.ptr;
+        return half_product(ctx, (h, sfx), (wq, wdt), (&out, extras.residual), (m, n, k));
+    }
     split_gemm(ctx, scheme, (&x, &w, &out), extras, (m, n, k), glu_mode)
 }
+
+/// Bound on the half copy of a quantized weight that a half-policy prefill decodes; larger
+/// weights keep the strict chunked path.
+const HALF_DEQUANT_SCRATCH: usize = 256 << 20;
 
 /// A quantized weight past the GEMV's rows (prefill), on tensor cores at the f32 product's
 /// accuracy: x (its norm or SwiGLU) split once into two f16 parts per value, and per chunk
@@ -373,10 +394,30 @@ fn half_gemm(
         let kernel = quant::dq_split_out(sfx, ptrs, mi, n as i64, pi);
         return ctx.run_1d(kernel, m * n);
     }
+    half_product(
+        ctx,
+        (h, sfx),
+        (w.ptr, wdt),
+        (out, extras.residual),
+        (m, n, k),
+    )
+}
+
+/// `out = h · Wᵀ (+ res)` with the half `[n, k]` weight at `w`: h (`[m, k]` of dtype `sfx`)
+/// rounded to the weight's dtype, one half GEMM, the product cast back with the residual
+/// (about 3e-4 relative).
+fn half_product(
+    ctx: &mut NodeCtx,
+    (h, sfx): (u64, Sfx),
+    (w, wdt): (u64, DType),
+    (out, res): (&DevTensor, u64),
+    (m, n, k): (usize, usize, usize),
+) -> Lowered {
+    let wsfx = Sfx::float(wdt)?;
     let hw = ctx.scratch(m * k * 2)?;
     ctx.run_1d(quant::dq_cast_in(sfx, wsfx, h, hw, (m * k) as i64), m * k)?;
     let wt = DevTensor {
-        ptr: w.ptr,
+        ptr: w,
         dims: vec![n, k],
         dtype: wdt,
     };
@@ -387,7 +428,7 @@ fn half_gemm(
     g.ldb = k;
     g.label = format!("{}#{}", ctx.node.op.kind(), ctx.node.id.0);
     ctx.gemm(g)?;
-    let kernel = quant::dq_cast_out(wsfx, sfx, yw, out.ptr, extras.residual, (m * n) as i64);
+    let kernel = quant::dq_cast_out(wsfx, sfx, yw, out.ptr, res, (m * n) as i64);
     ctx.run_1d(kernel, m * n)
 }
 
