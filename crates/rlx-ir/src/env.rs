@@ -144,7 +144,8 @@ pub const SWITCHES: &[SwitchInfo] = &[
         Kind::Text,
         "f32|tf32|bf16|f16",
         "the GPU precision policy (default strict f32; the half policies autocast \
-         matmul-class ops)",
+         matmul-class ops, and a quantized weight's prefill product is a half GEMM of the \
+         weight decoded to that dtype)",
     ),
     sw(
         Switch::QuantAct,
