@@ -31,6 +31,19 @@ fn packed_weight(scheme: QuantScheme, vals: &[f32], n: usize, k: usize) -> (Feed
     (w, rb)
 }
 
+/// One random `[n, k]` matrix through the reference quantiser of every scheme: (scheme, the
+/// feed `w`, its row bytes).
+fn weights(rng: &mut Rng, n: usize, k: usize) -> Vec<(QuantScheme, Feed, usize)> {
+    let vals: Vec<f32> = rng.normals(n * k).iter().map(|&v| v as f32).collect();
+    SCHEMES
+        .into_iter()
+        .map(|scheme| {
+            let (w, rb) = packed_weight(scheme, &vals, n, k);
+            (scheme, w, rb)
+        })
+        .collect()
+}
+
 #[test]
 fn dequant_matmul_quantised_weights_big() {
     if !common::gpu() {
@@ -40,9 +53,7 @@ fn dequant_matmul_quantised_weights_big() {
     // Weights from the reference quantiser; 4500 × 4096 f32 is over the 32 MiB dequant
     // scratch, so the prefill case runs in column chunks.
     let (n, k) = (4500, 4096);
-    let vals: Vec<f32> = rng.normals(n * k).iter().map(|&v| v as f32).collect();
-    for scheme in SCHEMES {
-        let (w, _) = packed_weight(scheme, &vals, n, k);
+    for (scheme, w, _) in weights(&mut rng, n, k) {
         for (xsh, dt) in [
             (&[1usize, 4096usize][..], DType::F16),
             (&[4, 4096][..], DType::BF16),
@@ -133,9 +144,7 @@ fn fused_dequant_matmul_every_gemv_variant_and_swiglu() {
     }
     let mut rng = Rng::new("fused_dequant_matmul_every_gemv_variant_and_swiglu");
     let (n, k) = (200, 512);
-    let vals: Vec<f32> = rng.normals(n * k).iter().map(|&v| v as f32).collect();
-    for scheme in SCHEMES {
-        let (w, rb) = packed_weight(scheme, &vals, n, k);
+    for (scheme, w, rb) in weights(&mut rng, n, k) {
         for (m, variants) in [(1usize, 8usize), (3, 8), (40, 1)] {
             for (norm, glu, residual) in [
                 (true, None, false),
@@ -203,10 +212,8 @@ fn dequant_matmul_prefill_under_half_policies() {
     }
     let mut rng = Rng::new("dequant_matmul_prefill_under_half_policies");
     let (n, k) = (320, 512);
-    let vals: Vec<f32> = rng.normals(n * k).iter().map(|&v| v as f32).collect();
     let xsh = [2usize, 24, 512];
-    for scheme in SCHEMES {
-        let (w, _) = packed_weight(scheme, &vals, n, k);
+    for (scheme, w, _) in weights(&mut rng, n, k) {
         for precision in [rlx_cuda::Precision::F16, rlx_cuda::Precision::Bf16] {
             let opts = CudaOptions {
                 precision,
