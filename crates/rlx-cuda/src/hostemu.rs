@@ -35,25 +35,185 @@ pub const NV_TARGET: &str = "#pragma once
 #define NV_IF_ELSE_TARGET(q, t, ...) NV_EW_UNPAREN(__VA_ARGS__)
 ";
 
-pub const PRELUDE: &str = "#include <math.h>
+/// What every emulation needs: libm, and CUDA's rounding-mode arithmetic.
+macro_rules! math_prelude {
+    () => {
+        "#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-struct EwDim3 { unsigned x, y, z; };
-static EwDim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
-static inline float __shfl_xor_sync(unsigned, float v, int) { return v; }
-static inline double __shfl_xor_sync(unsigned, double v, int) { return v; }
-static inline void __syncthreads() {}
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 // Host float arithmetic is IEEE round-to-nearest; `volatile` keeps g++ from contracting to FMA.
 static inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
 static inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
 static inline float __fsub_rn(float a, float b) { volatile float r = a - b; return r; }
-";
+"
+    };
+}
 
-/// Device intrinsics beyond PRELUDE's, for the block decoders of quant.cu (`__byte_perm`
-/// without the sign-replicating selectors, bit 3 of a selector nibble, which they do not use).
+/// One sequential "thread" a grid: shuffles are identities and barriers no-ops, which is
+/// exact for kernels whose threads do not talk to each other (and for per-thread device
+/// functions).
+pub const PRELUDE: &str = concat!(
+    math_prelude!(),
+    "struct EwDim3 { unsigned x, y, z; };
+static EwDim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+static inline float __shfl_xor_sync(unsigned, float v, int) { return v; }
+static inline double __shfl_xor_sync(unsigned, double v, int) { return v; }
+static inline void __syncthreads() {}
+"
+);
+
+/// Whole blocks of cooperating threads: every thread of a block is a fiber (ucontext) with
+/// its own `threadIdx`, run until it reaches a barrier or ends. `__syncthreads` releases when
+/// every live thread of the block has reached one, a warp barrier (each `__shfl_xor_sync`
+/// takes two: publish, read) when every live lane of the warp has; a thread that ends drops
+/// out of both, as on the GPU. Blocks run one after another, so `__shared__` is `static`
+/// storage and the dynamic array is one buffer, filled with NaN bytes before each block so a
+/// read of anything not staged shows. A barrier no set of threads can pass (divergent
+/// barriers, a shuffle with lanes gone) stops the program with the threads' states.
+/// `emu_launch(grid, block, smem_bytes, body)` runs `body` (a kernel call) over a 1-D grid.
+pub const THREADED: &str = concat!(
+    math_prelude!(),
+    r#"#include <ucontext.h>
+#include <functional>
+#include <vector>
+struct EwDim3 { unsigned x, y, z; };
+static EwDim3 blockIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+enum { EMU_RUN, EMU_BLOCK, EMU_WARP, EMU_DONE };
+struct EmuThread { ucontext_t uc; EwDim3 idx; int state; bool started; std::vector<char> stack; };
+static std::vector<EmuThread> emu_t;
+static unsigned emu_cur;
+static ucontext_t emu_sched;
+static std::function<void()> emu_body;
+static void* emu_dyn_smem;
+#define threadIdx (emu_t[emu_cur].idx)
+#define __shared__ static
+static void emu_wait(int kind) {
+    emu_t[emu_cur].state = kind;
+    swapcontext(&emu_t[emu_cur].uc, &emu_sched);
+}
+static inline void __syncthreads() { emu_wait(EMU_BLOCK); }
+template <class V>
+static V emu_shfl_xor(V v, int o, V* slot) {
+    const unsigned t = threadIdx.x;
+    slot[t] = v;
+    emu_wait(EMU_WARP);
+    const V r = slot[(t & ~31u) | ((t ^ (unsigned)o) & 31u)];
+    emu_wait(EMU_WARP);
+    return r;
+}
+static float emu_slot_f[1024];
+static double emu_slot_d[1024];
+static inline float __shfl_xor_sync(unsigned, float v, int o) { return emu_shfl_xor(v, o, emu_slot_f); }
+static inline double __shfl_xor_sync(unsigned, double v, int o) { return emu_shfl_xor(v, o, emu_slot_d); }
+static void emu_entry() {
+    emu_body();
+    emu_t[emu_cur].state = EMU_DONE;
+    swapcontext(&emu_t[emu_cur].uc, &emu_sched);
+}
+// Runs every runnable thread until it blocks, then opens the barriers that every live
+// member has reached (warps first), until all threads are done.
+static void emu_block() {
+    const unsigned n = (unsigned)emu_t.size();
+    for (;;) {
+        for (unsigned i = 0; i < n; ++i) {
+            if (emu_t[i].state != EMU_RUN) continue;
+            emu_cur = i;
+            if (!emu_t[i].started) {
+                emu_t[i].started = true;
+                getcontext(&emu_t[i].uc);
+                emu_t[i].uc.uc_stack.ss_sp = emu_t[i].stack.data();
+                emu_t[i].uc.uc_stack.ss_size = emu_t[i].stack.size();
+                emu_t[i].uc.uc_link = nullptr;
+                makecontext(&emu_t[i].uc, emu_entry, 0);
+            }
+            swapcontext(&emu_sched, &emu_t[i].uc);
+        }
+        bool live = false, opened = false, all_block = true;
+        for (unsigned w = 0; w < n; w += 32) {
+            bool any = false, all = true;
+            for (unsigned i = w; i < n && i < w + 32; ++i) {
+                const int s = emu_t[i].state;
+                if (s == EMU_DONE) continue;
+                live = true;
+                any = any || s == EMU_WARP;
+                all = all && s == EMU_WARP;
+                all_block = all_block && s == EMU_BLOCK;
+            }
+            if (any && all) {
+                for (unsigned i = w; i < n && i < w + 32; ++i)
+                    if (emu_t[i].state == EMU_WARP) emu_t[i].state = EMU_RUN;
+                opened = true;
+            }
+        }
+        if (!live) return;
+        if (!opened && all_block) {
+            for (auto& t : emu_t)
+                if (t.state == EMU_BLOCK) t.state = EMU_RUN;
+            opened = true;
+        }
+        if (!opened) {
+            fprintf(stderr, "emulated block %u: no barrier can open; thread states (1 block, 2 warp, 3 done):", blockIdx.x);
+            for (unsigned i = 0; i < n; ++i) fprintf(stderr, " %d", emu_t[i].state);
+            fprintf(stderr, "\n");
+            exit(3);
+        }
+    }
+}
+static void emu_launch(unsigned grid, unsigned block, size_t smem, std::function<void()> body) {
+    gridDim = {grid, 1, 1};
+    blockDim = {block, 1, 1};
+    emu_body = body;
+    const size_t bytes = (smem + 256) / 256 * 256;
+    char* dyn = (char*)aligned_alloc(256, bytes);
+    emu_dyn_smem = dyn;
+    emu_t.resize(block);
+    for (unsigned b = 0; b < grid; ++b) {
+        blockIdx = {b, 0, 0};
+        memset(dyn, 0xff, bytes);
+        for (unsigned i = 0; i < block; ++i) {
+            emu_t[i].idx = {i, 0, 0};
+            emu_t[i].state = EMU_RUN;
+            emu_t[i].started = false;
+            emu_t[i].stack.resize(64 << 10);
+        }
+        emu_block();
+    }
+    free(dyn);
+}
+"#
+);
+
+/// `src` with each `extern __shared__ T name[];` (a kernel's dynamic shared array) turned
+/// into a pointer to [`THREADED`]'s buffer.
+pub fn dynamic_shared(src: &str) -> String {
+    let mut out = String::with_capacity(src.len());
+    for line in src.lines() {
+        let t = line.trim();
+        match t
+            .strip_prefix("extern __shared__ ")
+            .and_then(|r| r.strip_suffix("[];"))
+            .and_then(|r| r.split_once(' '))
+        {
+            Some((ty, name)) => {
+                out.push_str(&format!("{ty}* {name} = ({ty}*)emu_dyn_smem;\n"));
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// Device intrinsics beyond PRELUDE's, for quant.cu (`__byte_perm` without the
+/// sign-replicating selectors, bit 3 of a selector nibble, which it does not use), and CUDA's
+/// integer min / max.
 pub const PRELUDE_BITS: &str = "
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline int max(int a, int b) { return a > b ? a : b; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
 static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {

@@ -4,6 +4,9 @@ use crate::lower::KArgs;
 use rlx_ir::QuantScheme;
 
 #[cfg(test)]
+#[path = "quant_gemv_hosttest.rs"]
+mod gemv_hosttest;
+#[cfg(test)]
 #[path = "quant_hosttest.rs"]
 mod hosttest;
 

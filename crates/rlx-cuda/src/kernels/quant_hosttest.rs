@@ -18,7 +18,7 @@ const STRIDE: usize = 36;
 
 /// File input and output of the emulation programs: `rd` a whole file (256-byte aligned, as a
 /// device allocation), `wr` bytes.
-const IO: &str = "static const char* rd(const char* p) {
+pub(super) const IO: &str = "static const char* rd(const char* p) {
     FILE* f = fopen(p, \"rb\");
     if (!f) exit(1);
     fseek(f, 0, SEEK_END);
@@ -49,7 +49,7 @@ fn put_half(dst: &mut [u8], v: f64) {
 }
 
 /// `rows` packed rows of random bytes whose f16 scale fields hold finite random values.
-fn packed(rng: &mut Rng, s: QuantScheme, rows: usize, k: usize) -> Vec<u8> {
+pub(super) fn packed(rng: &mut Rng, s: QuantScheme, rows: usize, k: usize) -> Vec<u8> {
     let (bb, bl) = (s.block_bytes(), s.block_len());
     let mut w: Vec<u8> = (0..rows * k / bl * bb)
         .map(|_| rng.next_u64() as u8)
@@ -184,12 +184,9 @@ fn staged_gemv_units_match_dequantized_dots() {
 }
 
 /// Host stand-ins for what the whole of quant.cu needs beyond the unit decoders: shared
-/// memory as plain storage (one emulated thread a block), the staged GEMV's dynamic array,
-/// and CUDA's integer min / max.
+/// memory as plain storage (one emulated thread a block) and the staged GEMV's dynamic array.
 const WHOLE_FILE: &str = "#define __shared__
 float4 gs_sh4[64];
-static inline int min(int a, int b) { return a < b ? a : b; }
-static inline int max(int a, int b) { return a > b ? a : b; }
 ";
 
 /// `dq_split_w` (decode and split in one pass) writes exactly the bytes of `dq_dequant` to
