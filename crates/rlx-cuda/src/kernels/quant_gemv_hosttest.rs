@@ -318,7 +318,7 @@ fn staged_gemv_kernels_match_f64_on_the_host() {
             };
             let err = (got - want).abs();
             let bound = 1e-5 * mag + ulp * want.abs();
-            if !(err <= bound) {
+            if err.is_nan() || err > bound {
                 failed.push(format!(
                     "{} output {i}: got {got}, f64 {want} (bound {bound:.2e})",
                     c.what
