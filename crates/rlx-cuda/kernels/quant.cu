@@ -490,7 +490,10 @@ struct GsUnit<Q6_K> {
     }
 };
 
-template <int S, typename T, int MM>
+// R: the lane keeps R units in registers, R − 1 of them requested ahead of the one it is
+// using (a tuning choice: a short row's lane has all its units in flight at once, instead of
+// paying HBM's latency once per unit).
+template <int S, typename T, int MM, int R>
 __device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const T* res, int M,
                            i64 N, i64 K, float eps, int glu, int lpr) {
     extern __shared__ float4 gs_sh4[];
@@ -511,8 +514,26 @@ __device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const 
     const i64 stride = wide ? (i64)gridDim.x : (i64)gridDim.x * (blockDim.x >> 5) * gpw;
     const i64 rb = (K / block_len<S>()) * block_bytes<S>();
     i64 nb = wide ? (i64)blockIdx.x : ((i64)blockIdx.x * (blockDim.x >> 5) + (tid >> 5)) * gpw;
-    GsUnit<S> cur;
-    if (nb + g < N && gi < units) cur.load(w + (nb + g) * rb, gi);
+    // The lane's (row, unit) pairs in order: (nb, it) the one it uses next, (lnb, lit) the
+    // next it requests; unit gi + it·lpr of row nb + g.
+    GsUnit<S> ring[R];
+    i64 lnb = nb;
+    int lit = 0;
+    bool launched = false;
+    auto request = [&](GsUnit<S>& slot) {
+        const int lu = gi + lit * lpr;
+        if (lnb + g < N && lu < units) slot.load(w + (lnb + g) * rb, lu);
+        if (++lit == per) {
+            lit = 0;
+            lnb += stride;
+        }
+        if (!launched && lnb >= N) {
+            pdl_launch_next();
+            launched = true;
+        }
+    };
+#pragma unroll
+    for (int j = 0; j + 1 < R; ++j) request(ring[j]);
     pdl_wait();
     const int xs = glu ? 2 * k32 : k32;
     float scale[MM];
@@ -579,51 +600,48 @@ __device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const 
     for (int m = 0; m < MM; ++m) acc[m] = 0.f;
     int it = 0;
     while (nb < N) {
-        i64 nb2 = nb;
-        int it2 = it + 1;
-        if (it2 == per) {
-            it2 = 0;
-            nb2 += stride;
-            if (nb2 >= N) pdl_launch_next();
-        }
-        const int u = gi + it * lpr, u2 = gi + it2 * lpr;
-        GsUnit<S> nxt;
-        const bool more = nb2 + g < N && u2 < units;
-        if (more) nxt.load(w + (nb2 + g) * rb, u2);
-        if (nb + g < N && u < units) {
 #pragma unroll
-            for (int m = 0; m < MM; ++m) {
-                if (m < M) acc[m] += cur.dot(gs_sh4 + (m * units + u) * (GS_STRIDE / 4));
-            }
-        }
-        if (it == per - 1) {
-            const i64 n = nb + g;
+        for (int j = 0; j < R; ++j) {
+            request(ring[(j + R - 1) % R]);
+            const int u = gi + it * lpr;
+            if (nb + g < N && u < units) {
 #pragma unroll
-            for (int m = 0; m < MM; ++m) {
-                if (m < M) {
-                    float v = acc[m];
-                    if (wide) {
-                        v = warp_sum(v);
-                        if (lane == 0) red[tid >> 5] = v;
-                        __syncthreads();
-                        if (tid == 0)
-                            for (int w2 = 1; w2 < (int)(blockDim.x >> 5); ++w2) v += red[w2];
-                        __syncthreads();
-                    } else {
-                        for (int o = lpr >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-                    }
-                    if (n < N && gi == 0) {
-                        v *= scale[m];
-                        if (res != nullptr) v += ldf(res, (i64)m * N + n);
-                        stf(y, (i64)m * N + n, v);
-                    }
-                    acc[m] = 0.f;
+                for (int m = 0; m < MM; ++m) {
+                    if (m < M) acc[m] += ring[j].dot(gs_sh4 + (m * units + u) * (GS_STRIDE / 4));
                 }
             }
+            if (it == per - 1) {
+                const i64 n = nb + g;
+#pragma unroll
+                for (int m = 0; m < MM; ++m) {
+                    if (m < M) {
+                        float v = acc[m];
+                        if (wide) {
+                            v = warp_sum(v);
+                            if (lane == 0) red[tid >> 5] = v;
+                            __syncthreads();
+                            if (tid == 0)
+                                for (int w2 = 1; w2 < (int)(blockDim.x >> 5); ++w2) v += red[w2];
+                            __syncthreads();
+                        } else {
+                            for (int o = lpr >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+                        }
+                        if (n < N && gi == 0) {
+                            v *= scale[m];
+                            if (res != nullptr) v += ldf(res, (i64)m * N + n);
+                            stf(y, (i64)m * N + n, v);
+                        }
+                        acc[m] = 0.f;
+                    }
+                }
+                it = 0;
+                nb += stride;
+            } else {
+                ++it;
+            }
+            // Warp-uniform (block-uniform for whole-block rows), as the shuffles need.
+            if (nb >= N) break;
         }
-        if (more) cur = nxt;
-        nb = nb2;
-        it = it2;
     }
     pdl_launch_next();
 }
@@ -666,12 +684,12 @@ __device__ void dq_dequant(const u8* w, T* out, i64 rows, i64 K) {
     extern "C" __global__ void dq_gemv_st_##name##_m1_##sfx(                                 \
         const T* x, const u8* w, T* y, const T* gamma, const T* res, int M, i64 N, i64 K,    \
         float eps, int glu, int lpr) {                                                       \
-        dq_gemv_st<S, T, 1>(x, w, y, gamma, res, M, N, K, eps, glu, lpr);                    \
+        dq_gemv_st<S, T, 1, 2>(x, w, y, gamma, res, M, N, K, eps, glu, lpr);                 \
     }                                                                                        \
     extern "C" __global__ void dq_gemv_st_##name##_m8_##sfx(                                 \
         const T* x, const u8* w, T* y, const T* gamma, const T* res, int M, i64 N, i64 K,    \
         float eps, int glu, int lpr) {                                                       \
-        dq_gemv_st<S, T, GEMV_MAX_M>(x, w, y, gamma, res, M, N, K, eps, glu, lpr);           \
+        dq_gemv_st<S, T, GEMV_MAX_M, 2>(x, w, y, gamma, res, M, N, K, eps, glu, lpr);        \
     }                                                                                        \
     extern "C" __global__ void dq_dequant_##name##_##sfx(const u8* w, T* out, i64 rows,       \
                                                          i64 K) {                            \
@@ -689,6 +707,24 @@ __device__ void dq_dequant(const u8* w, T* out, i64 rows, i64 K) {
     RLX_DQ_ONE(f16, F16S, sfx, T)                                                            \
     RLX_DQ_ONE(bf16, BF16S, sfx, T)
 RLX_FLOAT_TYPES(RLX_DQ)
+// dq_gemv_st_<scheme>_m1d<R>_f32: one f32 row (decode) with R units a lane in registers;
+// R = 8 only for the 32-value schemes (5–9 registers a unit).
+#define RLX_DQ_ST_DEEP(name, S, R)                                                            \
+    extern "C" __global__ void dq_gemv_st_##name##_m1d##R##_f32(                              \
+        const float* x, const u8* w, float* y, const float* gamma, const float* res, int M,   \
+        i64 N, i64 K, float eps, int glu, int lpr) {                                          \
+        dq_gemv_st<S, float, 1, R>(x, w, y, gamma, res, M, N, K, eps, glu, lpr);              \
+    }
+RLX_DQ_ST_DEEP(q8_0, Q8_0, 4) RLX_DQ_ST_DEEP(q8_0, Q8_0, 8)
+RLX_DQ_ST_DEEP(q4_0, Q4_0, 4) RLX_DQ_ST_DEEP(q4_0, Q4_0, 8)
+RLX_DQ_ST_DEEP(q4_1, Q4_1, 4) RLX_DQ_ST_DEEP(q4_1, Q4_1, 8)
+RLX_DQ_ST_DEEP(q5_0, Q5_0, 4) RLX_DQ_ST_DEEP(q5_0, Q5_0, 8)
+RLX_DQ_ST_DEEP(q5_1, Q5_1, 4) RLX_DQ_ST_DEEP(q5_1, Q5_1, 8)
+RLX_DQ_ST_DEEP(q4_k, Q4_K, 4)
+RLX_DQ_ST_DEEP(q5_k, Q5_K, 4)
+RLX_DQ_ST_DEEP(q6_k, Q6_K, 4)
+RLX_DQ_ST_DEEP(f16, F16S, 4)
+RLX_DQ_ST_DEEP(bf16, BF16S, 4)
 
 // A product of a half weight past the GEMV's rows: x (or its prepared form h) cast to the
 // weight's dtype for cuBLASLt, and the product cast back to the output's with the residual

@@ -66,7 +66,7 @@ pub fn dq_gemv_st(
     extras: GemvExtras,
     (m, n, k): (i32, i64, i64),
     glu: i32,
-    lpr: i32,
+    (lpr, depth): (i32, u32),
 ) -> Kernel {
     let args = (KArgs::new().ptr(x).ptr(w).ptr(y))
         .ptr(extras.gamma)
@@ -77,9 +77,26 @@ pub fn dq_gemv_st(
         .f32(extras.eps)
         .i32(glu)
         .i32(lpr);
-    let mm = if m == 1 { 1 } else { 8 };
-    let name = format!("dq_gemv_st_{}_m{mm}_{}", scheme_name(scheme), sfx.name());
+    let tag = match (m, depth) {
+        (1, 4) => "m1d4",
+        (1, 8) => "m1d8",
+        (1, _) => "m1",
+        _ => "m8",
+    };
+    let name = format!("dq_gemv_st_{}_{tag}_{}", scheme_name(scheme), sfx.name());
     Kernel::new(Lib::Quant, name, args)
+}
+
+/// The register depths (units a lane holds, `R` in kernels/quant.cu) `dq_gemv_st` is built
+/// with for `m` rows of `scheme` in `sfx`: 2 always; for one f32 row (decode) also 4, and 8
+/// for the small units of the 32-value schemes.
+pub fn gemv_depths(scheme: QuantScheme, sfx: Sfx, m: usize) -> &'static [u32] {
+    use QuantScheme as Q;
+    match scheme {
+        _ if m != 1 || sfx != Sfx::F32 => &[2],
+        Q::Q8_0 | Q::Q4_0 | Q::Q4_1 | Q::Q5_0 | Q::Q5_1 => &[2, 4, 8],
+        _ => &[2, 4],
+    }
 }
 
 /// `dq_dequant_<scheme>_<sfx>(w, out, rows, K)`.

@@ -187,13 +187,20 @@ fn product(
     }
 }
 
-/// The launch statement of `p` with `lpr` lanes a column, `warps` a block, `grid` blocks (0:
-/// one block per `cols` rows, as the lowering's first grid), y at `y`.
-fn launch(p: &Product, (lpr, warps, grid): (usize, usize, usize), y: usize) -> (String, String) {
+/// Lanes a column, warps a block, blocks (0: one per `cols` rows, as the lowering's first
+/// grid), units a lane holds.
+type Shape = (usize, usize, usize, u32);
+
+/// The launch statement of `p` in `shape`, y at `y`.
+fn launch(p: &Product, (lpr, warps, grid, depth): Shape, y: usize) -> (String, String) {
     let t = ctype(p.sfx);
-    let mm = if p.m == 1 { 1 } else { 8 };
+    let tag = match (p.m, depth) {
+        (1, 2) => "m1".to_string(),
+        (1, d) => format!("m1d{d}"),
+        _ => "m8".to_string(),
+    };
     let name = format!(
-        "dq_gemv_st_{}_m{mm}_{}",
+        "dq_gemv_st_{}_{tag}_{}",
         scheme_name(p.scheme),
         p.sfx.name()
     );
@@ -221,7 +228,8 @@ fn launch(p: &Product, (lpr, warps, grid): (usize, usize, usize), y: usize) -> (
         p.f.glu,
     );
     let what = format!(
-        "{name} m={} n={} k={} norm={} glu={} residual={} lpr={lpr} warps={warps} grid={blocks}",
+        "{name} m={} n={} k={} norm={} glu={} residual={} lpr={lpr} warps={warps} grid={blocks} \
+         depth={depth}",
         p.m, p.n, p.k, p.f.norm, p.f.glu, p.f.residual
     );
     (what, call)
@@ -236,7 +244,7 @@ fn staged_gemv_kernels_match_f64_on_the_host() {
     let mut blob = Blob::default();
     let mut cases: Vec<Case> = Vec::new();
     let mut ybytes = 0usize;
-    let mut add = |p: &Product, shape: (usize, usize, usize), cases: &mut Vec<Case>| {
+    let mut add = |p: &Product, shape: Shape, cases: &mut Vec<Case>| {
         let (what, call) = launch(p, shape, ybytes);
         cases.push(Case {
             what,
@@ -255,21 +263,25 @@ fn staged_gemv_kernels_match_f64_on_the_host() {
     for scheme in [QuantScheme::Q5_0, QuantScheme::Q4_K] {
         for f in [FUSIONS[2], FUSIONS[3]] {
             let p = product(&mut rng, &mut blob, scheme, Sfx::F32, f, [1, 150, 2048]);
-            for &(lpr, warps) in &narrow {
-                add(&p, (lpr, warps, 0), &mut cases);
-                add(&p, (lpr, warps, 1), &mut cases);
-            }
-            for &(lpr, warps) in &wide {
-                add(&p, (lpr, warps, 3), &mut cases);
+            for &d in super::gemv_depths(scheme, Sfx::F32, 1) {
+                for &(lpr, warps) in &narrow {
+                    add(&p, (lpr, warps, 0, d), &mut cases);
+                    add(&p, (lpr, warps, 1, d), &mut cases);
+                }
+                for &(lpr, warps) in &wide {
+                    add(&p, (lpr, warps, 3, d), &mut cases);
+                }
             }
         }
     }
-    // Every scheme with every fusion, one row and several.
+    // Every scheme with every fusion and register depth, one row and several.
     for scheme in QuantScheme::ALL {
         for f in FUSIONS {
             for m in [1, 5] {
                 let p = product(&mut rng, &mut blob, scheme, Sfx::F32, f, [m, 70, 512]);
-                add(&p, (8, 4, 0), &mut cases);
+                for &d in super::gemv_depths(scheme, Sfx::F32, m) {
+                    add(&p, (8, 4, 0, d), &mut cases);
+                }
             }
         }
     }
@@ -278,7 +290,7 @@ fn staged_gemv_kernels_match_f64_on_the_host() {
         for scheme in [QuantScheme::Q4_1, QuantScheme::Q6_K, QuantScheme::BF16] {
             for (f, m) in [(FUSIONS[2], 1), (FUSIONS[3], 3)] {
                 let p = product(&mut rng, &mut blob, scheme, sfx, f, [m, 40, 512]);
-                add(&p, (16, 8, 1), &mut cases);
+                add(&p, (16, 8, 1, 2), &mut cases);
             }
         }
     }

@@ -135,7 +135,7 @@ fn staged_gemv_units_match_dequantized_dots() {
     main.push_str("  wr(\"out.bin\", O, OUTS * 4);\n  return 0;\n}\n");
     let src = super::Lib::Quant.source();
     let cut = src
-        .find("template <int S, typename T, int MM>\n__device__ void dq_gemv_st")
+        .find("// R: the lane keeps R units")
         .expect("quant.cu's staged GEMV");
     let io = format!("#define OUTS {outs}\n{IO}");
     let text = format!(

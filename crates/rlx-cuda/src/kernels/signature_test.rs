@@ -390,6 +390,12 @@ fn every_kernel() -> Vec<Kernel> {
         for q in rlx_ir::QuantScheme::ALL {
             v.push(quant::dq_gemv(q, s, (1, 2, 3), Default::default(), 4, 5, 6));
             v.push(quant::dq_dequant(q, s, 1, 2, 3, 4));
+            for m in [1, 3] {
+                for &d in quant::gemv_depths(q, s, m as usize) {
+                    let e = Default::default();
+                    v.push(quant::dq_gemv_st(q, s, (1, 2, 3), e, (m, 5, 6), 7, (8, d)));
+                }
+            }
         }
         for w in [Sfx::F16, Sfx::BF16] {
             v.push(quant::dq_cast_in(s, w, 1, 2, 3));

@@ -286,15 +286,18 @@ fn gemv(
                 if i > 0 && 2 * blocks > full {
                     continue;
                 }
-                let kernel =
-                    quant::dq_gemv_st(scheme, sfx, ptrs, extras, (mi, ni, ki), glu, lpr as i32);
-                let l = KernelLaunch::new(
-                    kernel,
-                    [blocks as u32, 1, 1],
-                    [32 * warps as u32, 1, 1],
-                    smem as u32,
-                );
-                cands.push(if pdl { l.with_pdl() } else { l });
+                for &depth in quant::gemv_depths(scheme, sfx, m) {
+                    let shape = (lpr as i32, depth);
+                    let kernel =
+                        quant::dq_gemv_st(scheme, sfx, ptrs, extras, (mi, ni, ki), glu, shape);
+                    let l = KernelLaunch::new(
+                        kernel,
+                        [blocks as u32, 1, 1],
+                        [32 * warps as u32, 1, 1],
+                        smem as u32,
+                    );
+                    cands.push(if pdl { l.with_pdl() } else { l });
+                }
             }
         }
     }
