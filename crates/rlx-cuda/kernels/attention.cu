@@ -828,13 +828,24 @@ __device__ __forceinline__ void attn_split_chunk_grp(const T* __restrict__ q, co
     float m = -INFINITY, l = 0.f;
     // Groups of G lanes are aligned within a warp; every lane of a warp runs the same number
     // of iterations (the shuffles need the whole warp), keys past j1 count as masked.
+    // A step's two keys are requested one step ahead (the next pair's loads overlap this
+    // pair's dot, shuffles and softmax), so a short context pays one memory latency, not one
+    // a step.
     const int steps = (j1 - j0 + 2 * ng - 1) / (2 * ng);
+    float4 na0, na1, nc0, nc1, nva0, nva1, nvc0, nvc1;
+    if (steps > 0) {
+        att_key8<T, CW>(kb, vb, a, st, min(j0 + g, j1 - 1), ln, na0, na1, nva0, nva1);
+        att_key8<T, CW>(kb, vb, a, st, min(j0 + g + ng, j1 - 1), ln, nc0, nc1, nvc0, nvc1);
+    }
     for (int t = 0; t < steps; ++t) {
         const int ja = j0 + 2 * ng * t + g, jc = ja + ng;
-        const int ra = min(ja, j1 - 1), rc = min(jc, j1 - 1);
-        float4 ka0, ka1, kc0, kc1, va0, va1, vc0, vc1;
-        att_key8<T, CW>(kb, vb, a, st, ra, ln, ka0, ka1, va0, va1);
-        att_key8<T, CW>(kb, vb, a, st, rc, ln, kc0, kc1, vc0, vc1);
+        const float4 ka0 = na0, ka1 = na1, kc0 = nc0, kc1 = nc1;
+        const float4 va0 = nva0, va1 = nva1, vc0 = nvc0, vc1 = nvc1;
+        if (t + 1 < steps) {
+            const int jn = ja + 2 * ng;
+            att_key8<T, CW>(kb, vb, a, st, min(jn, j1 - 1), ln, na0, na1, nva0, nva1);
+            att_key8<T, CW>(kb, vb, a, st, min(jn + ng, j1 - 1), ln, nc0, nc1, nvc0, nvc1);
+        }
         float da = qv[0] * ka0.x, dc = qv[0] * kc0.x;
         da = fmaf(qv[1], ka0.y, da); dc = fmaf(qv[1], kc0.y, dc);
         da = fmaf(qv[2], ka0.z, da); dc = fmaf(qv[2], kc0.z, dc);

@@ -72,7 +72,8 @@ static inline void __syncthreads() {}
 /// storage and the dynamic array is one buffer, filled with NaN bytes before each block so a
 /// read of anything not staged shows. A barrier no set of threads can pass (divergent
 /// barriers, a shuffle with lanes gone) stops the program with the threads' states.
-/// `emu_launch(grid, block, smem_bytes, body)` runs `body` (a kernel call) over a 1-D grid.
+/// `emu_launch(grid, block, smem_bytes, body)` runs `body` (a kernel call) over a 1-D grid,
+/// `emu_launch2(grid_x, grid_y, ..)` over a 2-D one (x fastest).
 pub const THREADED: &str = concat!(
     math_prelude!(),
     r#"#include <ucontext.h>
@@ -94,6 +95,7 @@ static void emu_wait(int kind) {
     swapcontext(&emu_t[emu_cur].uc, &emu_sched);
 }
 static inline void __syncthreads() { emu_wait(EMU_BLOCK); }
+static inline void __syncwarp(unsigned = 0xffffffffu) { emu_wait(EMU_WARP); }
 template <class V>
 static V emu_shfl_xor(V v, int o, V* slot) {
     const unsigned t = threadIdx.x;
@@ -161,16 +163,18 @@ static void emu_block() {
         }
     }
 }
-static void emu_launch(unsigned grid, unsigned block, size_t smem, std::function<void()> body) {
-    gridDim = {grid, 1, 1};
+static void emu_launch2(unsigned grid, unsigned grid_y, unsigned block, size_t smem,
+                        std::function<void()> body) {
+    gridDim = {grid, grid_y, 1};
     blockDim = {block, 1, 1};
     emu_body = body;
     const size_t bytes = (smem + 256) / 256 * 256;
     char* dyn = (char*)aligned_alloc(256, bytes);
     emu_dyn_smem = dyn;
     emu_t.resize(block);
+    for (unsigned by = 0; by < grid_y; ++by)
     for (unsigned b = 0; b < grid; ++b) {
-        blockIdx = {b, 0, 0};
+        blockIdx = {b, by, 0};
         memset(dyn, 0xff, bytes);
         for (unsigned i = 0; i < block; ++i) {
             emu_t[i].idx = {i, 0, 0};
@@ -182,6 +186,13 @@ static void emu_launch(unsigned grid, unsigned block, size_t smem, std::function
     }
     free(dyn);
 }
+static void emu_launch(unsigned grid, unsigned block, size_t smem, std::function<void()> body) {
+    emu_launch2(grid, 1, block, smem, body);
+}
+// Fibers never run at once, so read-modify-writes are atomic and fences are no-ops.
+static inline unsigned atomicAdd(unsigned* p, unsigned v) { const unsigned o = *p; *p = o + v; return o; }
+static inline void __threadfence() {}
+template <class V> static inline V __ldcg(const V* p) { return *p; }
 "#
 );
 
@@ -224,6 +235,26 @@ static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
 static inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned sh) {
     unsigned long long v = ((unsigned long long)hi << 32) | lo;
     return (unsigned)(v >> (sh & 31));
+}
+";
+
+/// File input and output of the emulation programs: `rd` a whole file (256-byte aligned, as a
+/// device allocation), `wr` bytes.
+pub const FILE_IO: &str = "static const char* rd(const char* p) {
+    FILE* f = fopen(p, \"rb\");
+    if (!f) exit(1);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char* b = (char*)aligned_alloc(256, (n + 255) / 256 * 256);
+    if (fread(b, 1, n, f) != (size_t)n) exit(1);
+    fclose(f);
+    return b;
+}
+static void wr(const char* p, const void* b, size_t n) {
+    FILE* f = fopen(p, \"wb\");
+    if (!f || fwrite(b, 1, n, f) != n) exit(1);
+    fclose(f);
 }
 ";
 

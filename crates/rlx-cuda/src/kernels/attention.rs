@@ -5,6 +5,10 @@
 use super::{Kernel, Lib, Sfx};
 use crate::lower::KArgs;
 
+#[cfg(test)]
+#[path = "attention_hosttest.rs"]
+mod hosttest;
+
 /// Mirrors `AttnArgs` in `attention.cu` (same field order; 160 bytes, no padding).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]

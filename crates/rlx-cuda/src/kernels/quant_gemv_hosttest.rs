@@ -5,9 +5,9 @@
 //! f32 and half activations, against an f64 product of rlx-cpu's dequantised rows. This checks
 //! the kernels' indexing, staging, reductions and grid stride on any machine, before a GPU
 //! runs them (the GPU parity suite then checks the compiled code against the CPU).
-use super::hosttest::{packed, IO};
+use super::hosttest::packed;
 use super::scheme_name;
-use crate::hostemu::{self, PRELUDE_BITS, THREADED};
+use crate::hostemu::{self, FILE_IO as IO, PRELUDE_BITS, THREADED};
 use crate::kernels::Sfx;
 use rlx_ir::QuantScheme;
 use rlx_testutil::Rng;

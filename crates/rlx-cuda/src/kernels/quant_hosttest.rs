@@ -5,7 +5,7 @@
 //! constant and spread fifth bits by multiplies; this checks that arithmetic (and the unit →
 //! byte mapping of every layout) on any machine, before a GPU runs it. Rows are random bytes
 //! with finite random scales, so every quant pattern occurs.
-use crate::hostemu::{self, PRELUDE, PRELUDE_BITS};
+use crate::hostemu::{self, FILE_IO as IO, PRELUDE, PRELUDE_BITS};
 use rlx_ir::QuantScheme;
 use rlx_testutil::Rng;
 use std::fmt::Write;
@@ -15,26 +15,6 @@ const UNITS: usize = 64;
 const ROWS: usize = 3;
 /// Floats a staged unit takes in shared memory (quant.cu's GS_STRIDE).
 const STRIDE: usize = 36;
-
-/// File input and output of the emulation programs: `rd` a whole file (256-byte aligned, as a
-/// device allocation), `wr` bytes.
-pub(super) const IO: &str = "static const char* rd(const char* p) {
-    FILE* f = fopen(p, \"rb\");
-    if (!f) exit(1);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char* b = (char*)aligned_alloc(256, (n + 255) / 256 * 256);
-    if (fread(b, 1, n, f) != (size_t)n) exit(1);
-    fclose(f);
-    return b;
-}
-static void wr(const char* p, const void* b, size_t n) {
-    FILE* f = fopen(p, \"wb\");
-    if (!f || fwrite(b, 1, n, f) != n) exit(1);
-    fclose(f);
-}
-";
 
 /// quant.cu's name of a scheme (its `#define`): the Rust name, `S` after the half ones.
 fn cuda_name(s: QuantScheme) -> String {
