@@ -2,7 +2,8 @@
 // the warp-per-column dq_gemv against the staged dq_gemv_st at the decode shapes of the
 // benchmark models, each launch configuration timed as a CUDA graph of REPS back-to-back
 // launches (the way a captured decode step runs them), with and without programmatic
-// dependent launch. Outputs are checked against dq_gemv's first. Run by
+// dependent launch, at each register depth the source has. Outputs are checked against
+// dq_gemv's first. Run by
 // bench/cuda_micro/run.sh on the device: nvcc -arch=sm_90 -O3 gemv_bench.cu -lcuda.
 #include "../../crates/rlx-cuda/kernels/common.cuh"
 #include "../../crates/rlx-cuda/kernels/quant.cu"
@@ -19,12 +20,22 @@
 typedef void (*OldK)(const float*, const u8*, float*, const float*, const float*, int, i64, i64, float);
 typedef void (*StK)(const float*, const u8*, float*, const float*, const float*, int, i64, i64, float, int, int);
 
-struct Scheme { const char* name; int bl, bb; OldK old; StK st1, st8; };
-#define SCH(n, S, bl, bb) {#n, bl, bb, dq_gemv_##n##_f32, dq_gemv_st_##n##_m1_f32, dq_gemv_st_##n##_m8_f32}
+// st1d[i]: the one-row kernel holding 2 << i units a lane in registers (R in quant.cu); a
+// quant.cu from before the register depths (no RLX_DQ_ST_DEEP) has only R = 2.
+struct Scheme { const char* name; int bl, bb; OldK old; StK st1d[3], st8; };
+#ifdef RLX_DQ_ST_DEEP
+#define D4(n) dq_gemv_st_##n##_m1d4_f32
+#define D8(n) dq_gemv_st_##n##_m1d8_f32
+#else
+#define D4(n) nullptr
+#define D8(n) nullptr
+#endif
+#define SCH(n, S, bl, bb) {#n, bl, bb, dq_gemv_##n##_f32, {dq_gemv_st_##n##_m1_f32, D4(n), D8(n)}, dq_gemv_st_##n##_m8_f32}
+#define SCHK(n, S, bl, bb) {#n, bl, bb, dq_gemv_##n##_f32, {dq_gemv_st_##n##_m1_f32, D4(n), nullptr}, dq_gemv_st_##n##_m8_f32}
 static Scheme SCHEMES[] = {SCH(q8_0, Q8_0, 32, 34), SCH(q4_0, Q4_0, 32, 18), SCH(q4_1, Q4_1, 32, 20),
-                           SCH(q5_0, Q5_0, 32, 22), SCH(q5_1, Q5_1, 32, 24), SCH(q4_k, Q4_K, 256, 144),
-                           SCH(q5_k, Q5_K, 256, 176), SCH(q6_k, Q6_K, 256, 210),
-                           SCH(f16, F16S, 32, 64), SCH(bf16, BF16S, 32, 64)};
+                           SCH(q5_0, Q5_0, 32, 22), SCH(q5_1, Q5_1, 32, 24), SCHK(q4_k, Q4_K, 256, 144),
+                           SCHK(q5_k, Q5_K, 256, 176), SCHK(q6_k, Q6_K, 256, 210),
+                           SCHK(f16, F16S, 32, 64), SCHK(bf16, BF16S, 32, 64)};
 
 static unsigned short half_bits(float f) { __half h = __float2half(f); return *reinterpret_cast<unsigned short*>(&h); }
 static unsigned rng = 12345u;
@@ -158,15 +169,19 @@ int main() {
             s->old<<<(N + 3) / 4, 128, 0, st>>>(xin_old, dw, dy0, gam, res, M, N, K, eps);
             const int units = K / 32;
             size_t smem = ((size_t)M * units * 36 + 32) * 4;
-            StK f = M == 1 ? s->st1 : s->st8;
-            f<<<(N + 7) / 8, 128, smem, st>>>(dx, dw, dy1, gam, res, M, N, K, eps, glu, 16);
-            CK(cudaStreamSynchronize(st));
-            std::vector<float> a(M * N), b(M * N);
-            cudaMemcpy(a.data(), dy0, M * N * 4, cudaMemcpyDeviceToHost);
-            cudaMemcpy(b.data(), dy1, M * N * 4, cudaMemcpyDeviceToHost);
-            double md = 0, mx = 0;
-            for (size_t i = 0; i < a.size(); ++i) { md = fmax(md, fabs(a[i] - b[i])); mx = fmax(mx, fabs(a[i])); }
-            printf("  check M=%d: max|st-old| = %.3g (max|old| %.3g) %s\n", M, md, mx, md <= 1e-4 * mx + 1e-5 ? "ok" : "MISMATCH");
+            for (int di = 0; di < (M == 1 ? 3 : 1); ++di) {
+                StK f = M == 1 ? s->st1d[di] : s->st8;
+                if (f == nullptr) continue;
+                f<<<(N + 7) / 8, 128, smem, st>>>(dx, dw, dy1, gam, res, M, N, K, eps, glu, 16);
+                CK(cudaStreamSynchronize(st));
+                std::vector<float> a(M * N), b(M * N);
+                cudaMemcpy(a.data(), dy0, M * N * 4, cudaMemcpyDeviceToHost);
+                cudaMemcpy(b.data(), dy1, M * N * 4, cudaMemcpyDeviceToHost);
+                double md = 0, mx = 0;
+                for (size_t i = 0; i < a.size(); ++i) { md = fmax(md, fabs(a[i] - b[i])); mx = fmax(mx, fabs(a[i])); }
+                printf("  check M=%d depth %d: max|st-old| = %.3g (max|old| %.3g) %s\n", M, 2 << di, md, mx,
+                       md <= 1e-4 * mx + 1e-5 ? "ok" : "MISMATCH");
+            }
         }
         int M = 1;
         i64 Nv = N, Kv = K;
@@ -179,7 +194,7 @@ int main() {
         std::vector<u8*> cw(copies);
         cw[0] = dw;
         for (int c = 1; c < copies; ++c) { CK(cudaMalloc(&cw[c], bytes)); CK(cudaMemcpy(cw[c], dw, bytes, cudaMemcpyDeviceToDevice)); }
-        struct Cfg { int lpr, warps, grid; float hot, cold; };
+        struct Cfg { int lpr, warps, grid, di; float hot, cold; };
         std::vector<Cfg> cfgs;
         std::vector<std::pair<int, int>> shapes;
         for (int lpr : {4, 8, 16, 32}) for (int warps : {4, 8}) shapes.push_back({lpr, warps});
@@ -189,7 +204,8 @@ int main() {
             const int full = (int)((N + rows - 1) / rows);
             for (int grid : {full, 132, 264, 528, 1056}) {
                 if (grid > full || (grid != full && grid * 2 > full * 1)) { if (grid != full) continue; }
-                cfgs.push_back({lpr, warps, grid, 0.f, 0.f});
+                for (int di = 0; di < 3; ++di)
+                    if (s->st1d[di] != nullptr) cfgs.push_back({lpr, warps, grid, di, 0.f, 0.f});
             }
         }
         // The capped grids must compute the same output as the full one.
@@ -198,7 +214,7 @@ int main() {
             int lp = lp0, warps = lp0 == 128 ? 4 : 4, grid = lp0 == 128 ? (int)std::min<i64>(N, 264) : 132;
             void* sargs[] = {&dx, &dw, &dy1, &gam, &res, &M, &Nv, &Kv, &eps, &glu, &lp};
             CK(cudaMemset(dy1, 0, N * 4));
-            L l{(void*)s->st1, dim3(grid), dim3(32 * warps), smem, sargs, true};
+            L l{(void*)s->st1d[0], dim3(grid), dim3(32 * warps), smem, sargs, true};
             enq_l(st, &l); CK(cudaStreamSynchronize(st));
             s->old<<<(N + 3) / 4, 128, 0, st>>>(xin_old, dw, dy0, gam, res, M, N, K, eps);
             std::vector<float> a(N), b(N);
@@ -215,15 +231,15 @@ int main() {
             std::vector<L> ls(copies);
             for (int k = 0; k < copies; ++k) {
                 args[k] = {&dx, &cw[k], &dy1, &gam, &res, &M, &Nv, &Kv, &eps, &glu, &lp};
-                ls[k] = L{(void*)s->st1, dim3(c.grid), dim3(32 * c.warps), smem, args[k].data(), true};
+                ls[k] = L{(void*)s->st1d[c.di], dim3(c.grid), dim3(32 * c.warps), smem, args[k].data(), true};
             }
             c.hot = time_graph(enq_l, &ls[0], REPS, st);
             struct Rot { std::vector<L>* ls; int i; } rot{&ls, 0};
             c.cold = time_graph([](cudaStream_t s2, void* p) { Rot* r = (Rot*)p; enq_l(s2, &(*r->ls)[r->i++ % r->ls->size()]); }, &rot, std::max(REPS, copies), st);
         }
         auto show = [&](const Cfg& c, const char* tag) {
-            printf("  %-26s lpr=%2d warps=%d grid=%5d: hot %6.2f us (%5.0f GB/s)  cold %6.2f us (%5.0f GB/s)\n", tag, c.lpr, c.warps, c.grid,
-                   c.hot, bytes / (c.hot * 1e3), c.cold, bytes / (c.cold * 1e3));
+            printf("  %-26s lpr=%2d warps=%d grid=%5d depth=%d: hot %6.2f us (%5.0f GB/s)  cold %6.2f us (%5.0f GB/s)\n", tag, c.lpr,
+                   c.warps, c.grid, 2 << c.di, c.hot, bytes / (c.hot * 1e3), c.cold, bytes / (c.cold * 1e3));
         };
         Cfg hf = cfgs[0], hb = cfgs[0], cb = cfgs[0];
         bool seen = false;
@@ -239,6 +255,12 @@ int main() {
         show(hb, "hot best");
         show(cb, "cold best");
         for (auto& c : cfgs) if (c.lpr > 32) show(c, "wide");
+        // The best cold timing at each register depth (what the deeper rings buy).
+        for (int di = 0; di < 3; ++di) {
+            const Cfg* best = nullptr;
+            for (auto& c : cfgs) if (c.di == di && (best == nullptr || c.cold < best->cold)) best = &c;
+            if (best != nullptr) show(*best, "cold best at this depth");
+        }
         for (int c = 1; c < copies; ++c) cudaFree(cw[c]);
         cudaFree(dw); cudaFree(dx); cudaFree(dh); cudaFree(dg); cudaFree(dr); cudaFree(dy0); cudaFree(dy1);
     }
