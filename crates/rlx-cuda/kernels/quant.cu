@@ -19,6 +19,21 @@
 #define Q6_K 7
 #define F16S 8
 #define BF16S 9
+// The 32-value schemes in the planar row layout (crates/rlx-cuda/src/planar.rs): a row of
+// `units` blocks stored as [units × quants (16 B, Q8_0: 32 B)] [units × u32 fifth bits (Q5_0 /
+// Q5_1)] [units × scales (f16 d; Q4_1 / Q5_1: f16 d, f16 m)] — the same bytes, regrouped so a
+// unit's quants are one aligned 8-byte-word run instead of 9–17 two-byte loads.
+#define Q8_0P 10
+#define Q4_0P 11
+#define Q4_1P 12
+#define Q5_0P 13
+#define Q5_1P 14
+
+template <int S>
+__device__ __forceinline__ constexpr bool is_planar() { return S >= Q8_0P && S <= Q5_1P; }
+// The scheme whose blocks a planar scheme regroups (itself for the others).
+template <int S>
+__device__ __forceinline__ constexpr int base_of() { return is_planar<S>() ? S - Q8_0P : S; }
 
 // A little-endian f16 at an arbitrary (unaligned) byte address.
 __device__ __forceinline__ float f16_at(const u8* p) {
@@ -32,8 +47,9 @@ __device__ __forceinline__ unsigned u32_at(const u8* p) {
            ((unsigned)p[3] << 24);
 }
 
-template <int S>
+template <int S0>
 __device__ __forceinline__ int block_bytes() {
+    constexpr int S = base_of<S0>();
     return S == Q8_0   ? 34
            : S == Q4_0 ? 18
            : S == Q4_1 ? 20
@@ -49,6 +65,20 @@ template <int S>
 __device__ __forceinline__ int block_len() {
     return (S >= Q4_K && S <= Q6_K) ? 256 : 32;
 }
+
+// Byte offsets, within a planar row of `units` blocks, of unit u's quants, fifth bits and
+// scale(s).
+template <int S>
+__device__ __forceinline__ int pl_qs(int u) { return (base_of<S>() == Q8_0 ? 32 : 16) * u; }
+template <int S>
+__device__ __forceinline__ int pl_qh(int units, int u) { return 16 * units + 4 * u; }
+template <int S>
+__device__ __forceinline__ int pl_sc(int units, int u) {
+    constexpr int B = base_of<S>();
+    const int start = (B == Q8_0 ? 32 : B == Q5_0 || B == Q5_1 ? 20 : 16) * units;
+    return start + (B == Q4_1 || B == Q5_1 ? 4 : 2) * u;
+}
+
 
 // The 4-bit quant of element e (0..31) of a 32-value nibble block.
 __device__ __forceinline__ int nib32(const u8* qs, int e) {
@@ -103,9 +133,24 @@ __device__ __forceinline__ float dq_elem(const u8* b, int e) {
     return (f16_at(b + 208) * sc) * (float)((lo | (hi << 4)) - 32);
 }
 
-// Element kk of a packed row.
+// Element e of unit u of a planar row: dq_elem's formulas over the regrouped bytes.
 template <int S>
-__device__ __forceinline__ float dq_row_elem(const u8* row, i64 kk) {
+__device__ __forceinline__ float dq_elem_planar(const u8* row, int units, int u, int e) {
+    constexpr int B = base_of<S>();
+    const u8* sc = row + pl_sc<S>(units, u);
+    const u8* qs = row + pl_qs<S>(u);
+    if (B == Q8_0) return f16_at(sc) * (float)(signed char)qs[e];
+    int q = nib32(qs, e);
+    if (B == Q5_0 || B == Q5_1) q |= (int)(((u32_at(row + pl_qh<S>(units, u)) >> e) & 1u) << 4);
+    if (B == Q4_0) return f16_at(sc) * (float)(q - 8);
+    if (B == Q5_0) return f16_at(sc) * (float)(q - 16);
+    return f16_at(sc) * (float)q + f16_at(sc + 2);
+}
+
+// Element kk of a packed row of K values.
+template <int S>
+__device__ __forceinline__ float dq_row_elem(const u8* row, i64 K, i64 kk) {
+    if (is_planar<S>()) return dq_elem_planar<S>(row, (int)(K >> 5), (int)(kk >> 5), (int)(kk & 31));
     return dq_elem<S>(row + (kk / block_len<S>()) * block_bytes<S>(), (int)(kk % block_len<S>()));
 }
 
@@ -148,7 +193,8 @@ __device__ void dq_gemv(const T* x, const u8* w, T* y, const T* gamma, const T* 
         const int e0 = (int)(k0 % block_len<S>());
         float wv[GEMV_VPL];
 #pragma unroll
-        for (int j = 0; j < GEMV_VPL; ++j) wv[j] = dq_elem<S>(blk, e0 + j);
+        for (int j = 0; j < GEMV_VPL; ++j)
+            wv[j] = is_planar<S>() ? dq_row_elem<S>(row, K, k0 + j) : dq_elem<S>(blk, e0 + j);
         if (gamma != nullptr) {
 #pragma unroll
             for (int j = 0; j < GEMV_VPL; ++j) wv[j] *= ldf(gamma, k0 + j);
@@ -270,7 +316,7 @@ struct GsUnit;
 template <>
 struct GsUnit<Q8_0> {
     unsigned v[9];  // d, then 32 i8 as 8 words
-    __device__ __forceinline__ void load(const u8* row, int u) {
+    __device__ __forceinline__ void load(const u8* row, int u, int) {
         // 34 bytes: words 0..8 hold d and the quants two bytes off their word boundaries.
         unsigned e[9];
         ld_words<9>(row + u * 34, e);
@@ -301,7 +347,7 @@ struct GsUnit<Q8_0> {
 template <>
 struct GsUnit<Q4_0> {
     unsigned v[5];
-    __device__ __forceinline__ void load(const u8* row, int u) {
+    __device__ __forceinline__ void load(const u8* row, int u, int) {
         const u8* b = row + u * 18;
         v[0] = ld_u16(b);
 #pragma unroll
@@ -315,7 +361,7 @@ struct GsUnit<Q4_0> {
 template <>
 struct GsUnit<Q4_1> {
     unsigned v[5];
-    __device__ __forceinline__ void load(const u8* row, int u) {
+    __device__ __forceinline__ void load(const u8* row, int u, int) {
         const u8* b = row + u * 20;
 #pragma unroll
         for (int i = 0; i < 5; ++i) v[i] = ld_u32(b + 4 * i);
@@ -329,7 +375,7 @@ struct GsUnit<Q4_1> {
 template <>
 struct GsUnit<Q5_0> {
     unsigned v[6];  // d, qh, 4 nibble words
-    __device__ __forceinline__ void load(const u8* row, int u) {
+    __device__ __forceinline__ void load(const u8* row, int u, int) {
         const u8* b = row + u * 22;
         v[0] = ld_u16(b);
         v[1] = ld_u16(b + 2) | (ld_u16(b + 4) << 16);
@@ -344,7 +390,7 @@ struct GsUnit<Q5_0> {
 template <>
 struct GsUnit<Q5_1> {
     unsigned v[6];
-    __device__ __forceinline__ void load(const u8* row, int u) {
+    __device__ __forceinline__ void load(const u8* row, int u, int) {
         const u8* b = row + u * 24;
 #pragma unroll
         for (int i = 0; i < 6; ++i) v[i] = ld_u32(b + 4 * i);
@@ -355,12 +401,59 @@ struct GsUnit<Q5_1> {
     }
 };
 
+// Planar units: the same registers as their base scheme's unit (so the same dot), loaded
+// from the row's planes — quants as aligned 8-byte words (rows are 8-byte aligned: the
+// layout is only chosen when a row's bytes are a multiple of 8), fifth bits and scales one
+// aligned load each.
+__device__ __forceinline__ void ld_q16(const u8* p, unsigned* v) {
+    const uint2 a = *reinterpret_cast<const uint2*>(p), b = *reinterpret_cast<const uint2*>(p + 8);
+    v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+}
+template <>
+struct GsUnit<Q8_0P> : GsUnit<Q8_0> {
+    __device__ __forceinline__ void load(const u8* row, int u, int units) {
+        v[0] = ld_u16(row + pl_sc<Q8_0P>(units, u));
+        ld_q16(row + pl_qs<Q8_0P>(u), v + 1);
+        ld_q16(row + pl_qs<Q8_0P>(u) + 16, v + 5);
+    }
+};
+template <>
+struct GsUnit<Q4_0P> : GsUnit<Q4_0> {
+    __device__ __forceinline__ void load(const u8* row, int u, int units) {
+        v[0] = ld_u16(row + pl_sc<Q4_0P>(units, u));
+        ld_q16(row + pl_qs<Q4_0P>(u), v + 1);
+    }
+};
+template <>
+struct GsUnit<Q4_1P> : GsUnit<Q4_1> {
+    __device__ __forceinline__ void load(const u8* row, int u, int units) {
+        v[0] = ld_u32(row + pl_sc<Q4_1P>(units, u));
+        ld_q16(row + pl_qs<Q4_1P>(u), v + 1);
+    }
+};
+template <>
+struct GsUnit<Q5_0P> : GsUnit<Q5_0> {
+    __device__ __forceinline__ void load(const u8* row, int u, int units) {
+        v[0] = ld_u16(row + pl_sc<Q5_0P>(units, u));
+        v[1] = ld_u32(row + pl_qh<Q5_0P>(units, u));
+        ld_q16(row + pl_qs<Q5_0P>(u), v + 2);
+    }
+};
+template <>
+struct GsUnit<Q5_1P> : GsUnit<Q5_1> {
+    __device__ __forceinline__ void load(const u8* row, int u, int units) {
+        v[0] = ld_u32(row + pl_sc<Q5_1P>(units, u));
+        v[1] = ld_u32(row + pl_qh<Q5_1P>(units, u));
+        ld_q16(row + pl_qs<Q5_1P>(u), v + 2);
+    }
+};
+
 // F16 / BF16: 32 plain halves, 64 bytes (16-byte aligned rows: the lowering checks the
 // weight pointer), read as four 16-byte words.
 template <int S>
 struct GsUnitHalf {
     uint4 v[4];
-    __device__ __forceinline__ void load(const u8* row, int u) {
+    __device__ __forceinline__ void load(const u8* row, int u, int) {
         const uint4* b = reinterpret_cast<const uint4*>(row + u * 64);
 #pragma unroll
         for (int i = 0; i < 4; ++i) v[i] = b[i];
@@ -399,7 +492,7 @@ template <int S>
 struct GsUnitK {
     unsigned dd, sm, q[8], qh[8];
     int j;
-    __device__ __forceinline__ void load(const u8* row, int u) {
+    __device__ __forceinline__ void load(const u8* row, int u, int) {
         const u8* b = row + (u >> 3) * block_bytes<S>();
         j = u & 7;
         dd = ld_u32(b);
@@ -453,7 +546,7 @@ template <>
 struct GsUnit<Q6_K> {
     unsigned lo[8], hi[8], sc, d;
     int g;
-    __device__ __forceinline__ void load(const u8* row, int u) {
+    __device__ __forceinline__ void load(const u8* row, int u, int) {
         const u8* b = row + (u >> 3) * 210;
         g = u & 3;
         const int hh = (u >> 2) & 1;
@@ -522,7 +615,7 @@ __device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const 
     bool launched = false;
     auto request = [&](GsUnit<S>& slot) {
         const int lu = gi + lit * lpr;
-        if (lnb + g < N && lu < units) slot.load(w + (lnb + g) * rb, lu);
+        if (lnb + g < N && lu < units) slot.load(w + (lnb + g) * rb, lu, units);
         if (++lit == per) {
             lit = 0;
             lnb += stride;
@@ -671,7 +764,7 @@ __device__ void dq_dequant(const u8* w, T* out, i64 rows, i64 K) {
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total;
          i += (i64)gridDim.x * blockDim.x) {
         i64 r = i / K, kk = i - r * K;
-        stf(out, i, dq_row_elem<S>(w + r * rb, kk));
+        stf(out, i, dq_row_elem<S>(w + r * rb, K, kk));
     }
 }
 
@@ -725,6 +818,52 @@ RLX_DQ_ST_DEEP(q5_k, Q5_K, 4)
 RLX_DQ_ST_DEEP(q6_k, Q6_K, 4)
 RLX_DQ_ST_DEEP(f16, F16S, 4)
 RLX_DQ_ST_DEEP(bf16, BF16S, 4)
+
+// The planar schemes' kernels: f32 activations (decode GEMVs, the warp-per-column one, the
+// prefill's weight decode to each float type and its fused split).
+#define RLX_DQ_PLANAR(name, S)                                                                \
+    extern "C" __global__ void dq_gemv_##name##_f32(const float* x, const u8* w, float* y,    \
+                                                    const float* gamma, const float* res,     \
+                                                    int M, i64 N, i64 K, float eps) {         \
+        dq_gemv<S, float>(x, w, y, gamma, res, M, N, K, eps);                                 \
+    }                                                                                         \
+    extern "C" __global__ void dq_gemv_st_##name##_m1_f32(                                    \
+        const float* x, const u8* w, float* y, const float* gamma, const float* res, int M,   \
+        i64 N, i64 K, float eps, int glu, int lpr) {                                          \
+        dq_gemv_st<S, float, 1, 2>(x, w, y, gamma, res, M, N, K, eps, glu, lpr);              \
+    }                                                                                         \
+    extern "C" __global__ void dq_gemv_st_##name##_m1d4_f32(                                  \
+        const float* x, const u8* w, float* y, const float* gamma, const float* res, int M,   \
+        i64 N, i64 K, float eps, int glu, int lpr) {                                          \
+        dq_gemv_st<S, float, 1, 4>(x, w, y, gamma, res, M, N, K, eps, glu, lpr);              \
+    }                                                                                         \
+    extern "C" __global__ void dq_gemv_st_##name##_m1d8_f32(                                  \
+        const float* x, const u8* w, float* y, const float* gamma, const float* res, int M,   \
+        i64 N, i64 K, float eps, int glu, int lpr) {                                          \
+        dq_gemv_st<S, float, 1, 8>(x, w, y, gamma, res, M, N, K, eps, glu, lpr);              \
+    }                                                                                         \
+    extern "C" __global__ void dq_gemv_st_##name##_m8_f32(                                    \
+        const float* x, const u8* w, float* y, const float* gamma, const float* res, int M,   \
+        i64 N, i64 K, float eps, int glu, int lpr) {                                          \
+        dq_gemv_st<S, float, GEMV_MAX_M, 2>(x, w, y, gamma, res, M, N, K, eps, glu, lpr);     \
+    }                                                                                         \
+    extern "C" __global__ void dq_dequant_##name##_f32(const u8* w, float* out, i64 rows,     \
+                                                       i64 K) {                               \
+        dq_dequant<S, float>(w, out, rows, K);                                                \
+    }                                                                                         \
+    extern "C" __global__ void dq_dequant_##name##_f16(const u8* w, __half* out, i64 rows,    \
+                                                       i64 K) {                               \
+        dq_dequant<S, __half>(w, out, rows, K);                                               \
+    }                                                                                         \
+    extern "C" __global__ void dq_dequant_##name##_bf16(const u8* w, __nv_bfloat16* out,      \
+                                                        i64 rows, i64 K) {                    \
+        dq_dequant<S, __nv_bfloat16>(w, out, rows, K);                                        \
+    }
+RLX_DQ_PLANAR(q8_0p, Q8_0P)
+RLX_DQ_PLANAR(q4_0p, Q4_0P)
+RLX_DQ_PLANAR(q4_1p, Q4_1P)
+RLX_DQ_PLANAR(q5_0p, Q5_0P)
+RLX_DQ_PLANAR(q5_1p, Q5_1P)
 
 // A product of a half weight past the GEMV's rows: x (or its prepared form h) cast to the
 // weight's dtype for cuBLASLt, and the product cast back to the output's with the residual
@@ -820,13 +959,13 @@ __device__ void dq_split_w(const u8* w, __half* h, float* inv, i64 rows, i64 K) 
     const i64 r = blockIdx.x;
     const u8* row = w + r * ((K / block_len<S>()) * block_bytes<S>());
     float mx = 0.f;
-    for (i64 i = threadIdx.x; i < K; i += blockDim.x) mx = fmaxf(mx, fabsf(dq_row_elem<S>(row, i)));
+    for (i64 i = threadIdx.x; i < K; i += blockDim.x) mx = fmaxf(mx, fabsf(dq_row_elem<S>(row, K, i)));
     mx = block_max(mx, red);
     const int e = mx > 0.f && isfinite(mx) ? min(max(13 - ilogbf(mx), -120), 120) : 0;
     const float s = ldexpf(1.f, e);
     if (threadIdx.x == 0) inv[r] = ldexpf(1.f, -e);
     for (i64 i = threadIdx.x; i < K; i += blockDim.x) {
-        float left = dq_row_elem<S>(row, i) * s;
+        float left = dq_row_elem<S>(row, K, i) * s;
         for (int p = 0; p < 2; ++p) {
             __half* dst = h + (p * rows + r) * K + i;
             stf(dst, 0, left);
@@ -847,3 +986,8 @@ RLX_DQ_SPLIT_W(q5_1, Q5_1)
 RLX_DQ_SPLIT_W(q4_k, Q4_K)
 RLX_DQ_SPLIT_W(q5_k, Q5_K)
 RLX_DQ_SPLIT_W(q6_k, Q6_K)
+RLX_DQ_SPLIT_W(q8_0p, Q8_0P)
+RLX_DQ_SPLIT_W(q4_0p, Q4_0P)
+RLX_DQ_SPLIT_W(q4_1p, Q4_1P)
+RLX_DQ_SPLIT_W(q5_0p, Q5_0P)
+RLX_DQ_SPLIT_W(q5_1p, Q5_1P)

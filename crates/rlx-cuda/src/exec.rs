@@ -74,6 +74,8 @@ pub struct CudaExecutable {
     opts: CudaOptions,
     /// Params and constants, by node id.
     leaves: HashMap<usize, DevBuf>,
+    /// The leaves held in the planar row layout (`crate::planar`), by node id.
+    planar: HashMap<usize, rlx_ir::QuantScheme>,
     param_set: Vec<bool>,
     plan: Option<Plan>,
     /// The dynamic-dim sizes the current plan was built for.
@@ -140,6 +142,7 @@ impl CudaExecutable {
         let io = IoBindings::new(&graph)?;
         let gpu = Gpu::get(ordinal)?;
         let streams = StreamSet::new(&gpu)?;
+        let planar = crate::planar::choose(&graph);
         let mut leaves = HashMap::new();
         for n in &graph.nodes {
             match &n.op {
@@ -152,7 +155,12 @@ impl CudaExecutable {
                     })?;
                     let buf = DevBuf::new(&gpu, bytes_of(&dims, n))?;
                     if let Op::Constant { data } = &n.op {
-                        upload(&streams, buf.ptr, data)?;
+                        match planar.get(&n.id.0) {
+                            Some(&s) => {
+                                upload(&streams, buf.ptr, &crate::planar::pack(s, data, dims[1]))?
+                            }
+                            None => upload(&streams, buf.ptr, data)?,
+                        }
                     }
                     leaves.insert(n.id.0, buf);
                 }
@@ -166,6 +174,7 @@ impl CudaExecutable {
             graph,
             opts,
             leaves,
+            planar,
             param_set,
             plan: None,
             bindings: DimBindings::new(),
@@ -201,7 +210,17 @@ impl CudaExecutable {
         let node = self.io.check_param(name, value)?.node.0;
         let buf = &self.leaves[&node];
         self.gpu.bind()?;
-        upload(&self.streams, buf.ptr, &value.data)?;
+        match self.planar.get(&node) {
+            Some(&s) => {
+                let rb = value.shape.last().copied().unwrap_or(0);
+                upload(
+                    &self.streams,
+                    buf.ptr,
+                    &crate::planar::pack(s, &value.data, rb),
+                )?
+            }
+            None => upload(&self.streams, buf.ptr, &value.data)?,
+        }
         self.param_set[node] = true;
         if let Some(r) = &mut self.reference {
             r.set_param(name, value)?;
@@ -213,11 +232,16 @@ impl CudaExecutable {
     pub fn param_value(&self, name: &str) -> Result<HostTensor, CudaError> {
         let n = self.param_node(name)?;
         let dims = n.shape.static_dims().unwrap_or_default();
-        self.download(&DevTensor {
+        let rb = dims.last().copied().unwrap_or(0);
+        let mut t = self.download(&DevTensor {
             ptr: self.leaves[&n.id.0].ptr,
             dims,
             dtype: n.shape.dtype,
-        })
+        })?;
+        if let Some(&s) = self.planar.get(&n.id.0) {
+            t.data = crate::planar::unpack(s, &t.data, rb);
+        }
+        Ok(t)
     }
 
     /// What the device holds for input `name` in the current plan (what the last run read):
@@ -300,6 +324,16 @@ impl CudaExecutable {
         // Runs in different threads share the device: their uploads, launches and downloads
         // are serialised with each other and with plan building (see `device_lock`).
         let _dev = self.gpu.lock();
+        for (_, pname) in writes {
+            if self.planar.contains_key(&self.param_node(pname)?.id.0) {
+                return Err(CudaError::Node {
+                    node: (*pname).to_string(),
+                    msg: "this packed weight is stored in the planar layout (RLX_PLANAR=1), \
+                          which runs do not write; unset RLX_PLANAR to update it"
+                        .into(),
+                });
+            }
+        }
         self.gpu.bind()?;
         if self.plan.is_none() || *inputs.dims() != self.bindings {
             self.switch_plan(inputs.dims())?;

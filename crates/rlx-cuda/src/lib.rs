@@ -12,6 +12,7 @@ pub mod lower;
 pub mod nccl;
 pub mod nvrtc;
 mod plan;
+pub mod planar;
 pub mod precision;
 mod tune;
 

@@ -110,6 +110,8 @@ pub(crate) struct CpuStep {
     /// beside its output (`CachedAttention`).
     pub written: Vec<DevTensor>,
     pub label: String,
+    /// Per input: the scheme of a weight held in the planar layout, unpacked after download.
+    pub planar: Vec<Option<rlx_ir::QuantScheme>>,
 }
 
 impl CpuStep {
@@ -118,6 +120,7 @@ impl CpuStep {
         node: &Node,
         ins: Vec<DevTensor>,
         out: DevTensor,
+        planar: Vec<Option<rlx_ir::QuantScheme>>,
     ) -> Result<CpuStep, crate::CudaError> {
         let mut g = Graph::new("cpu_fallback");
         let mut ids = Vec::with_capacity(ins.len());
@@ -149,6 +152,7 @@ impl CpuStep {
             out,
             written,
             label: node.label(),
+            planar,
         })
     }
 }
@@ -213,6 +217,8 @@ pub(crate) struct LowerEnv {
     pub events: crate::nccl::PlanEvents,
     /// Collectives running beside the main stream that no later step has waited for yet.
     pub pending: Vec<Pending>,
+    /// Device addresses of the weights held in the planar row layout (`crate::planar`).
+    pub planar: std::collections::HashMap<u64, rlx_ir::QuantScheme>,
 }
 
 /// A collective in flight on the side stream: the byte ranges it reads and writes.
@@ -258,6 +264,7 @@ impl LowerEnv {
             side: streams.side,
             events: Default::default(),
             pending: Vec::new(),
+            planar: Default::default(),
         }
     }
 

@@ -19,6 +19,7 @@ pub enum Switch {
     Tune,
     Precision,
     QuantAct,
+    Planar,
     CacheDir,
     CudaInclude,
     RequireCuda,
@@ -155,6 +156,16 @@ pub const SWITCHES: &[SwitchInfo] = &[
         "llama.cpp's CPU numerics for quantised weights: x is quantised to Q8_0 / Q8_1 / Q8_K \
          per row and every block product is an integer dot (default f32 x times the decoded \
          weight)",
+    ),
+    sw(
+        Switch::Planar,
+        "RLX_PLANAR",
+        OFF,
+        "1",
+        "store Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights that only matrix products read in a \
+         planar row layout on the GPU (each row's quants, fifth bits and scales contiguous), so \
+         the decode GEMV reads a block's quants as aligned 8-byte words (off until measured on \
+         a GPU)",
     ),
     sw(
         Switch::CacheDir,

@@ -88,6 +88,9 @@ impl CudaExecutable {
             .collect();
         let mut env = LowerEnv::new(self.gpu.clone(), &self.streams, self.opts.force_variant);
         env.comm = self.comm.clone();
+        env.planar = (self.planar.iter())
+            .map(|(i, &q)| (self.leaves[i].ptr, q))
+            .collect();
         let mut dispatch = Vec::new();
         let trace = trace_on();
         for (n, bound) in g.nodes.iter().zip(&nodes) {
@@ -131,6 +134,10 @@ impl CudaExecutable {
                         bound,
                         n.inputs.iter().map(|i| tensors[i.0].clone()).collect(),
                         tensors[n.id.0].clone(),
+                        n.inputs
+                            .iter()
+                            .map(|i| self.planar.get(&i.0).copied())
+                            .collect(),
                     )?)));
                     dispatch.push((n.id, n.op.kind(), Some(why)));
                 }

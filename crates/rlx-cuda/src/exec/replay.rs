@@ -53,8 +53,13 @@ impl CpuStep {
     /// Download the inputs, run the cached CPU executable, upload its output.
     pub(super) fn run(&self, s: &StreamSet) -> Result<(), CudaError> {
         let mut ins = Vec::with_capacity(self.ins.len());
-        for (name, t) in self.names.iter().zip(&self.ins) {
-            ins.push((name.as_str(), download(s, t)?));
+        for ((name, t), planar) in self.names.iter().zip(&self.ins).zip(&self.planar) {
+            let mut h = download(s, t)?;
+            if let Some(q) = planar {
+                let rb = t.dims.last().copied().unwrap_or(0);
+                h.data = crate::planar::unpack(*q, &h.data, rb);
+            }
+            ins.push((name.as_str(), h));
         }
         let fail = |m: String| CudaError::Node {
             node: self.label.clone(),

@@ -25,6 +25,30 @@ pub(super) fn scheme_name(s: QuantScheme) -> &'static str {
     }
 }
 
+/// A packed weight as the kernels read it: its scheme, and whether its rows are in the
+/// planar layout (`crate::planar`; kernels named `<scheme>p`, f32 activations only). A bare
+/// `QuantScheme` is the GGUF layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wq {
+    pub scheme: QuantScheme,
+    pub planar: bool,
+}
+
+impl From<QuantScheme> for Wq {
+    fn from(scheme: QuantScheme) -> Wq {
+        Wq {
+            scheme,
+            planar: false,
+        }
+    }
+}
+
+/// The name piece of a weight's kernels: `q5_0`, or `q5_0p` in the planar layout.
+fn wq_name(w: Wq) -> String {
+    let p = if w.planar { "p" } else { "" };
+    format!("{}{p}", scheme_name(w.scheme))
+}
+
 /// The optional parts of a GEMV: an RMS norm of x (gamma pointer, eps) before the product
 /// and a residual added after it (0 = absent).
 #[derive(Clone, Copy, Debug, Default)]
@@ -36,7 +60,7 @@ pub struct GemvExtras {
 
 /// `dq_gemv_<scheme>_<sfx>(x, w, y, gamma, res, M, N, K, eps)`.
 pub fn dq_gemv(
-    scheme: QuantScheme,
+    scheme: impl Into<Wq>,
     sfx: Sfx,
     (x, w, y): (u64, u64, u64),
     extras: GemvExtras,
@@ -51,7 +75,7 @@ pub fn dq_gemv(
         .i64(n)
         .i64(k)
         .f32(extras.eps);
-    let name = format!("dq_gemv_{}_{}", scheme_name(scheme), sfx.name());
+    let name = format!("dq_gemv_{}_{}", wq_name(scheme.into()), sfx.name());
     Kernel::new(Lib::Quant, name, args)
 }
 
@@ -60,7 +84,7 @@ pub fn dq_gemv(
 /// [gate | up], 2 = [up | gate]; `lpr` lanes per output column.
 #[allow(clippy::too_many_arguments)]
 pub fn dq_gemv_st(
-    scheme: QuantScheme,
+    scheme: impl Into<Wq>,
     sfx: Sfx,
     (x, w, y): (u64, u64, u64),
     extras: GemvExtras,
@@ -83,7 +107,7 @@ pub fn dq_gemv_st(
         (1, _) => "m1",
         _ => "m8",
     };
-    let name = format!("dq_gemv_st_{}_{tag}_{}", scheme_name(scheme), sfx.name());
+    let name = format!("dq_gemv_st_{}_{tag}_{}", wq_name(scheme.into()), sfx.name());
     Kernel::new(Lib::Quant, name, args)
 }
 
@@ -100,9 +124,9 @@ pub fn gemv_depths(scheme: QuantScheme, sfx: Sfx, m: usize) -> &'static [u32] {
 }
 
 /// `dq_dequant_<scheme>_<sfx>(w, out, rows, K)`.
-pub fn dq_dequant(scheme: QuantScheme, sfx: Sfx, w: u64, out: u64, rows: i64, k: i64) -> Kernel {
+pub fn dq_dequant(scheme: impl Into<Wq>, sfx: Sfx, w: u64, out: u64, rows: i64, k: i64) -> Kernel {
     let args = KArgs::new().ptr(w).ptr(out).i64(rows).i64(k);
-    let name = format!("dq_dequant_{}_{}", scheme_name(scheme), sfx.name());
+    let name = format!("dq_dequant_{}_{}", wq_name(scheme.into()), sfx.name());
     Kernel::new(Lib::Quant, name, args)
 }
 
@@ -110,9 +134,14 @@ pub fn dq_dequant(scheme: QuantScheme, sfx: Sfx, w: u64, out: u64, rows: i64, k:
 /// parts each (`h` is `[2·rows, K]`), row r scaled by a power of two whose inverse goes to
 /// `inv[r]` — `dq_dequant` to f32 then `dq_split_in` with two parts, in one launch. Not for
 /// the half schemes (their products need no split).
-pub fn dq_split_w(scheme: QuantScheme, (w, h, inv): (u64, u64, u64), rows: i64, k: i64) -> Kernel {
+pub fn dq_split_w(
+    scheme: impl Into<Wq>,
+    (w, h, inv): (u64, u64, u64),
+    rows: i64,
+    k: i64,
+) -> Kernel {
     let args = KArgs::new().ptr(w).ptr(h).ptr(inv).i64(rows).i64(k);
-    let name = format!("dq_split_w_{}", scheme_name(scheme));
+    let name = format!("dq_split_w_{}", wq_name(scheme.into()));
     Kernel::new(Lib::Quant, name, args)
 }
 

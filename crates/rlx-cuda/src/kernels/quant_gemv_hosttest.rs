@@ -113,6 +113,8 @@ impl Blob {
 /// The data of one product: weight, x, gamma, residual, and the f64 reference.
 struct Product {
     scheme: QuantScheme,
+    /// The weight stored in the planar row layout (crate::planar), read by the `..p` kernels.
+    planar: bool,
     sfx: Sfx,
     f: Fusion,
     m: usize,
@@ -128,7 +130,7 @@ const EPS: f64 = 1e-5;
 fn product(
     rng: &mut Rng,
     blob: &mut Blob,
-    scheme: QuantScheme,
+    (scheme, planar): (QuantScheme, bool),
     sfx: Sfx,
     f: Fusion,
     mnk: [usize; 3],
@@ -141,7 +143,17 @@ fn product(
     let g0: Vec<f64> = rng.normals(k).iter().map(|v| 1.0 + 0.3 * v).collect();
     let (gamma, gb) = stored(&g0, sfx);
     let (res, rb) = stored(&rng.normals(m * n), sfx);
-    let off = [blob.put(&w), blob.put(&xb), blob.put(&gb), blob.put(&rb)];
+    let stored_w = if planar {
+        crate::planar::pack(scheme, &w, k / 32 * scheme.block_bytes())
+    } else {
+        w.clone()
+    };
+    let off = [
+        blob.put(&stored_w),
+        blob.put(&xb),
+        blob.put(&gb),
+        blob.put(&rb),
+    ];
     let (mut want, mut mag) = (Vec::new(), Vec::new());
     for r in 0..m {
         let xr = &x[r * xk..(r + 1) * xk];
@@ -176,6 +188,7 @@ fn product(
     }
     Product {
         scheme,
+        planar,
         sfx,
         f,
         m,
@@ -199,14 +212,24 @@ fn launch(p: &Product, (lpr, warps, grid, depth): Shape, y: usize) -> (String, S
         (1, d) => format!("m1d{d}"),
         _ => "m8".to_string(),
     };
-    let name = format!(
-        "dq_gemv_st_{}_{tag}_{}",
+    let wname = format!(
+        "{}{}",
         scheme_name(p.scheme),
-        p.sfx.name()
+        if p.planar { "p" } else { "" }
     );
-    let cols = (32 * warps / lpr).max(1);
+    // lpr 0: the warp-per-column kernel, `warps` columns a block.
+    let name = if lpr == 0 {
+        format!("dq_gemv_{wname}_{}", p.sfx.name())
+    } else {
+        format!("dq_gemv_st_{wname}_{tag}_{}", p.sfx.name())
+    };
+    let cols = (32 * warps).checked_div(lpr).map_or(warps, |c| c.max(1));
     let blocks = if grid == 0 { p.n.div_ceil(cols) } else { grid };
-    let smem = (p.m * (p.k / 32) * 36 + 32) * 4;
+    let smem = if lpr == 0 {
+        0
+    } else {
+        (p.m * (p.k / 32) * 36 + 32) * 4
+    };
     let [w, x, g, r] = p.off;
     let gamma = if p.f.norm {
         format!("(const {t}*)(D + {g})")
@@ -218,14 +241,18 @@ fn launch(p: &Product, (lpr, warps, grid, depth): Shape, y: usize) -> (String, S
     } else {
         "nullptr".into()
     };
+    let tail = if lpr == 0 {
+        String::new()
+    } else {
+        format!(", {}, {lpr}", p.f.glu)
+    };
     let call = format!(
         "  emu_launch({blocks}, {}, {smem}, [&] {{ {name}((const {t}*)(D + {x}), (const u8*)(D + {w}), \
-         ({t}*)(Y + {y}), {gamma}, {res}, {}, {}, {}, {EPS:e}f, {}, {lpr}); }});\n",
+         ({t}*)(Y + {y}), {gamma}, {res}, {}, {}, {}, {EPS:e}f{tail}); }});\n",
         32 * warps,
         p.m,
         p.n,
         p.k,
-        p.f.glu,
     );
     let what = format!(
         "{name} m={} n={} k={} norm={} glu={} residual={} lpr={lpr} warps={warps} grid={blocks} \
@@ -262,7 +289,14 @@ fn staged_gemv_kernels_match_f64_on_the_host() {
     let wide = [(64, 2), (128, 4), (256, 8)];
     for scheme in [QuantScheme::Q5_0, QuantScheme::Q4_K] {
         for f in [FUSIONS[2], FUSIONS[3]] {
-            let p = product(&mut rng, &mut blob, scheme, Sfx::F32, f, [1, 150, 2048]);
+            let p = product(
+                &mut rng,
+                &mut blob,
+                (scheme, false),
+                Sfx::F32,
+                f,
+                [1, 150, 2048],
+            );
             for &d in super::gemv_depths(scheme, Sfx::F32, 1) {
                 for &(lpr, warps) in &narrow {
                     add(&p, (lpr, warps, 0, d), &mut cases);
@@ -278,9 +312,40 @@ fn staged_gemv_kernels_match_f64_on_the_host() {
     for scheme in QuantScheme::ALL {
         for f in FUSIONS {
             for m in [1, 5] {
-                let p = product(&mut rng, &mut blob, scheme, Sfx::F32, f, [m, 70, 512]);
+                let p = product(
+                    &mut rng,
+                    &mut blob,
+                    (scheme, false),
+                    Sfx::F32,
+                    f,
+                    [m, 70, 512],
+                );
                 for &d in super::gemv_depths(scheme, Sfx::F32, m) {
                     add(&p, (8, 4, 0, d), &mut cases);
+                }
+            }
+        }
+    }
+    // The planar layout's kernels (f32 activations), and the warp-per-column kernel in both
+    // layouts (no SwiGLU there).
+    for scheme in QuantScheme::ALL {
+        if !crate::planar::eligible(scheme, 16 * scheme.block_bytes()) {
+            continue;
+        }
+        for planar in [false, true] {
+            for f in [FUSIONS[0], FUSIONS[2], FUSIONS[3]] {
+                for m in [1, 5] {
+                    let wq = (scheme, planar);
+                    let p = product(&mut rng, &mut blob, wq, Sfx::F32, f, [m, 70, 512]);
+                    if planar {
+                        for &d in super::gemv_depths(scheme, Sfx::F32, m) {
+                            add(&p, (8, 4, 0, d), &mut cases);
+                            add(&p, (32, 8, 1, d), &mut cases);
+                        }
+                    }
+                    if f.glu == 0 {
+                        add(&p, (0, 4, 0, 2), &mut cases);
+                    }
                 }
             }
         }
@@ -289,7 +354,7 @@ fn staged_gemv_kernels_match_f64_on_the_host() {
     for sfx in [Sfx::F16, Sfx::BF16] {
         for scheme in [QuantScheme::Q4_1, QuantScheme::Q6_K, QuantScheme::BF16] {
             for (f, m) in [(FUSIONS[2], 1), (FUSIONS[3], 3)] {
-                let p = product(&mut rng, &mut blob, scheme, sfx, f, [m, 40, 512]);
+                let p = product(&mut rng, &mut blob, (scheme, false), sfx, f, [m, 40, 512]);
                 add(&p, (16, 8, 1, 2), &mut cases);
             }
         }

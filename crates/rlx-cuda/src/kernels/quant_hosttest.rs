@@ -99,7 +99,7 @@ fn staged_gemv_units_match_dequantized_dots() {
         let _ = writeln!(
             main,
             "  for (int r = 0; r < {ROWS}; ++r)\n    for (int u = 0; u < {UNITS}; ++u) {{\n      \
-             GsUnit<{}> g;\n      g.load((const u8*)W + {} + r * {rb}, u);\n      \
+             GsUnit<{}> g;\n      g.load((const u8*)W + {} + r * {rb}, u, {UNITS});\n      \
              O[{} + r * {UNITS} + u] = g.dot(H + u * {});\n    }}",
             cuda_name(s),
             bytes.len(),
@@ -186,11 +186,12 @@ fn fused_weight_split_equals_dequant_then_split() {
         .collect();
     let mut bytes = Vec::new();
     let mut want = Vec::new();
+    let mut planar = Vec::new();
     let mut main = String::from(
         "int main() {\n  const char* W = rd(\"w.bin\");\n  float* wf = (float*)calloc(ROWS * K, 4);\n  \
          __half* ho = (__half*)calloc(2 * ROWS * K, 2);\n  __half* hn = (__half*)calloc(2 * ROWS * K, 2);\n  \
          float* io = (float*)calloc(ROWS, 4);\n  float* in = (float*)calloc(ROWS, 4);\n  \
-         blockDim.x = 1;\n  gridDim.x = 1;\n",
+         float* wp = (float*)calloc(ROWS * K, 4);\n  blockDim.x = 1;\n  gridDim.x = 1;\n",
     );
     for (i, &s) in schemes.iter().enumerate() {
         let w = packed(&mut rng, s, rows, k);
@@ -203,11 +204,28 @@ fn fused_weight_split_equals_dequant_then_split() {
              for (unsigned r = 0; r < ROWS; ++r) {{ blockIdx.x = r; dq_split_in_f32_f16(wf, ho, io, ROWS, K, 2); }}\n    \
              for (unsigned r = 0; r < ROWS; ++r) {{ blockIdx.x = r; dq_split_w_{name}(w, hn, in, ROWS, K); }}\n    \
              wr(\"old{i}.bin\", ho, 2 * ROWS * K * 2); wr(\"new{i}.bin\", hn, 2 * ROWS * K * 2);\n    \
-             wr(\"iold{i}.bin\", io, ROWS * 4); wr(\"inew{i}.bin\", in, ROWS * 4); }}",
+             wr(\"iold{i}.bin\", io, ROWS * 4); wr(\"inew{i}.bin\", in, ROWS * 4);\n    \
+             wr(\"dq{i}.bin\", wf, ROWS * K * 4); }}",
             off = bytes.len()
         );
         bytes.extend_from_slice(&w);
         bytes.resize(bytes.len().next_multiple_of(256), 0);
+        // The same rows in the planar layout: the same decoded values and split parts.
+        let rb = k / s.block_len() * s.block_bytes();
+        if crate::planar::eligible(s, rb) {
+            let _ = writeln!(
+                main,
+                "  {{ const u8* w = (const u8*)W + {off};\n    blockIdx.x = 0;\n    \
+                 dq_dequant_{name}p_f32(w, wp, ROWS, K);\n    \
+                 for (unsigned r = 0; r < ROWS; ++r) {{ blockIdx.x = r; dq_split_w_{name}p(w, hn, in, ROWS, K); }}\n    \
+                 wr(\"pdq{i}.bin\", wp, ROWS * K * 4); wr(\"pnew{i}.bin\", hn, 2 * ROWS * K * 2);\n    \
+                 wr(\"pinew{i}.bin\", in, ROWS * 4); }}",
+                off = bytes.len()
+            );
+            bytes.extend_from_slice(&crate::planar::pack(s, &w, rb));
+            bytes.resize(bytes.len().next_multiple_of(256), 0);
+            planar.push(i);
+        }
     }
     main.push_str("  return 0;\n}\n");
     let text = format!(
@@ -246,6 +264,17 @@ fn fused_weight_split_equals_dequant_then_split() {
             }
         }
         println!("{s:?}: fused split = dequant + split, bit for bit; worst part error {worst:.1e} of the row's largest");
+        if planar.contains(&i) {
+            assert!(
+                read(format!("pdq{i}.bin")) == read(format!("dq{i}.bin")),
+                "{s:?}: the planar rows decode to other values"
+            );
+            assert!(
+                read(format!("pnew{i}.bin")) == new && read(format!("pinew{i}.bin")) == inew,
+                "{s:?}: the planar rows split differently"
+            );
+            println!("{s:?} planar: the same decoded values and split parts, bit for bit");
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -411,6 +411,35 @@ fn every_kernel() -> Vec<Kernel> {
     {
         v.push(quant::dq_split_w(q, (1, 2, 3), 4, 5));
     }
+    // The planar layout's kernels (f32 activations; every dtype for the weight decode).
+    for scheme in rlx_ir::QuantScheme::ALL
+        .into_iter()
+        .filter(|&q| crate::planar::eligible(q, 8 * q.block_bytes()))
+    {
+        let q = quant::Wq {
+            scheme,
+            planar: true,
+        };
+        let e = Default::default();
+        v.push(quant::dq_gemv(q, Sfx::F32, (1, 2, 3), e, 4, 5, 6));
+        for m in [1, 3] {
+            for &d in quant::gemv_depths(scheme, Sfx::F32, m as usize) {
+                v.push(quant::dq_gemv_st(
+                    q,
+                    Sfx::F32,
+                    (1, 2, 3),
+                    e,
+                    (m, 5, 6),
+                    7,
+                    (8, d),
+                ));
+            }
+        }
+        for s in FLOATS {
+            v.push(quant::dq_dequant(q, s, 1, 2, 3, 4));
+        }
+        v.push(quant::dq_split_w(q, (1, 2, 3), 4, 5));
+    }
     for u in [Unit::B2, Unit::B4, Unit::B8] {
         v.push(linalg::mm_gather(u, 1, 2, d, 3));
     }

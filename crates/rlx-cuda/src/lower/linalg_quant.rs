@@ -13,7 +13,7 @@ use super::super::{DevTensor, KernelLaunch, Lowered, NodeCtx};
 use super::gemm_input;
 use crate::gemm::GemmDesc;
 use crate::kernels::norm::NormPtrs;
-use crate::kernels::quant::GemvExtras;
+use crate::kernels::quant::{GemvExtras, Wq};
 use crate::kernels::{quant, Sfx};
 use rlx_ir::{DType, QuantScheme};
 
@@ -145,16 +145,18 @@ fn dequant_matmul_with(ctx: &mut NodeCtx, scheme: QuantScheme, f: Fusion) -> Low
         Some(true) => 1,
         Some(false) => 2,
     };
+    // A weight the executable holds in the planar row layout (crate::planar) is read by the
+    // planar kernels, which exist for f32 activations only (the layout is chosen so).
+    let planar = ctx.env.planar.get(&w.ptr) == Some(&scheme);
+    if planar && sfx != Sfx::F32 {
+        return Err(crate::lower::LowerError::internal(
+            ctx.node,
+            "a planar weight with non-f32 activations",
+        ));
+    }
+    let wq = Wq { scheme, planar };
     if m <= GEMV_MAX_M {
-        return gemv(
-            ctx,
-            scheme,
-            sfx,
-            (&x, &w, &out),
-            extras,
-            (m, n, k),
-            glu_mode,
-        );
+        return gemv(ctx, wq, sfx, (&x, &w, &out), extras, (m, n, k), glu_mode);
     }
     // A half weight multiplies on tensor cores: under strict f32 with x split into half
     // parts (the f32 product's accuracy), under a reduced-precision policy with x rounded
@@ -180,13 +182,19 @@ fn dequant_matmul_with(ctx: &mut NodeCtx, scheme: QuantScheme, f: Fusion) -> Low
     };
     if let Some(wdt) = policy_half.filter(|_| n * k * 2 <= HALF_DEQUANT_SCRATCH) {
         let wsfx = Sfx::float(wdt)?;
-        let wq = ctx.scratch(n * k * 2)?;
+        let wbuf = ctx.scratch(n * k * 2)?;
         let (ni, ki) = (n as i64, k as i64);
-        ctx.run_1d(quant::dq_dequant(scheme, wsfx, w.ptr, wq, ni, ki), n * k)?;
+        ctx.run_1d(quant::dq_dequant(wq, wsfx, w.ptr, wbuf, ni, ki), n * k)?;
         let h = prepared(ctx, &x, extras, glu_mode, (m, k))?.ptr;
-        return half_product(ctx, (h, sfx), (wq, wdt), (&out, extras.residual), (m, n, k));
+        return half_product(
+            ctx,
+            (h, sfx),
+            (wbuf, wdt),
+            (&out, extras.residual),
+            (m, n, k),
+        );
     }
-    split_gemm(ctx, scheme, (&x, &w, &out), extras, (m, n, k), glu_mode)
+    split_gemm(ctx, wq, (&x, &w, &out), extras, (m, n, k), glu_mode)
 }
 
 /// Bound on the half copy of a quantized weight that a half-policy prefill decodes; larger
@@ -202,13 +210,14 @@ const HALF_DEQUANT_SCRATCH: usize = 256 << 20;
 /// whole 128-row groups bound the scratch.
 fn split_gemm(
     ctx: &mut NodeCtx,
-    scheme: QuantScheme,
+    wq: Wq,
     (x, w, out): (&DevTensor, &DevTensor, &DevTensor),
     extras: GemvExtras,
     (m, n, k): (usize, usize, usize),
     glu: i32,
 ) -> Lowered {
     let sfx = Sfx::float(x.dtype)?;
+    let scheme = wq.scheme;
     let rb = k / scheme.block_len() * scheme.block_bytes();
     let h = prepared(ctx, x, extras, glu, (m, k))?.ptr;
     // Per chunk row: two f16 parts and 2·(2m) f32 products.
@@ -232,7 +241,7 @@ fn split_gemm(
         let rows = chunk.min(n - n0);
         let wp = w.ptr + (n0 * rb) as u64;
         let ri = rows as i64;
-        let ws = quant::dq_split_w(scheme, (wp, hw, inv_w), ri, ki);
+        let ws = quant::dq_split_w(wq, (wp, hw, inv_w), ri, ki);
         ctx.run(ws, [rows as u32, 1, 1], [256, 1, 1], 0)?;
         // y[2m, 2·rows] = [x_hi; x_lo] · [w_hi; w_lo]ᵀ
         parts_gemm(ctx, (hx, 2 * m), (hw, 2 * rows, DType::F16), k, y, &label)?;
@@ -249,7 +258,7 @@ fn split_gemm(
 /// per shape and the fastest kept.
 fn gemv(
     ctx: &mut NodeCtx,
-    scheme: QuantScheme,
+    wq: Wq,
     sfx: Sfx,
     (x, w, out): (&DevTensor, &DevTensor, &DevTensor),
     extras: GemvExtras,
@@ -258,6 +267,7 @@ fn gemv(
 ) -> Lowered {
     let ptrs = (x.ptr, w.ptr, out.ptr);
     let (mi, ni, ki) = (m as i32, n as i64, k as i64);
+    let scheme = wq.scheme;
     let mut cands = Vec::new();
     // A weight no kernel of the plan writes is read before waiting on the previous kernel.
     let pdl = ctx.fixed.get(1).copied().unwrap_or(false);
@@ -288,8 +298,7 @@ fn gemv(
                 }
                 for &depth in quant::gemv_depths(scheme, sfx, m) {
                     let shape = (lpr as i32, depth);
-                    let kernel =
-                        quant::dq_gemv_st(scheme, sfx, ptrs, extras, (mi, ni, ki), glu, shape);
+                    let kernel = quant::dq_gemv_st(wq, sfx, ptrs, extras, (mi, ni, ki), glu, shape);
                     let l = KernelLaunch::new(
                         kernel,
                         [blocks as u32, 1, 1],
@@ -308,7 +317,7 @@ fn gemv(
             if blocks > i32::MAX as usize {
                 crate::unsupported!("N = {n} is too large for one launch");
             }
-            let kernel = quant::dq_gemv(scheme, sfx, ptrs, extras, mi, ni, ki);
+            let kernel = quant::dq_gemv(wq, sfx, ptrs, extras, mi, ni, ki);
             cands.push(KernelLaunch::new(
                 kernel,
                 [blocks as u32, 1, 1],
@@ -331,7 +340,11 @@ fn gemv(
     .filter(|(on, _)| *on)
     .map(|(_, s)| *s)
     .collect::<String>();
-    let key = format!("dq_gemv {scheme:?} {} m={m} n={n} k={k}{fused}", sfx.name());
+    let layout = if wq.planar { " planar" } else { "" };
+    let key = format!(
+        "dq_gemv {scheme:?}{layout} {} m={m} n={n} k={k}{fused}",
+        sfx.name()
+    );
     // A decode step reads far more weight bytes than the L2 holds: time the shapes cold.
     ctx.launch_fastest_cold(&key, cands)
 }
