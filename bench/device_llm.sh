@@ -16,6 +16,8 @@
 #           .devbin/rlx.xz: the release rlx, xz-compressed): llama-bench from the saved
 #           binaries, then rlx bench (and its decode profile) on the same GGUFs, then the
 #           micro benchmark — the side-by-side in one call
+#   variants carry [".devbin"], right after `side` (same warm machine): rlx bench again with
+#           RLX_PLANAR=1, RLX_PRECISION=f16 and both
 #   bench   carry [".lcpp"]: llama.cpp's llama-bench (built here, ~6 min) and `rlx bench` on the
 #           same random-weight GGUFs, one after the other in this call, plus the real SmolLM2
 set -u
@@ -66,6 +68,16 @@ side)
     $W/rlx bench --device cuda --suites llm --iters 2 --profile --gguf $L/$f.gguf 2>&1 | grep -A24 "^profile: .*decode"
   done 2>&1 | tee $out/rlx_profile.txt
   [ -n "${MICRO:-}" ] && bash bench/cuda_micro/run.sh 2>&1 | grep -E "^[A-Za-z0-9]|MISMATCH|today|best|wide" | tee $out/micro.txt ;;
+variants)
+  # After `side` in the same warm session (its llama.cpp binaries and GGUFs still in /tmp):
+  # the same rlx bench rows with the planar weight layout, then under the f16 policy.
+  L=$(dirname "$(mktemp -u)")/rlx-llama-cpp
+  [ -x $W/rlx ] || { xz -dc .devbin/rlx.xz > $W/rlx && chmod +x $W/rlx; }
+  for v in "RLX_PLANAR=1" "RLX_PRECISION=f16" "RLX_PLANAR=1 RLX_PRECISION=f16"; do
+    echo "== rlx bench with $v"
+    env $v $W/rlx bench --device cuda --suites llm --iters 5 --gguf $L/smollm135-q4_1.gguf \
+      --gguf $L/qwen05b-f16.gguf --gguf $L/qwen05b-q4_k_m.gguf 2>&1 | tee -a $out/rlx_variants.txt
+  done ;;
 bench)
   echo "== llama.cpp (CUDA) llama-bench: pp512 / tg128"
   bash .lcpp/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt

@@ -22,7 +22,9 @@ typedef void (*StK)(const float*, const u8*, float*, const float*, const float*,
 
 // st1d[i]: the one-row kernel holding 2 << i units a lane in registers (R in quant.cu); a
 // quant.cu from before the register depths (no RLX_DQ_ST_DEEP) has only R = 2.
-struct Scheme { const char* name; int bl, bb; OldK old; StK st1d[3], st8; };
+// pl1d: the planar layout's one-row kernels (crates/rlx-cuda/src/planar.rs), with the block's
+// (quants, fifth bits, scales) byte counts qb / qhb / scb for packing.
+struct Scheme { const char* name; int bl, bb; OldK old; StK st1d[3], st8; StK pl1d[3]; int qb, qhb, scb; };
 #ifdef RLX_DQ_ST_DEEP
 #define D4(n) dq_gemv_st_##n##_m1d4_f32
 #define D8(n) dq_gemv_st_##n##_m1d8_f32
@@ -30,10 +32,16 @@ struct Scheme { const char* name; int bl, bb; OldK old; StK st1d[3], st8; };
 #define D4(n) nullptr
 #define D8(n) nullptr
 #endif
-#define SCH(n, S, bl, bb) {#n, bl, bb, dq_gemv_##n##_f32, {dq_gemv_st_##n##_m1_f32, D4(n), D8(n)}, dq_gemv_st_##n##_m8_f32}
-#define SCHK(n, S, bl, bb) {#n, bl, bb, dq_gemv_##n##_f32, {dq_gemv_st_##n##_m1_f32, D4(n), nullptr}, dq_gemv_st_##n##_m8_f32}
-static Scheme SCHEMES[] = {SCH(q8_0, Q8_0, 32, 34), SCH(q4_0, Q4_0, 32, 18), SCH(q4_1, Q4_1, 32, 20),
-                           SCH(q5_0, Q5_0, 32, 22), SCH(q5_1, Q5_1, 32, 24), SCHK(q4_k, Q4_K, 256, 144),
+#ifdef Q8_0P
+#define PL(n) {dq_gemv_st_##n##p_m1_f32, dq_gemv_st_##n##p_m1d4_f32, dq_gemv_st_##n##p_m1d8_f32}
+#else
+#define PL(n) {nullptr, nullptr, nullptr}
+#endif
+#define SCH(n, S, bl, bb, qb, qhb, scb) {#n, bl, bb, dq_gemv_##n##_f32, {dq_gemv_st_##n##_m1_f32, D4(n), D8(n)}, dq_gemv_st_##n##_m8_f32, PL(n), qb, qhb, scb}
+#define SCHK(n, S, bl, bb) {#n, bl, bb, dq_gemv_##n##_f32, {dq_gemv_st_##n##_m1_f32, D4(n), nullptr}, dq_gemv_st_##n##_m8_f32, {nullptr, nullptr, nullptr}, 0, 0, 0}
+static Scheme SCHEMES[] = {SCH(q8_0, Q8_0, 32, 34, 32, 0, 2), SCH(q4_0, Q4_0, 32, 18, 16, 0, 2),
+                           SCH(q4_1, Q4_1, 32, 20, 16, 0, 4), SCH(q5_0, Q5_0, 32, 22, 16, 4, 2),
+                           SCH(q5_1, Q5_1, 32, 24, 16, 4, 4), SCHK(q4_k, Q4_K, 256, 144),
                            SCHK(q5_k, Q5_K, 256, 176), SCHK(q6_k, Q6_K, 256, 210),
                            SCHK(f16, F16S, 32, 64), SCHK(bf16, BF16S, 32, 64)};
 
@@ -60,6 +68,20 @@ static void fix_headers(std::vector<u8>& w, const Scheme& s) {
         else put(0, 0.01f + 0.02f * fabsf(unif()));
         if (n == "q4_1" || n == "q5_1" || n == "q4_k" || n == "q5_k") put(2, 0.02f * unif());
     }
+}
+
+// GGUF rows → planar rows (a block is [scales][fifth bits][quants]; planar.rs's `pack`).
+static std::vector<u8> to_planar(const std::vector<u8>& w, const Scheme& s, i64 rb) {
+    std::vector<u8> p(w.size());
+    const int units = (int)(rb / s.bb);
+    for (size_t r = 0; r + rb <= w.size(); r += rb)
+        for (int u = 0; u < units; ++u) {
+            const u8* b = &w[r + (size_t)u * s.bb];
+            memcpy(&p[r + (size_t)u * s.qb], b + s.scb + s.qhb, s.qb);
+            memcpy(&p[r + (size_t)units * s.qb + (size_t)u * s.qhb], b + s.scb, s.qhb);
+            memcpy(&p[r + (size_t)units * (s.qb + s.qhb) + (size_t)u * s.scb], b, s.scb);
+        }
+    return p;
 }
 
 struct Case { const char* scheme; int n, k; bool norm, res; int glu; const char* what; };
@@ -153,6 +175,14 @@ int main() {
         CK(cudaMalloc(&dg, K * 4)); CK(cudaMalloc(&dr, hr.size() * 4));
         CK(cudaMalloc(&dy0, MMAX * N * 4)); CK(cudaMalloc(&dy1, MMAX * N * 4));
         cudaMemcpy(dw, hw.data(), hw.size(), cudaMemcpyHostToDevice);
+        // The planar copy where the scheme has planar kernels and rows stay 8-byte aligned.
+        const bool planar = s->pl1d[0] != nullptr && rb % 8 == 0;
+        u8* dwp = nullptr;
+        if (planar) {
+            const std::vector<u8> hp = to_planar(hw, *s, rb);
+            CK(cudaMalloc(&dwp, hp.size()));
+            cudaMemcpy(dwp, hp.data(), hp.size(), cudaMemcpyHostToDevice);
+        }
         cudaMemcpy(dx, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice);
         cudaMemcpy(dh, hh.data(), hh.size() * 4, cudaMemcpyHostToDevice);
         cudaMemcpy(dg, hg.data(), K * 4, cudaMemcpyHostToDevice);
@@ -169,17 +199,18 @@ int main() {
             s->old<<<(N + 3) / 4, 128, 0, st>>>(xin_old, dw, dy0, gam, res, M, N, K, eps);
             const int units = K / 32;
             size_t smem = ((size_t)M * units * 36 + 32) * 4;
-            for (int di = 0; di < (M == 1 ? 3 : 1); ++di) {
-                StK f = M == 1 ? s->st1d[di] : s->st8;
+            for (int di = 0; di < (M == 1 ? 6 : 1); ++di) {
+                StK f = M != 1 ? s->st8 : di < 3 ? s->st1d[di] : planar ? s->pl1d[di - 3] : nullptr;
                 if (f == nullptr) continue;
-                f<<<(N + 7) / 8, 128, smem, st>>>(dx, dw, dy1, gam, res, M, N, K, eps, glu, 16);
+                f<<<(N + 7) / 8, 128, smem, st>>>(dx, di < 3 ? dw : dwp, dy1, gam, res, M, N, K, eps, glu, 16);
                 CK(cudaStreamSynchronize(st));
                 std::vector<float> a(M * N), b(M * N);
                 cudaMemcpy(a.data(), dy0, M * N * 4, cudaMemcpyDeviceToHost);
                 cudaMemcpy(b.data(), dy1, M * N * 4, cudaMemcpyDeviceToHost);
                 double md = 0, mx = 0;
                 for (size_t i = 0; i < a.size(); ++i) { md = fmax(md, fabs(a[i] - b[i])); mx = fmax(mx, fabs(a[i])); }
-                printf("  check M=%d depth %d: max|st-old| = %.3g (max|old| %.3g) %s\n", M, 2 << di, md, mx,
+                printf("  check M=%d depth %d%s: max|st-old| = %.3g (max|old| %.3g) %s\n", M, 2 << (di % 3),
+                       di < 3 ? "" : " planar", md, mx,
                        md <= 1e-4 * mx + 1e-5 ? "ok" : "MISMATCH");
             }
         }
@@ -191,9 +222,12 @@ int main() {
         // working set of a decode step is far larger than the 50 MB L2).
         const size_t bytes = hw.size();
         int copies = (int)std::min<size_t>(256, (size_t)(768u << 20) / bytes + 1);
-        std::vector<u8*> cw(copies);
+        std::vector<u8*> cw(copies), cwp(copies, nullptr);
         cw[0] = dw;
+        cwp[0] = dwp;
         for (int c = 1; c < copies; ++c) { CK(cudaMalloc(&cw[c], bytes)); CK(cudaMemcpy(cw[c], dw, bytes, cudaMemcpyDeviceToDevice)); }
+        if (planar)
+            for (int c = 1; c < copies; ++c) { CK(cudaMalloc(&cwp[c], bytes)); CK(cudaMemcpy(cwp[c], dwp, bytes, cudaMemcpyDeviceToDevice)); }
         struct Cfg { int lpr, warps, grid, di; float hot, cold; };
         std::vector<Cfg> cfgs;
         std::vector<std::pair<int, int>> shapes;
@@ -204,8 +238,9 @@ int main() {
             const int full = (int)((N + rows - 1) / rows);
             for (int grid : {full, 132, 264, 528, 1056}) {
                 if (grid > full || (grid != full && grid * 2 > full * 1)) { if (grid != full) continue; }
-                for (int di = 0; di < 3; ++di)
-                    if (s->st1d[di] != nullptr) cfgs.push_back({lpr, warps, grid, di, 0.f, 0.f});
+                for (int di = 0; di < 6; ++di)
+                    if (di < 3 ? s->st1d[di] != nullptr : planar && s->pl1d[di - 3] != nullptr)
+                        cfgs.push_back({lpr, warps, grid, di, 0.f, 0.f});
             }
         }
         // The capped grids must compute the same output as the full one.
@@ -230,16 +265,18 @@ int main() {
             std::vector<std::vector<void*>> args(copies);
             std::vector<L> ls(copies);
             for (int k = 0; k < copies; ++k) {
-                args[k] = {&dx, &cw[k], &dy1, &gam, &res, &M, &Nv, &Kv, &eps, &glu, &lp};
-                ls[k] = L{(void*)s->st1d[c.di], dim3(c.grid), dim3(32 * c.warps), smem, args[k].data(), true};
+                args[k] = {&dx, c.di < 3 ? &cw[k] : &cwp[k], &dy1, &gam, &res, &M, &Nv, &Kv, &eps, &glu, &lp};
+                StK f = c.di < 3 ? s->st1d[c.di] : s->pl1d[c.di - 3];
+                ls[k] = L{(void*)f, dim3(c.grid), dim3(32 * c.warps), smem, args[k].data(), true};
             }
             c.hot = time_graph(enq_l, &ls[0], REPS, st);
             struct Rot { std::vector<L>* ls; int i; } rot{&ls, 0};
             c.cold = time_graph([](cudaStream_t s2, void* p) { Rot* r = (Rot*)p; enq_l(s2, &(*r->ls)[r->i++ % r->ls->size()]); }, &rot, std::max(REPS, copies), st);
         }
         auto show = [&](const Cfg& c, const char* tag) {
-            printf("  %-26s lpr=%2d warps=%d grid=%5d depth=%d: hot %6.2f us (%5.0f GB/s)  cold %6.2f us (%5.0f GB/s)\n", tag, c.lpr,
-                   c.warps, c.grid, 2 << c.di, c.hot, bytes / (c.hot * 1e3), c.cold, bytes / (c.cold * 1e3));
+            printf("  %-26s lpr=%2d warps=%d grid=%5d depth=%d%s: hot %6.2f us (%5.0f GB/s)  cold %6.2f us (%5.0f GB/s)\n", tag,
+                   c.lpr, c.warps, c.grid, 2 << (c.di % 3), c.di < 3 ? "" : " planar", c.hot, bytes / (c.hot * 1e3), c.cold,
+                   bytes / (c.cold * 1e3));
         };
         Cfg hf = cfgs[0], hb = cfgs[0], cb = cfgs[0];
         bool seen = false;
@@ -256,12 +293,13 @@ int main() {
         show(cb, "cold best");
         for (auto& c : cfgs) if (c.lpr > 32) show(c, "wide");
         // The best cold timing at each register depth (what the deeper rings buy).
-        for (int di = 0; di < 3; ++di) {
+        for (int di = 0; di < 6; ++di) {
             const Cfg* best = nullptr;
             for (auto& c : cfgs) if (c.di == di && (best == nullptr || c.cold < best->cold)) best = &c;
             if (best != nullptr) show(*best, "cold best at this depth");
         }
-        for (int c = 1; c < copies; ++c) cudaFree(cw[c]);
+        for (int c = 1; c < copies; ++c) { cudaFree(cw[c]); if (cwp[c]) cudaFree(cwp[c]); }
+        if (dwp) cudaFree(dwp);
         cudaFree(dw); cudaFree(dx); cudaFree(dh); cudaFree(dg); cudaFree(dr); cudaFree(dy0); cudaFree(dy1);
     }
     return 0;
