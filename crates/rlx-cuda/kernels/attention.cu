@@ -872,21 +872,36 @@ __device__ __forceinline__ void attn_split_chunk_grp(const T* __restrict__ q, co
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[e] = fmaf(pc, vz[e], fmaf(pa, vx[e], acc[e] * cr));
     }
-    // Group partials: [m, l, Dv values] per group.
-    const int w = a.dv + 2;
-    float* gp = smem + g * w;
-    if (ln == 0) {
-        gp[0] = m;
-        gp[1] = l;
-    }
+    // The groups of a warp merge their partials by shuffles (lane ln of every group holds
+    // the same 8 dims), so only one partial a warp — [m, l, Dv values] — goes through shared
+    // memory and the block's final merge reads blockDim/32 of them, not blockDim/G.
+    for (int o = G; o < 32; o <<= 1) {
+        const float mo = __shfl_xor_sync(0xffffffffu, m, o);
+        const float lo = __shfl_xor_sync(0xffffffffu, l, o);
+        const float mn = fmaxf(m, mo);
+        const float ca = m == -INFINITY ? 0.f : expf(m - mn);
+        const float cb = mo == -INFINITY ? 0.f : expf(mo - mn);
+        l = l * ca + lo * cb;
 #pragma unroll
-    for (int e = 0; e < 8; ++e) gp[2 + ln * 8 + e] = acc[e];
+        for (int e = 0; e < 8; ++e) acc[e] = acc[e] * ca + __shfl_xor_sync(0xffffffffu, acc[e], o) * cb;
+        m = mn;
+    }
+    const int w = a.dv + 2, nw = blockDim.x >> 5;
+    if ((tid & 31) < G) {
+        float* gp = smem + (tid >> 5) * w;
+        if (ln == 0) {
+            gp[0] = m;
+            gp[1] = l;
+        }
+#pragma unroll
+        for (int e = 0; e < 8; ++e) gp[2 + ln * 8 + e] = acc[e];
+    }
     __syncthreads();
     float mx = -INFINITY;
-    for (int s = 0; s < ng; ++s) mx = fmaxf(mx, smem[s * w]);
+    for (int s = 0; s < nw; ++s) mx = fmaxf(mx, smem[s * w]);
     float sum = 0.f;
     if (mx != -INFINITY) {
-        for (int s = 0; s < ng; ++s) {
+        for (int s = 0; s < nw; ++s) {
             const float ms = smem[s * w];
             if (ms != -INFINITY) sum += smem[s * w + 1] * expf(ms - mx);
         }
@@ -894,7 +909,7 @@ __device__ __forceinline__ void attn_split_chunk_grp(const T* __restrict__ q, co
     for (int col = tid; col < a.dv; col += blockDim.x) {
         float t = 0.f;
         if (mx != -INFINITY) {
-            for (int s = 0; s < ng; ++s) {
+            for (int s = 0; s < nw; ++s) {
                 const float ms = smem[s * w];
                 if (ms != -INFINITY) t += smem[s * w + 2 + col] * expf(ms - mx);
             }
