@@ -409,44 +409,29 @@ __device__ __forceinline__ void ld_q16(const u8* p, unsigned* v) {
     const uint2 a = *reinterpret_cast<const uint2*>(p), b = *reinterpret_cast<const uint2*>(p + 8);
     v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
 }
-template <>
-struct GsUnit<Q8_0P> : GsUnit<Q8_0> {
+template <int S>
+struct GsUnitP : GsUnit<base_of<S>()> {
     __device__ __forceinline__ void load(const u8* row, int u, int units) {
-        v[0] = ld_u16(row + pl_sc<Q8_0P>(units, u));
-        ld_q16(row + pl_qs<Q8_0P>(u), v + 1);
-        ld_q16(row + pl_qs<Q8_0P>(u) + 16, v + 5);
+        constexpr int B = base_of<S>();
+        // Register order as the base unit's: scale(s), [fifth bits], quant words.
+        constexpr int q0 = (B == Q5_0 || B == Q5_1) ? 2 : 1;
+        const u8* sc = row + pl_sc<S>(units, u);
+        this->v[0] = (B == Q4_1 || B == Q5_1) ? ld_u32(sc) : ld_u16(sc);
+        if (q0 == 2) this->v[1] = ld_u32(row + pl_qh<S>(units, u));
+        ld_q16(row + pl_qs<S>(u), this->v + q0);
+        if (B == Q8_0) ld_q16(row + pl_qs<S>(u) + 16, this->v + q0 + 4);
     }
 };
 template <>
-struct GsUnit<Q4_0P> : GsUnit<Q4_0> {
-    __device__ __forceinline__ void load(const u8* row, int u, int units) {
-        v[0] = ld_u16(row + pl_sc<Q4_0P>(units, u));
-        ld_q16(row + pl_qs<Q4_0P>(u), v + 1);
-    }
-};
+struct GsUnit<Q8_0P> : GsUnitP<Q8_0P> {};
 template <>
-struct GsUnit<Q4_1P> : GsUnit<Q4_1> {
-    __device__ __forceinline__ void load(const u8* row, int u, int units) {
-        v[0] = ld_u32(row + pl_sc<Q4_1P>(units, u));
-        ld_q16(row + pl_qs<Q4_1P>(u), v + 1);
-    }
-};
+struct GsUnit<Q4_0P> : GsUnitP<Q4_0P> {};
 template <>
-struct GsUnit<Q5_0P> : GsUnit<Q5_0> {
-    __device__ __forceinline__ void load(const u8* row, int u, int units) {
-        v[0] = ld_u16(row + pl_sc<Q5_0P>(units, u));
-        v[1] = ld_u32(row + pl_qh<Q5_0P>(units, u));
-        ld_q16(row + pl_qs<Q5_0P>(u), v + 2);
-    }
-};
+struct GsUnit<Q4_1P> : GsUnitP<Q4_1P> {};
 template <>
-struct GsUnit<Q5_1P> : GsUnit<Q5_1> {
-    __device__ __forceinline__ void load(const u8* row, int u, int units) {
-        v[0] = ld_u32(row + pl_sc<Q5_1P>(units, u));
-        v[1] = ld_u32(row + pl_qh<Q5_1P>(units, u));
-        ld_q16(row + pl_qs<Q5_1P>(u), v + 2);
-    }
-};
+struct GsUnit<Q5_0P> : GsUnitP<Q5_0P> {};
+template <>
+struct GsUnit<Q5_1P> : GsUnitP<Q5_1P> {};
 
 // F16 / BF16: 32 plain halves, 64 bytes (16-byte aligned rows: the lowering checks the
 // weight pointer), read as four 16-byte words.
