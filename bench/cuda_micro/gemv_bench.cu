@@ -7,6 +7,7 @@
 // bench/cuda_micro/run.sh on the device: nvcc -arch=sm_90 -O3 gemv_bench.cu -lcuda.
 #include "../../crates/rlx-cuda/kernels/common.cuh"
 #include "../../crates/rlx-cuda/kernels/quant.cu"
+#include "../../crates/rlx-cuda/kernels/quant_gemv.cu"  // (an older quant.cu: run.sh drops this line)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

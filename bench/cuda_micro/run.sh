@@ -14,7 +14,8 @@ if [ -z "$old" ]; then
   /tmp/gemv_bench
   exit 0
 fi
-sed "s#../../crates/rlx-cuda/kernels/quant.cu#$old#" gemv_bench.cu > /tmp/gemv_bench_old.cu
+# An older quant.cu held the whole module (quant_gemv.cu came later).
+sed -e "s#../../crates/rlx-cuda/kernels/quant.cu#$old#" -e "/quant_gemv.cu/d" gemv_bench.cu > /tmp/gemv_bench_old.cu
 sed -i "s#../../crates/rlx-cuda/kernels/common.cuh#$PWD/../../crates/rlx-cuda/kernels/common.cuh#" /tmp/gemv_bench_old.cu
 nvcc -arch=sm_90 -O3 -std=c++17 -o /tmp/gemv_bench_old /tmp/gemv_bench_old.cu -lcuda 2>&1 | grep -v "warning #" | head -20
 /tmp/gemv_bench > /tmp/micro_new.txt; /tmp/gemv_bench_old > /tmp/micro_old.txt

@@ -68,13 +68,19 @@ impl Lib {
     /// The source text (without `common.cuh`).
     pub fn source(self) -> &'static str {
         match self {
-            Lib::Attention => include_str!("../../kernels/attention.cu"),
+            Lib::Attention => concat!(
+                include_str!("../../kernels/attention.cu"),
+                include_str!("../../kernels/attention_decode.cu")
+            ),
             Lib::Audio => include_str!("../../kernels/audio.cu"),
             Lib::Elementwise => include_str!("../../kernels/elementwise.cu"),
             Lib::Linalg => include_str!("../../kernels/linalg.cu"),
             Lib::Norm => include_str!("../../kernels/norm.cu"),
             Lib::Profile => include_str!("../../kernels/profile.cu"),
-            Lib::Quant => include_str!("../../kernels/quant.cu"),
+            Lib::Quant => concat!(
+                include_str!("../../kernels/quant.cu"),
+                include_str!("../../kernels/quant_gemv.cu")
+            ),
             Lib::Reduce => include_str!("../../kernels/reduce.cu"),
             Lib::ShapeOps => include_str!("../../kernels/shape_ops.cu"),
             Lib::Vision => include_str!("../../kernels/vision.cu"),

@@ -119,7 +119,7 @@ fn staged_gemv_units_match_dequantized_dots() {
         .expect("quant.cu's staged GEMV");
     let io = format!("#define OUTS {outs}\n{IO}");
     let text = format!(
-        "{PRELUDE}{PRELUDE_BITS}{}\n{}\n{io}{main}",
+        "{PRELUDE}{PRELUDE_BITS}{}\n{WHOLE_FILE}{}\n{io}{main}",
         crate::kernels::COMMON,
         &src[..cut]
     );
