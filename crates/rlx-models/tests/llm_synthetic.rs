@@ -26,6 +26,7 @@ const LAYERS: usize = 2;
 
 /// ggml type ids.
 const F32: u32 = 0;
+const Q5_0: u32 = 6;
 const Q8_0: u32 = 8;
 const Q2_K: u32 = 10;
 
@@ -52,6 +53,30 @@ fn q8_0(row: &[f32]) -> (Vec<u8>, Vec<f32>) {
     (packed, back)
 }
 
+/// A Q5_0 encoding of one row (whole blocks of 32): f16 scale amax/15, 5-bit q = round(x/d)
+/// + 16 clamped, low nibbles then the fifth bits as ggml lays them out. Also returns the
+/// values the blocks decode to.
+fn q5_0(row: &[f32]) -> (Vec<u8>, Vec<f32>) {
+    let (mut packed, mut back) = (Vec::new(), Vec::new());
+    for b in row.chunks(32) {
+        let amax = b.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let dh = f16::from_f32(amax / 15.0);
+        let d = dh.to_f32();
+        let q: Vec<u32> = (b.iter())
+            .map(|&x| {
+                let v = if d == 0.0 { 0.0 } else { (x / d).round() };
+                (v + 16.0).clamp(0.0, 31.0) as u32
+            })
+            .collect();
+        packed.extend(dh.to_bits().to_le_bytes());
+        let qh = (0..32).fold(0u32, |h, e| h | ((q[e] >> 4) & 1) << e);
+        packed.extend(qh.to_le_bytes());
+        packed.extend((0..16).map(|j| ((q[j] & 15) | (q[j + 16] & 15) << 4) as u8));
+        back.extend(q.iter().map(|&v| d * (v as f32 - 16.0)));
+    }
+    (packed, back)
+}
+
 /// How the synthetic file stores its matrices.
 #[derive(Clone, Copy, PartialEq)]
 enum Store {
@@ -60,6 +85,11 @@ enum Store {
     Q8,
     /// Q8_0 values written as F32 (the reference for `Q8`).
     Q8AsF32,
+    /// As `Q8`, but attn_q / attn_k in Q5_0: a layer whose q/k/v mix types, as llama.cpp's
+    /// Q4_K_M writes 896-wide layers.
+    Mixed,
+    /// `Mixed`'s values written as F32 (its reference).
+    MixedAsF32,
 }
 
 struct Synth {
@@ -102,17 +132,21 @@ impl Synth {
         let dims = [cols as u64, rows as u64];
         self.w = match self.store {
             Store::F32 => self.w.tensor(name, &dims, F32, f32_bytes(&v)),
-            Store::Q8 | Store::Q8AsF32 => {
+            store => {
+                let five = matches!(store, Store::Mixed | Store::MixedAsF32)
+                    && (name.ends_with("attn_q.weight") || name.ends_with("attn_k.weight"));
                 let (mut packed, mut back) = (Vec::new(), Vec::new());
                 for r in v.chunks(cols) {
-                    let (p, b) = q8_0(r);
+                    let (p, b) = if five { q5_0(r) } else { q8_0(r) };
                     packed.extend(p);
                     back.extend(b);
                 }
-                if self.store == Store::Q8 {
-                    self.w.tensor(name, &dims, Q8_0, packed)
-                } else {
-                    self.w.tensor(name, &dims, F32, f32_bytes(&back))
+                match store {
+                    Store::Q8 | Store::Mixed => {
+                        let ty = if five { Q5_0 } else { Q8_0 };
+                        self.w.tensor(name, &dims, ty, packed)
+                    }
+                    _ => self.w.tensor(name, &dims, F32, f32_bytes(&back)),
                 }
             }
         };
@@ -315,6 +349,36 @@ fn q8_0_weights_give_their_dequantised_values() {
         );
         assert!(r < 1e-5, "rel-L2 {r:.2e}");
     }
+}
+
+/// q/k in Q5_0 beside v in Q8_0: the builder stores the three as one Q8_0 weight (the Q5_0
+/// rows widened without changing a value), so each layer runs one q/k/v product, and the
+/// logits are those of the decoded values.
+#[test]
+fn mixed_q5_0_and_q8_0_projections_run_as_one_product() {
+    let seed = Rng::new("mixed_q5_0_and_q8_0").next_u64();
+    let file = |store| {
+        Synth::new("llama", Rng::seeded(seed), store)
+            .llama("")
+            .gguf()
+    };
+    let mixed = file(Store::Mixed);
+    let cfg = LlmConfig::from_gguf(&mixed).unwrap();
+    let (graph, _) = llm::build(&cfg, &BuildOptions::default()).unwrap();
+    let products = |g: &rlx_ir::Graph, s: rlx_ir::QuantScheme| {
+        (g.nodes.iter())
+            .filter(|n| matches!(&n.op, rlx_ir::Op::DequantMatMul { scheme } if *scheme == s))
+            .count()
+    };
+    // Per layer: q/k/v, o, gate/up, down, all Q8_0; the head too; no Q5_0 product left.
+    assert_eq!(products(&graph, rlx_ir::QuantScheme::Q5_0), 0);
+    assert_eq!(products(&graph, rlx_ir::QuantScheme::Q8_0), 4 * LAYERS + 1);
+    let tokens = random_tokens(&mut Rng::seeded(seed), 9);
+    let a = run(&mixed, &tokens, true);
+    let b = run(&file(Store::MixedAsF32), &tokens, true);
+    let r = rel_l2(&a, &b);
+    println!("Q5_0 q/k + Q8_0 v as one Q8_0 product vs the decoded f32 values: rel-L2 {r:.2e}");
+    assert!(r < 1e-5, "rel-L2 {r:.2e}");
 }
 
 /// The KV-cache graph, fed a prompt in one call and then a token a call, gives each

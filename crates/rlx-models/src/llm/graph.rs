@@ -181,7 +181,8 @@ impl Builder<'_> {
         let formats: Vec<WeightFormat> = (parts.iter())
             .map(|(t, _)| self.matrix_format(t, n_in))
             .collect::<Result<_, _>>()?;
-        if formats.windows(2).any(|w| w[0] != w[1]) {
+        let target = common_format(&formats);
+        if target.is_none() {
             let mut out = Vec::with_capacity(parts.len());
             for (i, (t, rows)) in parts.iter().enumerate() {
                 let w = self.weight(t, *rows, n_in)?;
@@ -197,11 +198,15 @@ impl Builder<'_> {
         let specs: Vec<(String, Vec<usize>)> = (parts.iter())
             .map(|(t, r)| (t.clone(), vec![*r, n_in]))
             .collect();
-        let w = self.matrix(fused, formats[0], total, n_in, |transpose| {
-            ParamSource::Rows {
-                parts: specs.clone(),
-                transpose,
-            }
+        let format = target.unwrap_or(formats[0]);
+        let to = match format {
+            WeightFormat::Packed(s) if formats.iter().any(|f| *f != format) => Some(s),
+            _ => None,
+        };
+        let w = self.matrix(fused, format, total, n_in, |transpose| ParamSource::Rows {
+            parts: specs.clone(),
+            transpose,
+            to,
         })?;
         let b = match bias {
             Some(names) => Some(self.stacked_bias(&format!("{fused}.bias"), names, parts)?),
@@ -255,6 +260,7 @@ impl Builder<'_> {
             ParamSource::Rows {
                 parts: bparts,
                 transpose: false,
+                to: None,
             },
         )?;
         Ok(if dt == DType::F32 {
@@ -407,6 +413,22 @@ impl Builder<'_> {
 }
 
 /// Bytes of one packed row of `k` values.
+/// The one type several linear layers' weights can be stored as together: theirs when they
+/// agree; Q8_0 when they are all Q4_0 / Q5_0 / Q8_0 (widened without changing a value,
+/// `weights::widen_to_q8_0`); else none (the layers stay separate products).
+fn common_format(formats: &[WeightFormat]) -> Option<WeightFormat> {
+    use QuantScheme as Q;
+    let first = *formats.first()?;
+    if formats.iter().all(|f| *f == first) {
+        return Some(first);
+    }
+    let widens = |f: &WeightFormat| matches!(f, WeightFormat::Packed(Q::Q4_0 | Q::Q5_0 | Q::Q8_0));
+    formats
+        .iter()
+        .all(widens)
+        .then_some(WeightFormat::Packed(Q::Q8_0))
+}
+
 fn packed_row_bytes(name: &str, s: QuantScheme, k: usize) -> Result<usize, ModelError> {
     if !k.is_multiple_of(s.block_len()) {
         return Err(ModelError::UnsupportedTensorType {

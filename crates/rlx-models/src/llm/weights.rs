@@ -8,7 +8,7 @@
 use super::config::WeightFormat;
 use crate::ModelError;
 use rlx_io::gguf::Gguf;
-use rlx_ir::{DType, HostTensor, Shape};
+use rlx_ir::{DType, HostTensor, QuantScheme, Shape};
 use std::borrow::Cow;
 
 /// One stored tensor: row-major shape (outermost first, so a linear layer's weight is
@@ -76,6 +76,9 @@ pub enum ParamSource {
     Rows {
         parts: Vec<(String, Vec<usize>)>,
         transpose: bool,
+        /// Packed parts of another scheme are rewritten as this one, losslessly (see
+        /// [`widen_to_q8_0`]); `None`: every part must already be the param's type.
+        to: Option<QuantScheme>,
     },
 }
 
@@ -132,7 +135,11 @@ fn value(gguf: &(impl TensorStore + ?Sized), d: &ParamDecl) -> Result<HostTensor
             expected,
             transpose,
         } => tensor(gguf, d, name, expected, *transpose),
-        ParamSource::Rows { parts, transpose } => rows(gguf, d, parts, *transpose),
+        ParamSource::Rows {
+            parts,
+            transpose,
+            to,
+        } => rows(gguf, d, parts, *transpose, *to),
     }
 }
 
@@ -143,6 +150,7 @@ fn rows(
     d: &ParamDecl,
     parts: &[(String, Vec<usize>)],
     transpose: bool,
+    to: Option<QuantScheme>,
 ) -> Result<HostTensor, ModelError> {
     let mut data = Vec::new();
     let mut n = 0;
@@ -154,10 +162,28 @@ fn rows(
         };
         // Untransposed, packed or plain: the part's own bytes.
         let t = if d.shape.dtype == DType::U8 {
-            let rb = dims(d)?.last().copied().unwrap_or(0);
+            let mut rb = dims(d)?.last().copied().unwrap_or(0);
+            // A part stored as another scheme: read with its own row size, then widened.
+            let own = match gguf.tensor(name)?.map(|t| t.format) {
+                Some(WeightFormat::Packed(s)) if to.is_some_and(|t| t != s) => Some(s),
+                _ => None,
+            };
+            if let (Some(s), Some(&k)) = (own, expected.last()) {
+                rb = k / s.block_len() * s.block_bytes();
+            }
             let mut p = one.clone();
             p.shape = rlx_ir::Shape::new(&[expected[0], rb], DType::U8);
-            tensor(gguf, &p, name, expected, false)?
+            let mut t = tensor(gguf, &p, name, expected, false)?;
+            if let Some(s) = own {
+                t.data = widen_to_q8_0(s, &t.data).ok_or_else(|| {
+                    ModelError::Config(format!(
+                        "tensor {name}: {s:?} rows cannot be stored as {to:?} beside the \
+                         other parts of {}",
+                        d.name
+                    ))
+                })?;
+            }
+            t
         } else {
             tensor(gguf, &one, name, expected, false)?
         };
@@ -171,6 +197,37 @@ fn rows(
         data = transpose_bytes(&data, n, k, es);
     }
     Ok(HostTensor::new(&shape, d.shape.dtype, data)?)
+}
+
+/// Q4_0 / Q5_0 blocks rewritten as Q8_0 blocks of exactly the same values: the same f16
+/// scale d, each quant as the i8 `q − 8` / `q − 16` (within −16..15). A layer whose q/k/v
+/// mix these types (llama.cpp's Q4_K_M gives 896-wide q/k Q5_0 and v Q8_0) then runs them as
+/// one product: the widened parts read more bytes, the layer one launch less. `None` for a
+/// scheme that is not exactly a Q8_0 (a min term, or 256-value super-blocks).
+pub fn widen_to_q8_0(s: QuantScheme, bytes: &[u8]) -> Option<Vec<u8>> {
+    let (bb, qh_at, qs_at, bias) = match s {
+        QuantScheme::Q8_0 => return Some(bytes.to_vec()),
+        QuantScheme::Q4_0 => (18, None, 2, 8),
+        QuantScheme::Q5_0 => (22, Some(2), 6, 16),
+        _ => return None,
+    };
+    if !bytes.len().is_multiple_of(bb) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bytes.len() / bb * 34);
+    for b in bytes.chunks_exact(bb) {
+        out.extend_from_slice(&b[..2]);
+        let qh = qh_at.map_or(0, |o| {
+            u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
+        });
+        for e in 0..32 {
+            let byte = b[qs_at + e % 16];
+            let nib = if e < 16 { byte & 15 } else { byte >> 4 };
+            let q = nib as i32 | (((qh >> e) & 1) << 4) as i32;
+            out.push((q - bias) as i8 as u8);
+        }
+    }
+    Some(out)
 }
 
 /// RoPE table `[ctx, n_rot/2]`; angles in f64 so late positions keep their precision.
@@ -255,6 +312,47 @@ fn transpose_bytes(src: &[u8], rows: usize, cols: usize, es: usize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ggml's decode of one Q4_0 / Q5_0 / Q8_0 block, in f64.
+    fn decode(s: QuantScheme, b: &[u8]) -> Vec<f64> {
+        let d = half::f16::from_le_bytes([b[0], b[1]]).to_f64();
+        (0..32)
+            .map(|e| match s {
+                QuantScheme::Q8_0 => d * (b[2 + e] as i8) as f64,
+                QuantScheme::Q4_0 => {
+                    let byte = b[2 + e % 16];
+                    let q = if e < 16 { byte & 15 } else { byte >> 4 };
+                    d * (q as f64 - 8.0)
+                }
+                _ => {
+                    let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+                    let byte = b[6 + e % 16];
+                    let q =
+                        if e < 16 { byte & 15 } else { byte >> 4 } as u32 | ((qh >> e) & 1) << 4;
+                    d * (q as f64 - 16.0)
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn widening_to_q8_0_keeps_every_value() {
+        let mut rng = rlx_testutil::Rng::new("widening_to_q8_0_keeps_every_value");
+        for (s, bb) in [(QuantScheme::Q4_0, 18), (QuantScheme::Q5_0, 22)] {
+            let mut bytes: Vec<u8> = (0..bb * 40).map(|_| rng.next_u64() as u8).collect();
+            for b in bytes.chunks_exact_mut(bb) {
+                let d = half::f16::from_f64(rng.range(-0.1, 0.1));
+                b[..2].copy_from_slice(&d.to_le_bytes());
+            }
+            let wide = widen_to_q8_0(s, &bytes).unwrap();
+            assert_eq!(wide.len(), 40 * 34);
+            for (a, b) in bytes.chunks_exact(bb).zip(wide.chunks_exact(34)) {
+                assert_eq!(decode(s, a), decode(QuantScheme::Q8_0, b), "{s:?}");
+            }
+        }
+        assert!(widen_to_q8_0(QuantScheme::Q4_1, &[0; 20]).is_none());
+        assert!(widen_to_q8_0(QuantScheme::Q5_0, &[0; 23]).is_none());
+    }
 
     #[test]
     fn transpose_moves_whole_elements() {
