@@ -53,9 +53,9 @@ fn q8_0(row: &[f32]) -> (Vec<u8>, Vec<f32>) {
     (packed, back)
 }
 
-/// A Q5_0 encoding of one row (whole blocks of 32): f16 scale amax/15, 5-bit q = round(x/d)
-/// + 16 clamped, low nibbles then the fifth bits as ggml lays them out. Also returns the
-/// values the blocks decode to.
+/// A Q5_0 encoding of one row (whole blocks of 32): f16 scale amax/15, 5-bit quants
+/// round(x/d) plus 16, clamped; fifth bits then nibbles as ggml lays them out. Also returns
+/// the values the blocks decode to.
 fn q5_0(row: &[f32]) -> (Vec<u8>, Vec<f32>) {
     let (mut packed, mut back) = (Vec::new(), Vec::new());
     for b in row.chunks(32) {
