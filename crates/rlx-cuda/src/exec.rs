@@ -22,6 +22,9 @@ pub struct CudaOptions {
     /// Where a lowering has several kernel variants, take variant `k` (or its last one)
     /// instead of timing them: lets tests check every variant. `None`: the fastest.
     pub force_variant: Option<usize>,
+    /// Hold the packed weights that only f32 products read in the planar row layout
+    /// (`crate::planar`; `RLX_PLANAR=1`).
+    pub planar: bool,
 }
 
 impl Default for CudaOptions {
@@ -31,6 +34,7 @@ impl Default for CudaOptions {
             cuda_graph: rlx_ir::env::flag(rlx_ir::env::Switch::CudaGraph),
             verify: rlx_ir::env::flag(rlx_ir::env::Switch::Verify),
             force_variant: None,
+            planar: rlx_ir::env::flag(rlx_ir::env::Switch::Planar),
         }
     }
 }
@@ -142,7 +146,10 @@ impl CudaExecutable {
         let io = IoBindings::new(&graph)?;
         let gpu = Gpu::get(ordinal)?;
         let streams = StreamSet::new(&gpu)?;
-        let planar = crate::planar::choose(&graph);
+        let planar = match opts.planar {
+            true => crate::planar::choose(&graph),
+            false => HashMap::new(),
+        };
         let mut leaves = HashMap::new();
         for n in &graph.nodes {
             match &n.op {
@@ -194,6 +201,18 @@ impl CudaExecutable {
 
     pub fn graph(&self) -> &Graph {
         &self.graph
+    }
+
+    /// The params held in the planar row layout (`CudaOptions::planar`), by name.
+    pub fn planar_params(&self) -> Vec<String> {
+        let mut v: Vec<String> = (self.planar.keys())
+            .filter_map(|&i| match &self.graph.nodes[i].op {
+                Op::Param { name } => Some(name.clone()),
+                _ => None,
+            })
+            .collect();
+        v.sort();
+        v
     }
 
     pub fn gpu_name(&self) -> &str {

@@ -9,7 +9,7 @@
 //! unchanged; a unit's quants become aligned 8-byte words (kernels/quant.cu, `GsUnit<..P>`).
 //! The executable packs on upload and unpacks on download, so callers only ever see GGUF
 //! bytes.
-use rlx_ir::{env, Graph, Op, QuantScheme};
+use rlx_ir::{Graph, Op, QuantScheme};
 use std::collections::HashMap;
 
 /// Bytes of one block's (quants, fifth bits, scales) in `s`, for the schemes that have a
@@ -80,16 +80,9 @@ fn convert(s: QuantScheme, bytes: &[u8], row_bytes: usize, to_planar: bool) -> V
 
 /// The params and constants to store planar (node index → scheme): u8 `[N, row_bytes]`
 /// leaves that only DequantMatMul / FusedDequantMatMul read, as their weight, under one
-/// eligible scheme with f32 activations, never written in place nor an output. Empty unless
-/// `RLX_PLANAR=1`.
+/// eligible scheme with f32 activations, never written in place nor an output
+/// (`CudaOptions::planar` decides whether to use it).
 pub fn choose(g: &Graph) -> HashMap<usize, QuantScheme> {
-    if !env::flag(env::Switch::Planar) {
-        return HashMap::new();
-    }
-    choose_all(g)
-}
-
-pub(crate) fn choose_all(g: &Graph) -> HashMap<usize, QuantScheme> {
     let mut pick: HashMap<usize, Option<QuantScheme>> = HashMap::new();
     for n in &g.nodes {
         let scheme = match &n.op {
@@ -192,7 +185,7 @@ mod tests {
             .unwrap();
         let d = mm(&mut g, x64, wodd, QuantScheme::Q8_0);
         g.set_outputs(vec![a, b, c, d]);
-        let got = choose_all(&g);
+        let got = choose(&g);
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got.get(&wq.0), Some(&QuantScheme::Q5_0));
     }

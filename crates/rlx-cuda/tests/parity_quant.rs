@@ -132,8 +132,8 @@ fn fused_dequant_matmul_norm_and_residual() {
     }
 }
 
-/// Every launch shape of the decode GEMV (forced one by one: the staged kernel's six
-/// lanes-per-column × warps shapes, then the warp-per-column kernel's two) and the prefill
+/// The decode GEMV's launch candidates (forced one by one: the staged kernel's lanes-per-column
+/// × warps shapes, grids and register depths, then the warp-per-column kernel's two) and the prefill
 /// path, for every scheme, with each fusion around the product: the RMS norm of x, the SwiGLU
 /// of x's halves (either order) and the residual. A variant index past a candidate list runs
 /// its last entry (a SwiGLU product has no warp-per-column candidate).
@@ -145,7 +145,8 @@ fn fused_dequant_matmul_every_gemv_variant_and_swiglu() {
     let mut rng = Rng::new("fused_dequant_matmul_every_gemv_variant_and_swiglu");
     let (n, k) = (200, 512);
     for (scheme, w, rb) in weights(&mut rng, n, k) {
-        for (m, variants) in [(1usize, 8usize), (3, 8), (40, 1)] {
+        // M = 1 has the most candidates (shapes × grids × register depths): the first 24.
+        for (m, variants) in [(1usize, 24usize), (3, 8), (40, 1)] {
             for (norm, glu, residual) in [
                 (true, None, false),
                 (false, Some(true), true),
@@ -228,6 +229,51 @@ fn dequant_matmul_prefill_under_half_policies() {
                 opts,
                 OpKindSet::empty(),
             );
+        }
+    }
+}
+
+/// Weights held as params in the planar row layout (`CudaOptions::planar`, `RLX_PLANAR=1`):
+/// every planar scheme through the decode GEMV's candidates, a few rows and the prefill
+/// path, against the CPU; the param is really held planar and reads back as its GGUF bytes
+/// (the harness compares every param after the run).
+#[test]
+fn dequant_matmul_planar_params() {
+    if !common::gpu() {
+        return;
+    }
+    let mut rng = Rng::new("dequant_matmul_planar_params");
+    let (n, k) = (320, 512);
+    for (scheme, w, rb) in weights(&mut rng, n, k) {
+        if !rlx_cuda::planar::eligible(scheme, rb) {
+            continue;
+        }
+        for (m, variants) in [(1usize, 24usize), (3, 8), (40, 1)] {
+            let xsh = [m, k];
+            let build = |d: DType| {
+                let mut g = Graph::new("planar");
+                let x = g.input("x", Shape::new(&xsh, d)).unwrap();
+                let wp = g.param("w", Shape::new(&[n, rb], DType::U8)).unwrap();
+                let z = g.dequant_matmul(x, wp, scheme).unwrap();
+                g.set_outputs(vec![z]);
+                g
+            };
+            let feeds = vec![normal(&mut rng, "x", &xsh), w.clone()];
+            for variant in 0..variants {
+                let opts = CudaOptions {
+                    planar: true,
+                    force_variant: Some(variant),
+                    ..CudaOptions::strict()
+                };
+                let exe = compile_gpu(&build(DType::F32), opts.clone());
+                assert_eq!(
+                    exe.planar_params(),
+                    ["w"],
+                    "{scheme:?}: the weight is not held planar"
+                );
+                let what = format!("{scheme:?} planar m={m} variant {variant}");
+                parity_with(&what, &build, &feeds, DType::F32, opts, OpKindSet::empty());
+            }
         }
     }
 }

@@ -221,7 +221,7 @@ impl Session {
                     precision: opts.precision,
                     cuda_graph: opts.cuda_graph,
                     verify: opts.verify,
-                    force_variant: None,
+                    ..CudaOptions::default()
                 };
                 let g = optimize(cuda_pipeline(opts.precision))?;
                 let comm = match &self.comm {
