@@ -317,11 +317,16 @@ struct GsUnit<Q6_K> {
         const int hh = (u >> 2) & 1;
         const u8* pl = b + 64 * hh + 32 * (g & 1);
         const u8* ph = b + 128 + 32 * hh;
+        // Each 32-byte run (2-byte aligned: super-blocks are 210 bytes) as nine aligned words
+        // and funnel shifts, not sixteen 2-byte loads (the ninth word stays inside the
+        // super-block: the runs end by byte 192 of 210).
+        unsigned e[9];
+        ld_words<9>(pl, e);
 #pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            lo[i] = ld_u16(pl + 4 * i) | (ld_u16(pl + 4 * i + 2) << 16);
-            hi[i] = ld_u16(ph + 4 * i) | (ld_u16(ph + 4 * i + 2) << 16);
-        }
+        for (int i = 0; i < 8; ++i) lo[i] = e[i];
+        ld_words<9>(ph, e);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) hi[i] = e[i];
         sc = ld_u16(b + 192 + 8 * hh + 2 * g);
         d = ld_u16(b + 208);
     }
