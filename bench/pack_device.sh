@@ -5,12 +5,21 @@
 #   tar -xJf .devpack/device.tar.xz && bash bench/device_run.sh
 # `bash bench/pack_device.sh wgpu` packs only rlx-wgpu's tests and the rlx binary (the pack
 # bench/device_wgpu.sh needs, well under the limit) as .devpack/wgpu.tar.xz.
+# `bash bench/pack_device.sh llm` packs the LLM work's GPU tests only (quant, attention,
+# linalg, norm and graph parity, the decoder and runtime CUDA tests, smoke) as
+# .devpack/device.tar.xz:
+# the whole set grew past the 64 MiB a call carries (78 MB on 2026-12-04).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pack=device; crates=(-p rlx-cuda -p rlx-wgpu -p rlx-runtime -p rlx-models)
+keep='^(parity_|bench_hooks-|shader_corpus-|smoke-|cuda-|wgpu-|train_digits-|embed_cuda-|hf_decoder-)'
 if [ "${1:-}" = wgpu ]; then pack=wgpu; crates=(-p rlx-wgpu); fi
+if [ "${1:-}" = llm ]; then
+  crates=(-p rlx-cuda -p rlx-runtime -p rlx-models)
+  keep='^(parity_quant-|parity_attention-|parity_linalg-|parity_graphs-|parity_norm-|smoke-|cuda-)'
+fi
 ../shared/device/stage.sh "${crates[@]}" --bin rlx >/dev/null
-grep -E '^(parity_|bench_hooks-|shader_corpus-|smoke-|cuda-|wgpu-|train_digits-|embed_cuda-|hf_decoder-)' .device/tests/index > .device/tests/index.keep
+grep -E "$keep" .device/tests/index > .device/tests/index.keep
 for f in .device/tests/*-*; do
   grep -q "^$(basename "$f") " .device/tests/index.keep || rm -f "$f"
 done
@@ -25,3 +34,5 @@ grep -qx '/.devpack/' .git/info/exclude || echo '/.devpack/' >> .git/info/exclud
 mkdir -p .devpack
 XZ_OPT="-T2 -6" tar -cJf ".devpack/$pack.tar.xz" .device
 du -sh ".devpack/$pack.tar.xz"
+size=$(stat -c %s ".devpack/$pack.tar.xz")
+[ "$size" -le $((64 << 20)) ] || echo "warning: .devpack/$pack.tar.xz is over the 64 MiB a device call carries; pack fewer tests (e.g. \`llm\`)" >&2
