@@ -297,6 +297,16 @@ pub fn build_and_run(dir: &Path, inc: &Path, name: &str, text: &str) {
     succeeded(&ran, name);
 }
 
+/// Fails with the count and the first dozen of `failed` (one line each) unless it is empty.
+pub fn assert_none_failed(failed: &[String], what: &str) {
+    assert!(
+        failed.is_empty(),
+        "{} {what} differ:\n{}",
+        failed.len(),
+        failed[..failed.len().min(12)].join("\n")
+    );
+}
+
 /// Panics with the first lines of a failed command's error output.
 fn succeeded(out: &std::process::Output, what: &str) {
     let err = String::from_utf8_lossy(&out.stderr);

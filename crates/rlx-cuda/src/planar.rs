@@ -90,12 +90,10 @@ pub fn choose(g: &Graph) -> HashMap<usize, QuantScheme> {
             _ => None,
         };
         let written = n.op.written_inputs();
+        let x_f32 =
+            (n.inputs.first()).is_some_and(|x| g.nodes[x.0].shape.dtype == rlx_ir::DType::F32);
         for (k, i) in n.inputs.iter().enumerate() {
             let as_weight = k == 1 && !written.contains(&k);
-            let x_f32 = n
-                .inputs
-                .first()
-                .is_some_and(|x| g.nodes[x.0].shape.dtype == rlx_ir::DType::F32);
             let ok = match scheme {
                 Some(s) if as_weight && x_f32 => Some(s),
                 _ => None,
