@@ -202,6 +202,13 @@ fn devices() {
 }
 
 fn main() -> ExitCode {
+    // Mesa's Vulkan device-select layer, loaded while the best device is probed, tries to
+    // reach a Wayland display and prints "XDG_RUNTIME_DIR is invalid" on headless machines;
+    // it only orders GPUs for presentation, which compute never needs. Set before any thread
+    // exists.
+    if std::env::var_os("NODEVICE_SELECT").is_none() {
+        std::env::set_var("NODEVICE_SELECT", "1");
+    }
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Demo {

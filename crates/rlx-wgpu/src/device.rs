@@ -84,7 +84,12 @@ pub struct AdapterDesc {
 fn instance() -> &'static wgpu::Instance {
     static I: OnceLock<wgpu::Instance> = OnceLock::new();
     I.get_or_init(|| {
-        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+        // Without GL: rlx never runs on it (sorted_adapters drops it), and initialising EGL
+        // on a machine without a display prints "XDG_RUNTIME_DIR is invalid" to stderr on
+        // every CLI run that probes for the best device. WGPU_BACKEND still overrides.
+        let mut d = wgpu::InstanceDescriptor::new_without_display_handle();
+        d.backends = wgpu::Backends::all() - wgpu::Backends::GL;
+        wgpu::Instance::new(d.with_env())
     })
 }
 

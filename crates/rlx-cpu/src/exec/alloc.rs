@@ -111,6 +111,52 @@ fn collect<T>(
     Ok(v)
 }
 
+/// Element types whose all-zero bit pattern is the value zero.
+trait ZeroBits: Copy {}
+impl ZeroBits for f32 {}
+impl ZeroBits for f64 {}
+impl ZeroBits for i64 {}
+impl ZeroBits for u8 {}
+
+/// `n` zeros from zeroed pages: the OS maps them on first write, so a large zero leaf (a KV
+/// cache sized for the whole context) costs neither time nor resident memory until used.
+fn zeroed<T: ZeroBits>(n: usize, what: &dyn Fn() -> String) -> Result<Vec<T>, CpuError> {
+    let requested = n as u128 * std::mem::size_of::<T>() as u128;
+    let fail = || CpuError::Alloc {
+        what: what(),
+        requested,
+        available: memory_available(),
+    };
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if requested > CHECK_ABOVE && memory_ceiling().is_some_and(|c| requested > c as u128) {
+        return Err(fail());
+    }
+    let layout = std::alloc::Layout::array::<T>(n).map_err(|_| fail())?;
+    // SAFETY: the layout has a non-zero size (n > 0, T is not zero-sized); the pointer, if not
+    // null, comes from the global allocator with exactly this layout, so Vec may own and free
+    // it, and every T of it is initialised (zero bits are a valid T by ZeroBits).
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout) as *mut T;
+        if p.is_null() {
+            return Err(fail());
+        }
+        Ok(Vec::from_raw_parts(p, n, n))
+    }
+}
+
+/// Whether every byte is zero (stops at the first that is not: real weights end at once).
+fn all_zero(bytes: &[u8]) -> bool {
+    // SAFETY: every bit pattern is a valid u64; align_to keeps the unaligned ends as bytes.
+    let (head, words, tail) = unsafe { bytes.align_to::<u64>() };
+    head.iter().all(|&b| b == 0) && words.iter().all(|&w| w == 0) && tail.iter().all(|&b| b == 0)
+}
+
+/// Leaves at least this large are checked for being all zeros (then held as lazily mapped
+/// zero pages rather than copied).
+const ZERO_LEAF_MIN: usize = 1 << 20;
+
 /// Little-endian `dtype` bytes in the dtype's compute class (what `to_storage` gives).
 pub(crate) fn decode(
     bytes: &[u8],
@@ -118,6 +164,14 @@ pub(crate) fn decode(
     what: &dyn Fn() -> String,
 ) -> Result<Storage, CpuError> {
     let n = bytes.len() / dtype.size_bytes().max(1);
+    if bytes.len() >= ZERO_LEAF_MIN && all_zero(bytes) {
+        return Ok(match dtype {
+            DType::F32 | DType::F16 | DType::BF16 => Storage::F32(zeroed(n, what)?),
+            DType::F64 => Storage::F64(zeroed(n, what)?),
+            DType::I32 | DType::I64 | DType::Bool => Storage::I64(zeroed(n, what)?),
+            DType::U8 => Storage::U8(zeroed(n, what)?),
+        });
+    }
     Ok(match dtype {
         DType::F32 => Storage::F32(collect(
             n,
@@ -235,4 +289,52 @@ pub(crate) fn tensor_of(
         dtype,
         data,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn what() -> String {
+        "test leaf".into()
+    }
+
+    /// A zero leaf becomes zeroed storage of the right class and length; one non-zero byte
+    /// anywhere (first, middle, last, unaligned) makes it an ordinary decode of the values.
+    #[test]
+    fn zero_leaves_decode_lazily_and_nonzero_ones_exactly() {
+        let n = ZERO_LEAF_MIN / 4 + 3;
+        let zeros = vec![0u8; n * 4];
+        match decode(&zeros, DType::F32, &what).unwrap() {
+            Storage::F32(v) => assert!(v.len() == n && v.iter().all(|&x| x == 0.0)),
+            s => panic!("f32 zeros decoded as {} values of another class", s.len()),
+        }
+        match decode(&zeros, DType::I32, &what).unwrap() {
+            Storage::I64(v) => assert!(v.len() == n && v.iter().all(|&x| x == 0)),
+            s => panic!("i32 zeros decoded as {} values of another class", s.len()),
+        }
+        match decode(&zeros[..n * 2], DType::F16, &what).unwrap() {
+            Storage::F32(v) => assert!(v.len() == n && v.iter().all(|&x| x == 0.0)),
+            s => panic!("f16 zeros decoded as {} values of another class", s.len()),
+        }
+        for at in [0, 5, n * 2 + 1, n * 4 - 1] {
+            let mut b = zeros.clone();
+            b[at] = 0x3f;
+            let Storage::F32(v) = decode(&b, DType::F32, &what).unwrap() else {
+                panic!("f32 decoded to another class");
+            };
+            let want = f32::from_le_bytes(arr(&b[at / 4 * 4..at / 4 * 4 + 4]));
+            assert_ne!(want, 0.0);
+            assert_eq!(v[at / 4], want, "byte {at}");
+            assert_eq!(v.iter().filter(|&&x| x != 0.0).count(), 1, "byte {at}");
+        }
+        // The byte scan on its own, at every alignment of a short slice.
+        let mut b = vec![0u8; 64];
+        for i in 0..64 {
+            assert!(all_zero(&b[i..]));
+            b[i] = 1;
+            assert!(!all_zero(&b[..=i]) && (i == 63 || all_zero(&b[i + 1..])));
+            b[i] = 0;
+        }
+    }
 }
