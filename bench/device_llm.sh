@@ -13,6 +13,7 @@
 #           built binaries come back under $OUT as lcpp-bin.tar.xz.* for `lcppbin`
 #   lcppbin carry [".lcpp", ".lcppbin"]: the same llama-bench run from binaries built earlier
 #   side    carry [".lcpps", ".lcppbin", ".devbin"] (.lcpps: the anchor's scripts and gguf-py;
+#           .lcppbin: llama.cpp's binaries from `lcpp` or built here by bench/lcpp_cuda_build.sh;
 #           .devbin/rlx.xz: the release rlx, xz-compressed): llama-bench from the saved
 #           binaries, then rlx bench (and its decode profile) on the same GGUFs, then the
 #           micro benchmark — the side-by-side in one call
@@ -57,6 +58,12 @@ lcppbin)
   bash .lcpp/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt ;;
 side)
   L=$(dirname "$(mktemp -u)")/rlx-llama-cpp; mkdir -p $L/src/build
+  # Binaries built on the host (bench/lcpp_cuda_build.sh) load cuBLAS / cudart from the
+  # device's CUDA 13 installation, wherever it is.
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+      $(python3 -c 'import nvidia; print(*[p + "/cu13/lib" for p in nvidia.__path__])' 2>/dev/null); do
+    [ -e "$d/libcublas.so.13" ] && export LD_LIBRARY_PATH=$d:${LD_LIBRARY_PATH:-}
+  done
   [ -x $L/src/build/bin/llama-bench ] || { cat .lcppbin/lcpp-bin.tar.xz.* | xz -d | tar -xf - -C $L/src/build && cp -r .lcpps/src/gguf-py $L/src/; }
   echo "== llama.cpp (CUDA) llama-bench: pp512 / tg128"
   bash .lcpps/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt

@@ -265,6 +265,16 @@ impl CpuExecutable {
         Ok(())
     }
 
+    /// `set_param_checked` with the value handed over: U8 bytes (packed quantised weights,
+    /// most of a model) become the leaf without a copy.
+    pub fn set_param_owned_checked(&self, name: &str, value: HostTensor) -> Result<(), CpuError> {
+        let id = self.io.param(name)?.node.0;
+        let what = || format!("param \"{name}\"");
+        let v = alloc::storage_from(value, &what)?;
+        self.leaves.write().unwrap_or_else(PoisonError::into_inner)[id] = Some(v);
+        Ok(())
+    }
+
     /// Check inputs (and that every param is set) for the `&mut self` entry points, which
     /// callers use without a session in front.
     fn check<'a>(

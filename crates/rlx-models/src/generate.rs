@@ -250,9 +250,9 @@ impl Decoder {
             None => {
                 let (graph, decls) = llm::build(&cfg, &bo)?;
                 let exe = Session::new(opts.device).compile(graph)?;
-                for (name, value) in llm::load(store, &decls)? {
-                    exe.set_param_typed(&name, value)?;
-                }
+                llm::load_each(store, &decls, |name, value| {
+                    Ok(exe.set_param_typed(name, value)?)
+                })?;
                 (Engine::One(Box::new(exe)), opts.device)
             }
         };

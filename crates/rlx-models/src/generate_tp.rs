@@ -49,9 +49,9 @@ impl ShardedDecoder {
             };
             let (graph, decls) = llm::build(cfg, &bo)?;
             let exe = session.compile(graph)?;
-            for (name, value) in llm::load(&ShardedStore::new(store, tp)?, &decls)? {
-                exe.set_param_typed(&name, value)?;
-            }
+            llm::load_each(&ShardedStore::new(store, tp)?, &decls, |name, value| {
+                Ok(exe.set_param_typed(name, value)?)
+            })?;
             ranks.push(exe);
         }
         Ok(ShardedDecoder { mesh, ranks })

@@ -25,6 +25,12 @@ pub trait Executable: Send + Sync {
     /// Store a param's value (checked by the caller).
     fn set_param(&self, name: &str, value: &HostTensor) -> Result<(), Error>;
 
+    /// The same with the value handed over, for backends that can keep its bytes rather
+    /// than copy them (the CPU keeps packed quantised weights as they are).
+    fn set_param_owned(&self, name: &str, value: HostTensor) -> Result<(), Error> {
+        self.set_param(name, &value)
+    }
+
     /// The current value of a param (after bound updates, the updated one).
     fn param_value(&self, name: &str) -> Result<HostTensor, Error>;
 

@@ -324,7 +324,7 @@ impl CompiledGraph {
     /// Set a param from a typed tensor (shape and dtype must match the graph's).
     pub fn set_param_typed(&self, name: &str, value: HostTensor) -> Result<(), Error> {
         let b = self.io.check_param(name, &value)?;
-        self.exe.set_param(name, &value)?;
+        self.exe.set_param_owned(name, value)?;
         self.params_set[b.index].store(true, Ordering::Release);
         Ok(())
     }

@@ -224,6 +224,14 @@ pub(crate) fn storage_of(t: &HostTensor, what: &dyn Fn() -> String) -> Result<St
     decode(&t.data, t.dtype, what)
 }
 
+/// `storage_of` taking the tensor: U8 bytes are kept as they are.
+pub(crate) fn storage_from(t: HostTensor, what: &dyn Fn() -> String) -> Result<Storage, CpuError> {
+    if t.dtype == DType::U8 {
+        return Ok(Storage::U8(t.data));
+    }
+    storage_of(&t, what)
+}
+
 /// An owned copy of computed values as the leaf storage of `dtype` (a write-back's new param
 /// value): U8 values computed in the i64 arena go back to bytes (they are already wrapped
 /// to 0..=255 by the executor's normalisation).

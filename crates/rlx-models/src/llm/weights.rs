@@ -100,6 +100,16 @@ pub struct ParamDecl {
     pub source: ParamSource,
 }
 
+/// Every param's value in `decls` order, each handed to `set` as soon as it is read, so a
+/// load holds one tensor beside what `set` keeps rather than a second copy of the model.
+pub fn load_each(
+    gguf: &(impl TensorStore + ?Sized),
+    decls: &[ParamDecl],
+    mut set: impl FnMut(&str, HostTensor) -> Result<(), ModelError>,
+) -> Result<(), ModelError> {
+    decls.iter().try_for_each(|d| set(&d.name, value(gguf, d)?))
+}
+
 /// Every param's value, in `decls` order.
 pub fn load(
     gguf: &(impl TensorStore + ?Sized),

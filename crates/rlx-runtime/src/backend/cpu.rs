@@ -24,6 +24,10 @@ impl Executable for CpuBackend {
         self.0.set_param_checked(name, value).map_err(lift)
     }
 
+    fn set_param_owned(&self, name: &str, value: HostTensor) -> Result<(), Error> {
+        self.0.set_param_owned_checked(name, value).map_err(lift)
+    }
+
     fn param_value(&self, name: &str) -> Result<HostTensor, Error> {
         self.0.param_value(name).map_err(lift)
     }
