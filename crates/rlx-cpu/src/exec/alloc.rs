@@ -337,7 +337,7 @@ mod tests {
             assert_eq!(v.iter().filter(|&&x| x != 0.0).count(), 1, "byte {at}");
         }
         // The byte scan on its own, at every alignment of a short slice.
-        let mut b = vec![0u8; 64];
+        let mut b = [0u8; 64];
         for i in 0..64 {
             assert!(all_zero(&b[i..]));
             b[i] = 1;
