@@ -3,7 +3,7 @@
 //! empty cache, pp512 feeds a 512-token prompt in one call; wall-clock per token, synchronised
 //! (each step returns its logits to the host), median of `iters` repetitions after a warm-up.
 //! The HBM column is bytes of weights (and KV cache) read per token over the time, against
-//! the H200's 4.8 TB/s.
+//! the H200's 4.8 TB/s on CUDA (in GB/s on other devices).
 use crate::bench::{BenchOpts, Row};
 use crate::CliError;
 use rlx::prelude::*;
@@ -15,6 +15,20 @@ use std::time::Instant;
 
 /// HBM bandwidth of the H200 (bytes/s) the fraction is taken against.
 const HBM: f64 = 4.8e12;
+
+/// Tokens/s and how fast the step reads its bytes: as a fraction of the H200's HBM on CUDA,
+/// in GB/s elsewhere (a CPU's or another GPU's bandwidth is not the H200's).
+fn read_rate(device: Device, step_ms: f64, bytes: f64) -> String {
+    let per_s = bytes / (step_ms * 1e-3);
+    match device {
+        Device::Cuda(_) => format!(
+            "{:.0} tok/s, {:.0}% HBM",
+            1e3 / step_ms,
+            100.0 * per_s / HBM
+        ),
+        _ => format!("{:.0} tok/s, {:.1} GB/s read", 1e3 / step_ms, per_s / 1e9),
+    }
+}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -117,11 +131,7 @@ pub fn llm(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
             workload: format!("{} decode tg{tg} (per token)", label(path)),
             dtype: "gguf".into(),
             ms: step_ms,
-            rate: format!(
-                "{:.0} tok/s, {:.0}% HBM",
-                1e3 / step_ms,
-                100.0 * bytes / (step_ms * 1e-3) / HBM
-            ),
+            rate: read_rate(d.device(), step_ms, bytes),
         });
         // Prefill: pp tokens in one call.
         let mut pp_ms = Vec::new();

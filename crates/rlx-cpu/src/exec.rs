@@ -49,6 +49,8 @@ pub struct CpuExecutable {
     comm: Option<Arc<dyn Communicator>>,
     /// How products with a quantised weight compute (default f32 activations).
     quant_act: QuantAct,
+    /// The graph has collectives: its runs stay on the caller's thread (see `in_pool`).
+    collective: bool,
 }
 
 /// Which values a run returns.
@@ -161,7 +163,6 @@ impl CpuExecutable {
             .filter(|&t| matches!(graph.nodes[t].op, Op::Param { .. }))
             .collect();
         Ok(CpuExecutable {
-            graph,
             io,
             leaves: RwLock::new(leaves),
             mode: PlanMode::Reuse,
@@ -170,6 +171,8 @@ impl CpuExecutable {
             in_place_params,
             comm: None,
             quant_act: QuantAct::F32,
+            collective: graph.nodes.iter().any(|n| n.op.kind().is_collective()),
+            graph,
         })
     }
 
@@ -367,7 +370,7 @@ impl CpuExecutable {
         }
         if writes.is_empty() && self.in_place_params.is_empty() {
             let leaves = self.leaves.read().unwrap_or_else(PoisonError::into_inner);
-            self.execute_plan(plan, &mut arena, &leaves)?;
+            self.in_pool(|| self.execute_plan(plan, &mut arena, &leaves))?;
             return self.collect(plan, &arena, &leaves, &want);
         }
         let mut leaves = self.leaves.write().unwrap_or_else(PoisonError::into_inner);
@@ -377,7 +380,7 @@ impl CpuExecutable {
             arena.inputs[t] = leaves[t].take();
         }
         let run = self
-            .execute_plan(plan, &mut arena, &leaves)
+            .in_pool(|| self.execute_plan(plan, &mut arena, &leaves))
             .and_then(|()| self.collect(plan, &arena, &leaves, &want));
         for &t in &self.in_place_params {
             leaves[t] = arena.inputs[t].take();
@@ -415,6 +418,20 @@ impl CpuExecutable {
             )?);
         }
         Ok(out)
+    }
+
+    /// Run `f` on a thread of rayon's pool: the ops' parallel loops then split work inside
+    /// the pool, where a caller outside it would hand every op's loop over and sleep until
+    /// it is done — a decode step is ~300 small ops, and those hand-offs were a quarter of
+    /// its time on 2 cores. Graphs with collectives stay on the caller's thread: their ranks
+    /// wait for one another inside a run, and ranks parked on all the pool's threads would
+    /// leave none for the rank they wait for.
+    fn in_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        if self.collective {
+            f()
+        } else {
+            rayon::scope(|_| f())
+        }
     }
 
     fn execute_plan(
