@@ -8,7 +8,8 @@
 # `bash bench/pack_device.sh llm` packs the LLM work's GPU tests only (quant, attention,
 # linalg, norm and graph parity, the decoder and runtime CUDA tests, smoke) as
 # .devpack/device.tar.xz:
-# the whole set grew past the 64 MiB a call carries (78 MB on 2026-12-04).
+# the whole set grew past the 64 MiB a call carries (78 MB on 2026-12-04); it also writes
+# .devbin/rlx.xz for `bench/device_llm.sh side`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pack=device; crates=(-p rlx-cuda -p rlx-wgpu -p rlx-runtime -p rlx-models)
@@ -34,5 +35,10 @@ grep -qx '/.devpack/' .git/info/exclude || echo '/.devpack/' >> .git/info/exclud
 mkdir -p .devpack
 XZ_OPT="-T2 -6" tar -cJf ".devpack/$pack.tar.xz" .device
 du -sh ".devpack/$pack.tar.xz"
+# The llm pack's second call (`device_llm.sh side variants`, beside llama.cpp's binaries
+# from bench/lcpp_cuda_build.sh) carries only the rlx binary.
+if [ "${1:-}" = llm ]; then
+  mkdir -p .devbin && xz -T2 -6 -c .device/bin/rlx > .devbin/rlx.xz && du -sh .devbin/rlx.xz
+fi
 size=$(stat -c %s ".devpack/$pack.tar.xz")
 [ "$size" -le $((64 << 20)) ] || echo "warning: .devpack/$pack.tar.xz is over the 64 MiB a device call carries; pack fewer tests (e.g. \`llm\`)" >&2
