@@ -65,6 +65,10 @@ side)
     [ -e "$d/libcublas.so.13" ] && export LD_LIBRARY_PATH=$d:${LD_LIBRARY_PATH:-}
   done
   [ -x $L/src/build/bin/llama-bench ] || { cat .lcppbin/lcpp-bin.tar.xz.* | xz -d | tar -xf - -C $L/src/build && cp -r .lcpps/src/gguf-py $L/src/; }
+  # g++ 12's libstdc++ (bin/fallback) only where the device's own is too old for the binaries.
+  ldd $L/src/build/bin/llama-bench 2>&1 | grep -q "GLIBCXX.*not found" &&
+    export LD_LIBRARY_PATH=$L/src/build/bin/fallback:${LD_LIBRARY_PATH:-}
+  ldd $L/src/build/bin/llama-bench 2>&1 | grep "not found"
   echo "== llama.cpp (CUDA) llama-bench: pp512 / tg128"
   bash .lcpps/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt
   xz -dc .devbin/rlx.xz > $W/rlx && chmod +x $W/rlx

@@ -6,9 +6,10 @@
 #   bash bench/lcpp_cuda_build.sh          build (if absent), then pack for a device call:
 #                                          .lcppbin/lcpp-bin.tar.xz.* and .lcpps (the anchor's
 #                                          scripts and gguf-py), as `device_llm.sh side` reads
-# Host code is built without -march=native (the device's CPU is not this one); this g++ 12's
-# libstdc++ travels beside the binaries (a static one, copied into each library, crashed at
-# start: "free(): invalid pointer"); the binaries
+# Host code is built without -march=native (the device's CPU is not this one). The binaries
+# need GLIBCXX_3.4.30 (g++ 12); this machine's libstdc++ travels in bin/fallback for a device
+# whose own is older (it needs glibc 2.36, so it is not the default; a static libstdc++ in
+# each library crashed at start: "free(): invalid pointer"); the binaries
 # find their ggml / llama libraries through $ORIGIN and cuBLAS / cudart through the device's
 # CUDA installation (`device_llm.sh` puts it on LD_LIBRARY_PATH).
 set -euo pipefail
@@ -58,7 +59,8 @@ if ! [ -x "$out/build/bin/llama-bench" ]; then
   cmake --build "$out/build" -j"$(nproc)" --target llama-bench llama-quantize >"$out/build.log" 2>&1 ||
     { grep -E "error|Error" "$out/build.log" | head -20; tail -20 "$out/build.log"; exit 1; }
   echo "built in $(( $(date +%s) - start )) s"
-  for l in libstdc++.so.6 libgcc_s.so.1; do cp -L "$(g++ -print-file-name=$l)" "$out/build/bin/"; done
+  mkdir -p "$out/build/bin/fallback"
+  for l in libstdc++.so.6 libgcc_s.so.1; do cp -L "$(g++ -print-file-name=$l)" "$out/build/bin/fallback/"; done
 fi
 # What a device call needs beside the binaries: the anchor's scripts and gguf-py (~1 MB; the
 # whole source tree is 33 MB of the 64 MiB a call carries).
