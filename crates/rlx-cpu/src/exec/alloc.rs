@@ -44,9 +44,11 @@ pub(crate) fn grow<T: Clone>(
     Ok(())
 }
 
-fn reserve<T>(v: &mut Vec<T>, n: usize, what: &dyn Fn() -> String) -> Result<(), CpuError> {
+/// The bytes `n` elements of `T` take, and the typed error for them; `Err` at once when the
+/// request exceeds all the memory the process could ever have (see `CHECK_ABOVE`).
+fn request<T>(n: usize, what: &dyn Fn() -> String) -> Result<impl Fn() -> CpuError + '_, CpuError> {
     let requested = n as u128 * std::mem::size_of::<T>() as u128;
-    let fail = || CpuError::Alloc {
+    let fail = move || CpuError::Alloc {
         what: what(),
         requested,
         available: memory_available(),
@@ -54,6 +56,11 @@ fn reserve<T>(v: &mut Vec<T>, n: usize, what: &dyn Fn() -> String) -> Result<(),
     if requested > CHECK_ABOVE && memory_ceiling().is_some_and(|c| requested > c as u128) {
         return Err(fail());
     }
+    Ok(fail)
+}
+
+fn reserve<T>(v: &mut Vec<T>, n: usize, what: &dyn Fn() -> String) -> Result<(), CpuError> {
+    let fail = request::<T>(n, what)?;
     v.try_reserve_exact(n.saturating_sub(v.len()))
         .map_err(|_| fail())
 }
@@ -121,18 +128,10 @@ impl ZeroBits for u8 {}
 /// `n` zeros from zeroed pages: the OS maps them on first write, so a large zero leaf (a KV
 /// cache sized for the whole context) costs neither time nor resident memory until used.
 fn zeroed<T: ZeroBits>(n: usize, what: &dyn Fn() -> String) -> Result<Vec<T>, CpuError> {
-    let requested = n as u128 * std::mem::size_of::<T>() as u128;
-    let fail = || CpuError::Alloc {
-        what: what(),
-        requested,
-        available: memory_available(),
-    };
     if n == 0 {
         return Ok(Vec::new());
     }
-    if requested > CHECK_ABOVE && memory_ceiling().is_some_and(|c| requested > c as u128) {
-        return Err(fail());
-    }
+    let fail = request::<T>(n, what)?;
     let layout = std::alloc::Layout::array::<T>(n).map_err(|_| fail())?;
     // SAFETY: the layout has a non-zero size (n > 0, T is not zero-sized); the pointer, if not
     // null, comes from the global allocator with exactly this layout, so Vec may own and free

@@ -115,10 +115,12 @@ pub fn load(
     gguf: &(impl TensorStore + ?Sized),
     decls: &[ParamDecl],
 ) -> Result<Vec<(String, HostTensor)>, ModelError> {
-    decls
-        .iter()
-        .map(|d| Ok((d.name.clone(), value(gguf, d)?)))
-        .collect()
+    let mut all = Vec::with_capacity(decls.len());
+    load_each(gguf, decls, |name, value| {
+        all.push((name.to_string(), value));
+        Ok(())
+    })?;
+    Ok(all)
 }
 
 fn dims(d: &ParamDecl) -> Result<Vec<usize>, ModelError> {
