@@ -158,8 +158,11 @@ def gguf_meta(path):
     return out
 
 
-def load(path):
+def load(path, kv_f32=False):
+    # GGML_TYPE_F32 = 0 for an f32 KV cache (the exact reference); None keeps the default f16.
+    kv = {"type_k": 0, "type_v": 0} if kv_f32 else {}
     return Llama(
+        **kv,
         model_path=path,
         n_ctx=N_CTX,
         n_batch=N_BATCH,
@@ -174,7 +177,7 @@ def load(path):
     )
 
 
-def settings():
+def settings(kv_f32=False):
     return {
         "n_ctx": N_CTX,
         "n_batch": N_BATCH,
@@ -185,7 +188,7 @@ def settings():
         "seed": 0,
         "logits_all": True,
         "flash_attn": False,
-        "kv_cache_type": "f16 (llama.cpp default)",
+        "kv_cache_type": "f32" if kv_f32 else "f16 (llama.cpp default)",
         "build": "CPU only, GGML_NATIVE=OFF (ggml's default x86 set: AVX2, FMA, F16C; see system_info), no BLAS, no OpenMP",
         "prompt_tokenize": {"add_bos": True, "special": True},
         "sampling": {
@@ -291,8 +294,8 @@ def header(llm, path):
     return h
 
 
-def reference(path, prompts, out_path):
-    llm = load(path)
+def reference(path, prompts, out_path, kv_f32=False, source=None):
+    llm = load(path, kv_f32)
     meta = gguf_meta(path)
     cases = []
     for name, text in prompts:
@@ -335,7 +338,14 @@ def reference(path, prompts, out_path):
         }
         cases.append(case)
         print(f"{name}: {len(ids)} prompt tokens, continuation {detok(llm, cont)!r}")
-    doc = {"header": {**header(llm, path), "settings": settings()}, "cases": cases}
+    h = {**header(llm, path), "settings": settings(kv_f32)}
+    if source is not None:
+        h["source"] = {
+            **file_info(source),
+            "conversion": "scripts/gguf_to_f32.py: every tensor decoded to F32 (ggml's formulas), "
+            "metadata copied; llama.cpp then multiplies f32 activations by f32 weights",
+        }
+    doc = {"header": h, "cases": cases}
     write_json(out_path, doc)
 
 
@@ -412,12 +422,22 @@ ARCH_PROMPTS = [
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["smollm2", "tokens", "arch"], action="append")
+    ap.add_argument("--only", choices=["smollm2", "exact", "tokens", "arch"], action="append")
     args = ap.parse_args()
-    only = set(args.only or ["smollm2", "tokens", "arch"])
+    only = set(args.only or ["smollm2", "exact", "tokens", "arch"])
     smol = os.path.join(CACHE, "gguf", "SmolLM2-135M-Instruct.Q4_1.gguf")
     if "smollm2" in only:
         reference(smol, PROMPTS, os.path.join(DATA, "llama_ref_smollm2_q4_1.json"))
+    if "exact" in only:
+        # The same weights without llama.cpp's roundings of activations (Q8_1 x in its Q4_1
+        # products) and of the KV cache (f16): an F32 copy of the file, an f32 cache.
+        f32 = os.path.join(CACHE, "gguf", "SmolLM2-135M-Instruct.Q4_1.f32.gguf")
+        if not os.path.exists(f32):
+            import subprocess
+
+            subprocess.run([sys.executable, os.path.join(HERE, "gguf_to_f32.py"), smol, f32], check=True)
+        out = os.path.join(DATA, "llama_ref_smollm2_q4_1_exact.json")
+        reference(f32, PROMPTS, out, kv_f32=True, source=smol)
     if "tokens" in only:
         tokens(smol, os.path.join(DATA, "llama_tokens_smollm2.json"))
     if "arch" in only:
