@@ -340,6 +340,60 @@ impl CudaExecutable {
         writes: &[(usize, &str)],
         return_updated: bool,
     ) -> Result<Vec<Option<HostTensor>>, CudaError> {
+        let outs: Vec<NodeId> = self.graph.outputs.clone();
+        let wanted = |k: usize| return_updated || !writes.iter().any(|(o, _)| *o == k);
+        self.run_staged(inputs, writes, &wanted, |plan, host, placed| {
+            placed
+                .iter()
+                .zip(&outs)
+                .map(|(at, id)| {
+                    at.map(|off| {
+                        let t = &plan.tensors[id.0];
+                        HostTensor {
+                            shape: t.dims.clone(),
+                            dtype: t.dtype,
+                            data: host[off..off + t.bytes()].to_vec(),
+                        }
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Run on checked inputs and write output `k`'s values as f32 into `out` (its capacity
+    /// reused): one copy from the page-locked buffer, no allocation once `out` has grown —
+    /// a decode step's logits (600 KB for a 152k vocabulary) cost a fresh allocation's page
+    /// faults and two copies through `run_bound`.
+    pub fn run_output_f32(
+        &mut self,
+        inputs: &CheckedInputs,
+        k: usize,
+        out: &mut Vec<f32>,
+    ) -> Result<(), CudaError> {
+        let outs: Vec<NodeId> = self.graph.outputs.clone();
+        let Some(&id) = outs.get(k) else {
+            return Err(CudaError::Node {
+                node: format!("output {k}"),
+                msg: format!("the graph has {} outputs", outs.len()),
+            });
+        };
+        let wanted = |j: usize| j == k;
+        self.run_staged(inputs, &[], &wanted, |plan, host, placed| {
+            let t = &plan.tensors[id.0];
+            let off = placed[k].expect("wanted output placed");
+            HostTensor::decode_f32_into(t.dtype, &host[off..off + t.bytes()], out);
+        })
+    }
+
+    /// The body of every run: plan, staged inputs, replay, bound writes, then `consume`
+    /// reads the wanted outputs from the page-locked buffer (`placed[k]`: output k's offset).
+    fn run_staged<R>(
+        &mut self,
+        inputs: &CheckedInputs,
+        writes: &[(usize, &str)],
+        wanted: &dyn Fn(usize) -> bool,
+        consume: impl FnOnce(&Plan, &[u8], &[Option<usize>]) -> R,
+    ) -> Result<R, CudaError> {
         // Runs in different threads share the device: their uploads, launches and downloads
         // are serialised with each other and with plan building (see `device_lock`).
         let _dev = self.gpu.lock();
@@ -364,7 +418,6 @@ impl CudaExecutable {
         };
         let stream = self.streams.stream;
         let outs: Vec<NodeId> = self.graph.outputs.clone();
-        let wanted = |k: usize| return_updated || !writes.iter().any(|(o, _)| *o == k);
         // One page-locked buffer holds this run's inputs, then its outputs (256-byte slots).
         let slot = |b: usize| b.div_ceil(256) * 256;
         let plan = self.plan.as_ref().expect("plan");
@@ -379,7 +432,7 @@ impl CudaExecutable {
             self.staging = Some(PinnedBuf::new(&self.gpu, need.next_power_of_two())?);
         }
         let mut staging = self.staging.take().expect("staging");
-        let run = self.replay_staged(inputs, &outs, &wanted, staging.as_mut_slice());
+        let run = self.replay_staged(inputs, &outs, wanted, staging.as_mut_slice());
         let placed = match run {
             Ok(p) => p,
             Err(e) => {
@@ -411,23 +464,12 @@ impl CudaExecutable {
         // SAFETY: stream is live.
         let synced = unsafe { drv::stream::synchronize(stream) }
             .map_err(|e| CudaError::driver("cuStreamSynchronize (a kernel failed)", e));
-        let host = staging.as_slice();
-        let result = placed
-            .into_iter()
-            .zip(&outs)
-            .map(|(at, id)| {
-                at.map(|off| {
-                    let t = &plan.tensors[id.0];
-                    HostTensor {
-                        shape: t.dims.clone(),
-                        dtype: t.dtype,
-                        data: host[off..off + t.bytes()].to_vec(),
-                    }
-                })
-            })
-            .collect();
+        if let Err(e) = synced {
+            self.staging = Some(staging);
+            return Err(e);
+        }
+        let result = consume(plan, staging.as_slice(), &placed);
         self.staging = Some(staging);
-        synced?;
         Ok(result)
     }
 

@@ -162,17 +162,39 @@ impl HostTensor {
 
     /// Values as f32, whatever the dtype.
     pub fn to_f32_vec(&self) -> Vec<f32> {
-        match self.dtype {
-            DType::F32 => self.chunks::<4>().map(f32::from_le_bytes).collect(),
-            DType::F16 => self
-                .chunks::<2>()
-                .map(|b| f16::from_le_bytes(b).to_f32())
-                .collect(),
-            DType::BF16 => self
-                .chunks::<2>()
-                .map(|b| bf16::from_le_bytes(b).to_f32())
-                .collect(),
-            _ => self.to_f64_vec().into_iter().map(|v| v as f32).collect(),
+        let mut v = Vec::new();
+        self.f32_into(&mut v);
+        v
+    }
+
+    /// Values as f32 into `out` (cleared; its capacity reused, so a caller that keeps `out`
+    /// between runs, as a decoder keeps its logits, allocates nothing after the first).
+    pub fn f32_into(&self, out: &mut Vec<f32>) {
+        HostTensor::decode_f32_into(self.dtype, &self.data, out)
+    }
+
+    /// `bytes` (little-endian values of `dtype`) as f32 into `out`, as [`HostTensor::f32_into`].
+    pub fn decode_f32_into(dtype: DType, bytes: &[u8], out: &mut Vec<f32>) {
+        fn fill<const N: usize>(bytes: &[u8], out: &mut Vec<f32>, f: impl Fn([u8; N]) -> f32) {
+            out.clear();
+            out.reserve(bytes.len() / N);
+            out.extend(
+                (bytes.chunks_exact(N)).map(|c| f(c.try_into().expect("chunk size"))),
+            );
+        }
+        match dtype {
+            DType::F32 => fill::<4>(bytes, out, f32::from_le_bytes),
+            DType::F16 => fill::<2>(bytes, out, |b| f16::from_le_bytes(b).to_f32()),
+            DType::BF16 => fill::<2>(bytes, out, |b| bf16::from_le_bytes(b).to_f32()),
+            _ => {
+                let t = HostTensor {
+                    shape: vec![],
+                    dtype,
+                    data: bytes.to_vec(),
+                };
+                out.clear();
+                out.extend(t.to_f64_vec().into_iter().map(|v| v as f32));
+            }
         }
     }
 

@@ -112,6 +112,8 @@ pub struct Decoder {
     /// Positions already in the KV cache.
     pos: usize,
     device: Device,
+    /// The last run's logits (kept, so a step allocates nothing once it has grown).
+    logits: Vec<f32>,
 }
 
 /// What runs the decoder graph: one compiled graph, or one per rank of a mesh.
@@ -263,6 +265,7 @@ impl Decoder {
             ctx,
             pos: 0,
             device,
+            logits: Vec::new(),
         })
     }
 
@@ -298,11 +301,12 @@ impl Decoder {
     /// Start over (the cache's old rows are never read again: attention sees only `pos`).
     pub fn reset(&mut self) {
         self.pos = 0;
+        self.logits.clear();
     }
 
     /// Run `tokens` (at most the context left) through the model at the current position;
     /// returns the logits of the last one. `bucket` pads the chunk to a fixed length.
-    fn run_chunk(&mut self, tokens: &[u32], bucket: usize) -> Result<Vec<f32>, ModelError> {
+    fn run_chunk(&mut self, tokens: &[u32], bucket: usize) -> Result<&[f32], ModelError> {
         let n = tokens.len();
         let s = bucket.max(n);
         if n == 0 || self.pos + s > self.ctx {
@@ -320,18 +324,23 @@ impl Decoder {
             (LAST, i64s(&[(n - 1) as i64])),
             (POS, i64s(&[self.pos as i64])),
         ];
-        let out = match &self.exe {
-            Engine::One(e) => e.run_typed(&inputs)?,
-            Engine::Ranks(r) => r.run_typed(&inputs)?,
-        };
+        match &self.exe {
+            Engine::One(e) => e.run_f32_into(&inputs, 0, &mut self.logits)?,
+            Engine::Ranks(r) => r.run_typed(&inputs)?[0].f32_into(&mut self.logits),
+        }
         self.pos += n;
-        Ok(out[0].to_f32_vec())
+        Ok(&self.logits)
+    }
+
+    /// The logits of the last prefill or step (empty before the first, and after `reset`).
+    pub fn logits(&self) -> &[f32] {
+        &self.logits
     }
 
     /// Feed a prompt (in chunks of at most `MAX_PREFILL_CHUNK`, on a GPU each padded to its
     /// bucket);
     /// returns the last position's logits.
-    pub fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, ModelError> {
+    pub fn prefill(&mut self, tokens: &[u32]) -> Result<&[f32], ModelError> {
         if tokens.is_empty() {
             return Err(ModelError::Config(
                 "an empty prompt has nothing to continue".into(),
@@ -344,7 +353,6 @@ impl Decoder {
                 ctx: self.ctx,
             });
         }
-        let mut logits = Vec::new();
         for chunk in tokens.chunks(MAX_PREFILL_CHUNK) {
             let room = self.ctx - self.pos;
             // A GPU compiles and captures a plan per length, so its prompts are padded to a
@@ -355,13 +363,13 @@ impl Decoder {
             } else {
                 chunk.len().next_power_of_two().max(16).min(room)
             };
-            logits = self.run_chunk(chunk, bucket)?;
+            self.run_chunk(chunk, bucket)?;
         }
-        Ok(logits)
+        Ok(&self.logits)
     }
 
     /// One decode step: `token` at the current position; returns the next logits.
-    pub fn step(&mut self, token: u32) -> Result<Vec<f32>, ModelError> {
+    pub fn step(&mut self, token: u32) -> Result<&[f32], ModelError> {
         if self.pos >= self.ctx {
             return Err(ModelError::PromptTooLong {
                 tokens: 1,
@@ -384,8 +392,6 @@ pub struct Generation<'a> {
     prompt_tokens: usize,
     generated: Vec<u32>,
     max_tokens: usize,
-    /// The logits the next token is drawn from.
-    logits: Vec<f32>,
     prefill_time: Duration,
     decode_time: Duration,
     /// Decode steps run (the last drawn token is not fed back).
@@ -408,7 +414,7 @@ impl<'a> Generation<'a> {
             )));
         }
         let t0 = Instant::now();
-        let logits = decoder.prefill(prompt)?;
+        decoder.prefill(prompt)?;
         let prefill_time = t0.elapsed();
         Ok(Generation {
             decoder,
@@ -420,7 +426,6 @@ impl<'a> Generation<'a> {
             prompt_tokens: prompt.len(),
             generated: Vec::new(),
             max_tokens: opts.max_tokens,
-            logits,
             prefill_time,
             decode_time: Duration::ZERO,
             steps: 0,
@@ -437,7 +442,8 @@ impl<'a> Generation<'a> {
             self.stop = Some(StopReason::MaxTokens);
             return Ok(None);
         }
-        let id = self.sampler.sample(&self.logits, &self.history)?;
+        // The decoder's logits of its last run: the ones the next token is drawn from.
+        let id = self.sampler.sample(self.decoder.logits(), &self.history)?;
         self.generated.push(id);
         self.history.push(id);
         if self.tok.is_eog(id) {
@@ -449,7 +455,7 @@ impl<'a> Generation<'a> {
                 self.stop = Some(StopReason::ContextFull);
             } else {
                 let t0 = Instant::now();
-                self.logits = self.decoder.step(id)?;
+                self.decoder.step(id)?;
                 self.decode_time += t0.elapsed();
                 self.steps += 1;
             }

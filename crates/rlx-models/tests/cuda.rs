@@ -232,7 +232,7 @@ fn steps_match(device: Device, files: &[(&str, &str)]) {
         let (mut lc, mut lg) = (c.prefill(&prompt).unwrap(), g.prefill(&prompt).unwrap());
         let mut worst = 0f64;
         for step in 0..12 {
-            let (d2, r2) = lc.iter().zip(&lg).fold((0.0, 0.0), |(d, r), (&a, &b)| {
+            let (d2, r2) = lc.iter().zip(lg).fold((0.0, 0.0), |(d, r), (&a, &b)| {
                 (d + (a as f64 - b as f64).powi(2), r + (a as f64).powi(2))
             });
             let rel = (d2 / r2).sqrt();

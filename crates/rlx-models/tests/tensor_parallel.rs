@@ -306,7 +306,7 @@ fn greedy(llm: &mut Llm, prompt: &[u32], n: usize) -> (Vec<u32>, Vec<f32>, Vec<V
         order.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]).then(a.cmp(&b)));
         ids.push(order[0] as u32);
         gaps.push(logits[order[0]] - logits[order[1]]);
-        all.push(logits.clone());
+        all.push(logits.to_vec());
         logits = d.step(order[0] as u32).unwrap();
     }
     (ids, gaps, all)

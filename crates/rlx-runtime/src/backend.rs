@@ -43,6 +43,17 @@ pub trait Executable: Send + Sync {
         return_updated: bool,
     ) -> Result<Vec<HostTensor>, Error>;
 
+    /// Run once (no bound writes) and write output `k`'s values as f32 into `out`, its
+    /// capacity reused. By default through `run`; a device that stages its outputs in
+    /// host memory overrides it to copy once, without allocating.
+    fn run_output_f32(&self, inputs: &CheckedInputs, k: usize, out: &mut Vec<f32>) -> Result<(), Error> {
+        let outs = self.run(inputs, &[], true)?;
+        let count = outs.len();
+        let t = outs.get(k).ok_or(Error::NoSuchOutput { index: k, count })?;
+        t.f32_into(out);
+        Ok(())
+    }
+
     /// Median milliseconds of one run with these inputs (and the bound updates). By default
     /// the wall time of whole runs; a device with its own clock overrides it.
     fn time_runs(

@@ -358,6 +358,27 @@ impl CompiledGraph {
         self.run_named(inputs, true)
     }
 
+    /// Run with typed inputs and write output `output`'s values as f32 into `out` (cleared,
+    /// its capacity reused): for a loop that reads one output per run, as a decoder reads
+    /// its logits every token, without a fresh allocation and copy each time. Bound updates
+    /// are not applied (a graph with any is run through [`CompiledGraph::run_typed`]).
+    pub fn run_f32_into<N: AsRef<str>>(
+        &self,
+        inputs: &[(N, HostTensor)],
+        output: usize,
+        out: &mut Vec<f32>,
+    ) -> Result<(), Error> {
+        if !self.updates().is_empty() {
+            let outs = self.run_typed(inputs)?;
+            let count = outs.len();
+            let t = outs.get(output).ok_or(Error::NoSuchOutput { index: output, count })?;
+            t.f32_into(out);
+            return Ok(());
+        }
+        let checked = self.check_inputs(inputs)?;
+        self.exe.run_output_f32(&checked, output, out)
+    }
+
     /// Check `inputs`, then run; `all_outputs` false leaves out the outputs bound to params.
     fn run_named<N: AsRef<str>>(
         &self,
