@@ -513,10 +513,52 @@ __device__ __forceinline__ void attn_split_cw_body(const T* __restrict__ q, T* _
     att_split_finish<T>(part, out, ticket, a, rowid, ns);
 }
 
+// Before the wait for the previous kernel: the cache rows this block will read (its chunk's
+// keys below the call's position) requested into L2, so its first key loads after the wait
+// hit L2 instead of paying HBM's latency — a decode step streams its weights past L2 and
+// evicts the caches between layers. A prefetch is only a hint: *past may still be being
+// written (the block then fetches other rows; the addresses stay inside the caches), and the
+// real loads come after the wait.
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#else
+    (void)p;
+#endif
+}
+template <typename T>
+__device__ __forceinline__ void att_cw_prefetch(const T* __restrict__ kc, const T* __restrict__ vc,
+                                                AttnArgs a) {
+    if (!a.past) return;
+    const long long p0 = *reinterpret_cast<const volatile long long*>(a.past);
+    att_apply_past(a);
+    const i64 rowid = blockIdx.x;
+    const int i = (int)(rowid % a.sq);
+    const int bh = (int)(rowid / a.sq);
+    const int b = bh / a.heads, h = bh - b * a.heads, kvh = h / a.group;
+    int lo, hi, ns, ck;
+    att_range(a, i, lo, hi);
+    att_splits(a, lo, hi, ns, ck);
+    if ((int)blockIdx.y >= ns) return;
+    const int j0 = ns == 1 ? lo : lo + (int)blockIdx.y * ck;
+    int j1 = ns == 1 ? hi : min(hi, j0 + ck);
+    j1 = (int)min((long long)j1, p0 < 0 ? 0ll : p0);
+    const int lines = (int)((a.d * (int)sizeof(T) + 127) / 128);
+    const int total = min(max(j1 - j0, 0) * lines, 4096);
+    const char* kb = reinterpret_cast<const char*>(kc + b * a.k_b + kvh * a.k_h);
+    const char* vb = reinterpret_cast<const char*>(vc + b * a.v_b + kvh * a.v_h);
+    for (int x = threadIdx.x; x < total; x += blockDim.x) {
+        const int j = j0 + x / lines, l = x - (x / lines) * lines;
+        prefetch_l2(kb + ((i64)j * a.k_s) * (i64)sizeof(T) + l * 128);
+        prefetch_l2(vb + ((i64)j * a.v_s) * (i64)sizeof(T) + l * 128);
+    }
+}
+
 #define ATT_SPLIT_CW(sfx, T)                                                                  \
     extern "C" __global__ void __launch_bounds__(ATT_SPLIT_THREADS)                           \
         attn_split_cw_##sfx(const T* q, T* k, T* v, const u8* keep, T* out, float* part,      \
                             unsigned int* ticket, AttnArgs a, AttnCw c) {                     \
+        att_cw_prefetch<T>(k, v, a);                                                          \
         pdl_wait();                                                                           \
         pdl_launch_next();                                                                    \
         const int cap = a.sk;                                                                 \
