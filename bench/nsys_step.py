@@ -7,16 +7,17 @@ before it), then per kernel name totals over all such runs."""
 import csv, sys, statistics, collections
 
 GAP_US = 15.0
-rows = []
+rows, copies = [], []
 with open(sys.argv[1], newline="") as f:
     lines = [l for l in f if "," in l]
 for r in csv.DictReader(lines):
     name = r.get("Name", "")
-    if "[CUDA mem" in name or "memcpy" in name.lower() or "memset" in name.lower():
-        continue
     try:
         s = float(r["Start (ns)"]); d = float(r["Duration (ns)"])
     except (KeyError, ValueError):
+        continue
+    if "[CUDA mem" in name or "memcpy" in name.lower() or "memset" in name.lower():
+        copies.append((s, d, name))
         continue
     rows.append((s, d, name))
 rows.sort()
@@ -32,6 +33,18 @@ print("runs by kernel count (top 5):", lens.most_common(5))
 want = int(sys.argv[2]) if len(sys.argv) > 2 else lens.most_common(1)[0][0]
 steps = [r for r in runs if len(r) == want]
 span = lambda r: r[-1][0] + r[-1][1] - r[0][0]
+ends = {id(r): i for i, r in enumerate(runs)}
+# Between one step's last kernel and the next one's first: the host's share of a token
+# (logits copied back, sampling, the next inputs uploaded, the graph launched).
+between = []
+for i in range(1, len(runs)):
+    if len(runs[i]) == want and len(runs[i - 1]) == want:
+        a = runs[i - 1][-1][0] + runs[i - 1][-1][1]
+        between.append((runs[i][0][0] - a, [c for c in copies if a <= c[0] < runs[i][0][0]]))
+if between:
+    gaps = sorted(b[0] for b in between)
+    print(f"between steps: median {gaps[len(gaps)//2]/1e3:.1f} us over {len(gaps)}; copies in one:",
+          [(f"{c[1]/1e3:.1f}us", c[2][:30]) for c in between[len(between)//2][1]])
 steps.sort(key=span)
 med = steps[len(steps) // 2]
 busy = sum(d for _, d, _ in med)

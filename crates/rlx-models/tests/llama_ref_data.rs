@@ -172,6 +172,25 @@ fn smollm2_reference_is_consistent() {
 }
 
 #[test]
+fn smollm2_exact_reference_is_consistent() {
+    let name = "llama_ref_smollm2_q4_1_exact.json";
+    let (cases, rows) = check_reference(name);
+    assert!(cases >= 12, "{cases} prompts");
+    // It describes llama.cpp on an F32 copy of the Q4_1 file, with an f32 cache; the source
+    // is the file the other reference names.
+    let doc = load(name);
+    let base = load("llama_ref_smollm2_q4_1.json");
+    let h = &doc["header"];
+    assert_eq!(h["settings"]["kv_cache_type"], "f32");
+    assert_eq!(h["source"]["sha256"], base["header"]["model"]["sha256"]);
+    // Both used the same prompts, tokenized the same way.
+    for (a, b) in (doc["cases"].as_array().unwrap().iter()).zip(base["cases"].as_array().unwrap()) {
+        assert_eq!(a["prompt_ids"], b["prompt_ids"], "{}", a["name"]);
+    }
+    println!("{name}: {cases} prompts, {rows} teacher-forced rows");
+}
+
+#[test]
 fn tiny_arch_references_are_consistent() {
     // Present only when llama.cpp could load the random-weight files of gen_gguf_arch.py.
     let mut seen = 0;
