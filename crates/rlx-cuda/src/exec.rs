@@ -58,7 +58,10 @@ fn trace_on() -> bool {
 /// One lowering for one binding of the dynamic dims.
 struct Plan {
     tensors: Vec<DevTensor>,
-    inputs: HashMap<usize, DevBuf>,
+    /// Each input's offset in `input_buf` (256-byte slots in node order).
+    inputs: HashMap<usize, usize>,
+    input_bytes: usize,
+    input_buf: DevBuf,
     segments: Vec<Segment>,
     dispatch: Vec<(NodeId, rlx_ir::OpKind, Option<String>)>,
     arena_bytes: usize,
@@ -421,7 +424,7 @@ impl CudaExecutable {
         // One page-locked buffer holds this run's inputs, then its outputs (256-byte slots).
         let slot = |b: usize| b.div_ceil(256) * 256;
         let plan = self.plan.as_ref().expect("plan");
-        let need = (inputs.tensors().iter().map(|(_, t)| slot(t.data.len())))
+        let need = std::iter::once(plan.input_bytes)
             .chain(
                 (outs.iter().enumerate())
                     .filter(|(k, _)| wanted(*k))
@@ -485,18 +488,31 @@ impl CudaExecutable {
     ) -> Result<Vec<Option<usize>>, CudaError> {
         let stream = self.streams.stream;
         let plan = self.plan.as_ref().expect("plan");
-        let mut off = 0usize;
+        // Each input at its slot of the plan's input block; one copy uploads them all when
+        // every input is given (a decode step's four took four copies, each a driver call
+        // and a transfer the replay waited behind), else each given one alone.
+        let all = inputs.tensors().len() == plan.inputs.len();
         for &(name, t) in inputs.tensors() {
             let id = self.io.input(name)?.node.0;
-            let n = t.data.len();
+            let (off, n) = (plan.inputs[&id], t.data.len());
             host[off..off + n].copy_from_slice(&t.data);
-            // On the run's stream, so the replay below is ordered after it.
-            // SAFETY: the input buffer was sized from these very dims in build_plan; the
-            // staged bytes stay untouched until the caller's synchronisation.
-            unsafe { drv::memcpy_htod_async(plan.inputs[&id].ptr, &host[off..off + n], stream) }
-                .map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
-            off += n.div_ceil(256) * 256;
+            if !all {
+                // On the run's stream, so the replay below is ordered after it.
+                // SAFETY: the slot was sized from these very dims in build_plan; the staged
+                // bytes stay untouched until the caller's synchronisation.
+                let dst = plan.input_buf.ptr + off as u64;
+                unsafe { drv::memcpy_htod_async(dst, &host[off..off + n], stream) }
+                    .map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
+            }
         }
+        if all && plan.input_bytes > 0 {
+            // SAFETY: input_buf holds input_bytes bytes, every slot was just staged (the
+            // padding between slots is copied too, harmlessly); the caller synchronises.
+            let src = &host[..plan.input_bytes];
+            unsafe { drv::memcpy_htod_async(plan.input_buf.ptr, src, stream) }
+                .map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
+        }
+        let mut off = plan.input_bytes;
         plan.replay(&self.streams)?;
         let mut placed = Vec::with_capacity(outs.len());
         for (k, id) in outs.iter().enumerate() {

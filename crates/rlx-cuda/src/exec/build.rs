@@ -43,7 +43,17 @@ impl CudaExecutable {
             arena_bytes,
         } = rlx_opt::arena_layout(g, &shapes, self.opts.verify)?;
         let arena = DevBuf::new(&self.gpu, arena_bytes)?;
+        // Every input in one device block, each at a 256-byte slot in node order, so a run
+        // uploads them all in one copy from the same layout in its page-locked buffer.
         let mut inputs = HashMap::new();
+        let mut input_bytes = 0usize;
+        for n in &g.nodes {
+            if let Op::Input { .. } = n.op {
+                inputs.insert(n.id.0, input_bytes);
+                input_bytes += bytes_of(&shapes[n.id.0], n).div_ceil(256) * 256;
+            }
+        }
+        let input_buf = DevBuf::new(&self.gpu, input_bytes.max(256))?;
         let mut tensors: Vec<DevTensor> = Vec::with_capacity(g.nodes.len());
         for n in &g.nodes {
             let i = n.id.0;
@@ -53,10 +63,7 @@ impl CudaExecutable {
             } else if let Some(off) = slots[i] {
                 arena.ptr + off as u64
             } else if let Op::Input { .. } = n.op {
-                let b = DevBuf::new(&self.gpu, bytes_of(&dims, n))?;
-                let p = b.ptr;
-                inputs.insert(i, b);
-                p
+                input_buf.ptr + inputs[&i] as u64
             } else if let Some(b) = self.leaves.get(&i) {
                 b.ptr
             } else {
@@ -176,6 +183,8 @@ impl CudaExecutable {
         Ok(Plan {
             tensors,
             inputs,
+            input_bytes,
+            input_buf,
             segments,
             dispatch,
             arena_bytes,
