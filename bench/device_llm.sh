@@ -17,6 +17,8 @@
 #           .devbin/rlx.xz: the release rlx, xz-compressed): llama-bench from the saved
 #           binaries, then rlx bench (and its decode profile) on the same GGUFs, then the
 #           micro benchmark — the side-by-side in one call
+#   ab      carry [".devbin"] with rlx_old.xz beside rlx.xz, right after `side`: the two
+#           binaries alternated on the 0.5B Q4_K_M and SmolLM2 Q4_1 files
 #   variants carry [".devbin"], right after `side` (same warm machine): rlx bench again with
 #           RLX_PLANAR=1, RLX_PRECISION=f16 and both
 #   bench   carry [".lcpp"]: llama.cpp's llama-bench (built here, ~6 min) and `rlx bench` on the
@@ -79,6 +81,17 @@ side)
     $W/rlx bench --device cuda --suites llm --iters 2 --profile --gguf $L/$f.gguf 2>&1 | grep -A24 "^profile: .*decode"
   done 2>&1 | tee $out/rlx_profile.txt
   [ -n "${MICRO:-}" ] && bash bench/cuda_micro/run.sh 2>&1 | grep -E "^[A-Za-z0-9]|MISMATCH|today|best|wide" | tee $out/micro.txt ;;
+ab)
+  # After `side` (its GGUFs in /tmp): the rlx binary of an earlier commit (.devbin/rlx_old.xz)
+  # and this one, alternated twice on the same files, decode and prefill rows only.
+  L=$(dirname "$(mktemp -u)")/rlx-llama-cpp
+  [ -x $W/rlx ] || { xz -dc .devbin/rlx.xz > $W/rlx && chmod +x $W/rlx; }
+  xz -dc .devbin/rlx_old.xz > $W/rlx_old && chmod +x $W/rlx_old
+  for r in 1 2; do for b in rlx_old rlx; do
+    echo "== round $r: $b"
+    $W/$b bench --device cuda --suites llm --iters 5 --gguf $L/qwen05b-q4_k_m.gguf \
+      --gguf $L/smollm135-q4_1.gguf 2>&1 | grep -E "tg128|pp512" | tee -a $out/rlx_ab.txt
+  done; done ;;
 variants)
   # After `side` in the same warm session (its llama.cpp binaries and GGUFs still in /tmp):
   # the same rlx bench rows with the planar weight layout, then under the f16 policy.

@@ -353,53 +353,14 @@ struct GsUnit<Q6_K> {
     }
 };
 
-// R: the lane keeps R units in registers, R − 1 of them requested ahead of the one it is
-// using (a tuning choice: a short row's lane has all its units in flight at once, instead of
-// paying HBM's latency once per unit).
-template <int S, typename T, int MM, int R>
-__device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const T* res, int M,
-                           i64 N, i64 K, float eps, int glu, int lpr) {
-    extern __shared__ float4 gs_sh4[];
-    float* sh = reinterpret_cast<float*>(gs_sh4);
-    const int units = (int)(K >> 5), k32 = (int)K;
-    float* red = sh + M * units * GS_STRIDE;
-    // lpr > 32 (= blockDim.x): a long row (the down products' K) taken by the whole block,
-    // its sums reduced through shared memory — enough lanes on few rows to keep HBM busy.
-    const bool wide = lpr > 32;
-    const int tid = threadIdx.x, lane = tid & 31;
-    const int gi = wide ? tid : (lane & (lpr - 1)), g = wide ? 0 : lane / lpr;
-    // Rows are taken warp by warp, grid-stride: a grid smaller than the rows (a few blocks a
-    // multiprocessor) stages h once per block and streams many rows with no wave tail. The
-    // loop is warp-uniform (the shuffles need every lane); group g of the warp takes row
-    // nb + g, and each lane walks (row, unit) pairs requesting the next pair's bytes — the
-    // next row's first unit at a row's end — before it uses the current one.
-    const int gpw = wide ? 1 : 32 / lpr, per = (units + lpr - 1) / lpr;
-    const i64 stride = wide ? (i64)gridDim.x : (i64)gridDim.x * (blockDim.x >> 5) * gpw;
-    const i64 rb = (K / block_len<S>()) * block_bytes<S>();
-    i64 nb = wide ? (i64)blockIdx.x : ((i64)blockIdx.x * (blockDim.x >> 5) + (tid >> 5)) * gpw;
-    // The lane's (row, unit) pairs in order: (nb, it) the one it uses next, (lnb, lit) the
-    // next it requests; unit gi + it·lpr of row nb + g.
-    GsUnit<S> ring[R];
-    i64 lnb = nb;
-    int lit = 0;
-    bool launched = false;
-    auto request = [&](GsUnit<S>& slot) {
-        const int lu = gi + lit * lpr;
-        if (lnb + g < N && lu < units) slot.load(w + (lnb + g) * rb, lu, units);
-        if (++lit == per) {
-            lit = 0;
-            lnb += stride;
-        }
-        if (!launched && lnb >= N) {
-            pdl_launch_next();
-            launched = true;
-        }
-    };
-#pragma unroll
-    for (int j = 0; j + 1 < R; ++j) request(ring[j]);
-    pdl_wait();
+// Stage h for the M rows of x into shared memory `sh` (GS_STRIDE floats per 32-value unit):
+// x, x·gamma (the RMS norm's scale goes to scale[m], applied to the sums at the end) or
+// silu(gate)·up; the caller's barrier publishes it.
+template <typename T, int MM>
+__device__ __forceinline__ void gs_stage(const T* x, const T* gamma, float* sh, float* red,
+                                         int M, i64 K, float eps, int glu, float* scale) {
+    const int units = (int)(K >> 5), k32 = (int)K, tid = threadIdx.x, lane = tid & 31;
     const int xs = glu ? 2 * k32 : k32;
-    float scale[MM];
 #pragma unroll
     for (int m = 0; m < MM; ++m) {
         scale[m] = 1.f;
@@ -457,6 +418,55 @@ __device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const 
             if (gamma != nullptr) scale[m] = rsqrtf(block_sum(ss, red) / (float)K + eps);
         }
     }
+}
+
+// R: the lane keeps R units in registers, R − 1 of them requested ahead of the one it is
+// using (a tuning choice: a short row's lane has all its units in flight at once, instead of
+// paying HBM's latency once per unit).
+template <int S, typename T, int MM, int R>
+__device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const T* res, int M,
+                           i64 N, i64 K, float eps, int glu, int lpr) {
+    extern __shared__ float4 gs_sh4[];
+    float* sh = reinterpret_cast<float*>(gs_sh4);
+    const int units = (int)(K >> 5);
+    float* red = sh + M * units * GS_STRIDE;
+    // lpr > 32 (= blockDim.x): a long row (the down products' K) taken by the whole block,
+    // its sums reduced through shared memory — enough lanes on few rows to keep HBM busy.
+    const bool wide = lpr > 32;
+    const int tid = threadIdx.x, lane = tid & 31;
+    const int gi = wide ? tid : (lane & (lpr - 1)), g = wide ? 0 : lane / lpr;
+    // Rows are taken warp by warp, grid-stride: a grid smaller than the rows (a few blocks a
+    // multiprocessor) stages h once per block and streams many rows with no wave tail. The
+    // loop is warp-uniform (the shuffles need every lane); group g of the warp takes row
+    // nb + g, and each lane walks (row, unit) pairs requesting the next pair's bytes — the
+    // next row's first unit at a row's end — before it uses the current one.
+    const int gpw = wide ? 1 : 32 / lpr, per = (units + lpr - 1) / lpr;
+    const i64 stride = wide ? (i64)gridDim.x : (i64)gridDim.x * (blockDim.x >> 5) * gpw;
+    const i64 rb = (K / block_len<S>()) * block_bytes<S>();
+    i64 nb = wide ? (i64)blockIdx.x : ((i64)blockIdx.x * (blockDim.x >> 5) + (tid >> 5)) * gpw;
+    // The lane's (row, unit) pairs in order: (nb, it) the one it uses next, (lnb, lit) the
+    // next it requests; unit gi + it·lpr of row nb + g.
+    GsUnit<S> ring[R];
+    i64 lnb = nb;
+    int lit = 0;
+    bool launched = false;
+    auto request = [&](GsUnit<S>& slot) {
+        const int lu = gi + lit * lpr;
+        if (lnb + g < N && lu < units) slot.load(w + (lnb + g) * rb, lu, units);
+        if (++lit == per) {
+            lit = 0;
+            lnb += stride;
+        }
+        if (!launched && lnb >= N) {
+            pdl_launch_next();
+            launched = true;
+        }
+    };
+#pragma unroll
+    for (int j = 0; j + 1 < R; ++j) request(ring[j]);
+    pdl_wait();
+    float scale[MM];
+    gs_stage<T, MM>(x, gamma, sh, red, M, K, eps, glu, scale);
     __syncthreads();
     float acc[MM];
 #pragma unroll
@@ -508,6 +518,94 @@ __device__ void dq_gemv_st(const T* x, const u8* w, T* y, const T* gamma, const 
     }
     pdl_launch_next();
 }
+
+// ---- Tile-staged GEMV (decode, one f32 row): dq_gemv_ts_<scheme>_c<CH>_f32 ----
+// A block takes `tile` consecutive rows — one contiguous run of weight bytes — and its
+// TS_THREADS threads load that run as 16-byte words (CH a thread, all requested before the
+// wait for the previous kernel), then store them to shared memory, stage h as dq_gemv_st
+// does and decode the units from shared memory, `lpr` lanes a row. The staged GEMV's lanes
+// each read their own units with 2- or 4-byte loads (a Q5_0 unit is eleven of them, a warp's
+// load spread over several cache lines): here every global load is a full, coalesced 16-byte
+// word and the whole tile is in flight at once.
+#define TS_THREADS 256
+template <int S, int CH>
+__device__ void dq_gemv_ts(const float* x, const u8* w, float* y, const float* gamma,
+                           const float* res, i64 N, i64 K, float eps, int glu, int lpr, int tile,
+                           i64 wbytes) {
+    extern __shared__ float4 gs_sh4[];
+    float* sh = reinterpret_cast<float*>(gs_sh4);
+    const int units = (int)(K >> 5), tid = threadIdx.x;
+    float* red = sh + units * GS_STRIDE;
+    // 16-byte aligned: units·144 bytes of h, then 32 floats.
+    u8* tb = reinterpret_cast<u8*>(red + 32);
+    const i64 rb = (K / block_len<S>()) * block_bytes<S>();
+    const i64 r0 = (i64)blockIdx.x * tile, r1 = min(N, r0 + tile);
+    // The 16-byte words that overlap the tile's bytes [b0, b1) and lie wholly inside the
+    // weight (w is 16-byte aligned); a tail under 16 bytes at the weight's end is copied
+    // in 2-byte pieces below.
+    const i64 b0 = r0 * rb, b1 = r1 * rb, a0 = b0 & ~(i64)15;
+    const i64 a1 = min((b1 + 15) & ~(i64)15, wbytes & ~(i64)15);
+    const int words = (int)((a1 - a0) >> 4);
+    const uint4* src = reinterpret_cast<const uint4*>(w + a0);
+    uint4 v[CH];
+#pragma unroll
+    for (int c = 0; c < CH; ++c) {
+        const int i = tid + c * TS_THREADS;
+        if (i < words) v[c] = src[i];
+    }
+    pdl_launch_next();
+    pdl_wait();
+    float scale;
+    gs_stage<float, 1>(x, gamma, sh, red, 1, K, eps, glu, &scale);
+#pragma unroll
+    for (int c = 0; c < CH; ++c) {
+        const int i = tid + c * TS_THREADS;
+        if (i < words) reinterpret_cast<uint4*>(tb)[i] = v[c];
+    }
+    for (i64 o = a1 + 2 * tid; o < b1; o += 2 * TS_THREADS)
+        *reinterpret_cast<unsigned short*>(tb + (o - a0)) = *reinterpret_cast<const unsigned short*>(w + o);
+    __syncthreads();
+    // Group g of lpr lanes (aligned within a warp) takes rows r0 + g, r0 + g + groups, …;
+    // every lane runs every pass (the shuffles need the whole warp).
+    const int groups = TS_THREADS / lpr, g = tid / lpr, gi = tid - g * lpr;
+    for (i64 rp = r0; rp < r1; rp += groups) {
+        const i64 r = rp + g;
+        float acc = 0.f;
+        if (r < r1) {
+            const u8* row = tb + (r * rb - a0);
+            for (int u = gi; u < units; u += lpr) {
+                GsUnit<S> un;
+                un.load(row, u, units);
+                acc += un.dot(gs_sh4 + u * (GS_STRIDE / 4));
+            }
+        }
+        for (int o = lpr >> 1; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        if (r < r1 && gi == 0) {
+            float t = acc * scale;
+            if (res != nullptr) t += res[r];
+            y[r] = t;
+        }
+    }
+}
+
+#define RLX_DQ_TS(name, S)                                                                    \
+    RLX_DQ_TS_C(name, S, 1) RLX_DQ_TS_C(name, S, 2) RLX_DQ_TS_C(name, S, 4) RLX_DQ_TS_C(name, S, 6)
+#define RLX_DQ_TS_C(name, S, CH)                                                              \
+    extern "C" __global__ void __launch_bounds__(TS_THREADS) dq_gemv_ts_##name##_c##CH##_f32( \
+        const float* x, const u8* w, float* y, const float* gamma, const float* res, i64 N,   \
+        i64 K, float eps, int glu, int lpr, int tile, i64 wbytes) {                           \
+        dq_gemv_ts<S, CH>(x, w, y, gamma, res, N, K, eps, glu, lpr, tile, wbytes);            \
+    }
+RLX_DQ_TS(q8_0, Q8_0)
+RLX_DQ_TS(q4_0, Q4_0)
+RLX_DQ_TS(q4_1, Q4_1)
+RLX_DQ_TS(q5_0, Q5_0)
+RLX_DQ_TS(q5_1, Q5_1)
+RLX_DQ_TS(q4_k, Q4_K)
+RLX_DQ_TS(q5_k, Q5_K)
+RLX_DQ_TS(q6_k, Q6_K)
+RLX_DQ_TS(f16, F16S)
+RLX_DQ_TS(bf16, BF16S)
 
 #define RLX_DQ_ONE(name, S, sfx, T)                                                          \
     extern "C" __global__ void dq_gemv_##name##_##sfx(const T* x, const u8* w, T* y,          \

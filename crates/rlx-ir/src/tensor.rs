@@ -178,9 +178,7 @@ impl HostTensor {
         fn fill<const N: usize>(bytes: &[u8], out: &mut Vec<f32>, f: impl Fn([u8; N]) -> f32) {
             out.clear();
             out.reserve(bytes.len() / N);
-            out.extend(
-                (bytes.chunks_exact(N)).map(|c| f(c.try_into().expect("chunk size"))),
-            );
+            out.extend((bytes.chunks_exact(N)).map(|c| f(c.try_into().expect("chunk size"))));
         }
         match dtype {
             DType::F32 => fill::<4>(bytes, out, f32::from_le_bytes),

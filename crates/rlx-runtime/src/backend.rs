@@ -46,7 +46,12 @@ pub trait Executable: Send + Sync {
     /// Run once (no bound writes) and write output `k`'s values as f32 into `out`, its
     /// capacity reused. By default through `run`; a device that stages its outputs in
     /// host memory overrides it to copy once, without allocating.
-    fn run_output_f32(&self, inputs: &CheckedInputs, k: usize, out: &mut Vec<f32>) -> Result<(), Error> {
+    fn run_output_f32(
+        &self,
+        inputs: &CheckedInputs,
+        k: usize,
+        out: &mut Vec<f32>,
+    ) -> Result<(), Error> {
         let outs = self.run(inputs, &[], true)?;
         let count = outs.len();
         let t = outs.get(k).ok_or(Error::NoSuchOutput { index: k, count })?;

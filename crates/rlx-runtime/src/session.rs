@@ -371,7 +371,10 @@ impl CompiledGraph {
         if !self.updates().is_empty() {
             let outs = self.run_typed(inputs)?;
             let count = outs.len();
-            let t = outs.get(output).ok_or(Error::NoSuchOutput { index: output, count })?;
+            let t = outs.get(output).ok_or(Error::NoSuchOutput {
+                index: output,
+                count,
+            })?;
             t.f32_into(out);
             return Ok(());
         }

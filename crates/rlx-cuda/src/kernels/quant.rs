@@ -111,6 +111,36 @@ pub fn dq_gemv_st(
     Kernel::new(Lib::Quant, name, args)
 }
 
+/// The tile-staged decode GEMV's tile sizes: CH 16-byte words a thread, 256 threads.
+pub const GEMV_TS_CHUNKS: [u32; 4] = [1, 2, 4, 6];
+
+/// `dq_gemv_ts_<scheme>_c<ch>_f32(x, w, y, gamma, res, N, K, eps, glu, lpr, tile, wbytes)`:
+/// one f32 row; a block stages `tile` rows of the weight (whose size is `wbytes`) through
+/// shared memory with 16-byte loads, `ch` a thread (kernels/quant_gemv.cu).
+#[allow(clippy::too_many_arguments)]
+pub fn dq_gemv_ts(
+    scheme: QuantScheme,
+    (x, w, y): (u64, u64, u64),
+    extras: GemvExtras,
+    (n, k): (i64, i64),
+    glu: i32,
+    (lpr, tile, ch): (i32, i32, u32),
+    wbytes: i64,
+) -> Kernel {
+    let args = (KArgs::new().ptr(x).ptr(w).ptr(y))
+        .ptr(extras.gamma)
+        .ptr(extras.residual)
+        .i64(n)
+        .i64(k)
+        .f32(extras.eps)
+        .i32(glu)
+        .i32(lpr)
+        .i32(tile)
+        .i64(wbytes);
+    let name = format!("dq_gemv_ts_{}_c{ch}_f32", scheme_name(scheme));
+    Kernel::new(Lib::Quant, name, args)
+}
+
 /// The register depths (units a lane holds, `R` in kernels/quant.cu) `dq_gemv_st` is built
 /// with for `m` rows of `scheme` in `sfx`: 2 always; for one f32 row (decode) also 4, and 8
 /// for the small units of the 32-value schemes.

@@ -262,6 +262,44 @@ fn launch(p: &Product, (lpr, warps, grid, depth): Shape, y: usize) -> (String, S
     (what, call)
 }
 
+/// The launch statement of the tile-staged kernel (`dq_gemv_ts`, one f32 row) for `p`, with
+/// `ch` 16-byte words a thread and `lpr` lanes a row, as the lowering sizes its tiles.
+fn launch_ts(p: &Product, lpr: usize, ch: u32, y: usize) -> Option<(String, String)> {
+    let rb = p.k / p.scheme.block_len() * p.scheme.block_bytes();
+    let bytes = ch as usize * 256 * 16;
+    let tile = bytes.saturating_sub(30) / rb;
+    if tile == 0 {
+        return None;
+    }
+    let blocks = p.n.div_ceil(tile);
+    let smem = (p.k / 32) * 36 * 4 + 32 * 4 + bytes;
+    let [w, x, g, r] = p.off;
+    let gamma = if p.f.norm {
+        format!("(const float*)(D + {g})")
+    } else {
+        "nullptr".into()
+    };
+    let res = if p.f.residual {
+        format!("(const float*)(D + {r})")
+    } else {
+        "nullptr".into()
+    };
+    let name = format!("dq_gemv_ts_{}_c{ch}_f32", scheme_name(p.scheme));
+    let call = format!(
+        "  emu_launch({blocks}, 256, {smem}, [&] {{ {name}((const float*)(D + {x}), (const u8*)(D + {w}), \
+         (float*)(Y + {y}), {gamma}, {res}, {}, {}, {EPS:e}f, {}, {lpr}, {tile}, {}); }});\n",
+        p.n,
+        p.k,
+        p.f.glu,
+        p.n * rb,
+    );
+    let what = format!(
+        "{name} n={} k={} norm={} glu={} residual={} lpr={lpr} tile={tile} grid={blocks}",
+        p.n, p.k, p.f.norm, p.f.glu, p.f.residual
+    );
+    Some((what, call))
+}
+
 #[test]
 fn staged_gemv_kernels_match_f64_on_the_host() {
     let Some((dir, inc)) = hostemu::workdir("gsk") else {
@@ -270,18 +308,21 @@ fn staged_gemv_kernels_match_f64_on_the_host() {
     let mut rng = Rng::new("staged_gemv_kernels_match_f64_on_the_host");
     let mut blob = Blob::default();
     let mut cases: Vec<Case> = Vec::new();
-    let mut ybytes = 0usize;
-    let mut add = |p: &Product, shape: Shape, cases: &mut Vec<Case>| {
-        let (what, call) = launch(p, shape, ybytes);
+    // y's next free offset (a Cell: both adders below advance it).
+    let ybytes = std::cell::Cell::new(0usize);
+    let push = |p: &Product, (what, call): (String, String), cases: &mut Vec<Case>| {
         cases.push(Case {
             what,
             call,
-            y: ybytes,
+            y: ybytes.get(),
             want: p.want.clone(),
             mag: p.mag.clone(),
             sfx: p.sfx,
         });
-        ybytes = (ybytes + p.want.len() * 4).next_multiple_of(256);
+        ybytes.set((ybytes.get() + p.want.len() * 4).next_multiple_of(256));
+    };
+    let add = |p: &Product, shape: Shape, cases: &mut Vec<Case>| {
+        push(p, launch(p, shape, ybytes.get()), cases)
     };
     // Every launch shape the lowering tries, on rows long enough for whole-block rows (64
     // units), more rows than one pass of the small grid covers.
@@ -350,6 +391,33 @@ fn staged_gemv_kernels_match_f64_on_the_host() {
             }
         }
     }
+    // The tile-staged kernel: every scheme and fusion, the smallest and largest tile, 4 and
+    // 32 lanes a row; rows of 3 units (66 bytes of Q5_0) put tile starts off 16-byte
+    // boundaries and leave a tail of under 16 bytes at the weight's end.
+    for scheme in QuantScheme::ALL {
+        let ks: &[usize] = if scheme.block_len() == 256 {
+            &[512]
+        } else {
+            &[96, 896]
+        };
+        for &k in ks {
+            for f in FUSIONS {
+                let p = product(
+                    &mut rng,
+                    &mut blob,
+                    (scheme, false),
+                    Sfx::F32,
+                    f,
+                    [1, 70, k],
+                );
+                for (ch, lpr) in [(1, 4), (1, 32), (6, 8)] {
+                    if let Some(l) = launch_ts(&p, lpr, ch, ybytes.get()) {
+                        push(&p, l, &mut cases);
+                    }
+                }
+            }
+        }
+    }
     // Half activations (x, gamma, residual and y in f16 / bf16).
     for sfx in [Sfx::F16, Sfx::BF16] {
         for scheme in [QuantScheme::Q4_1, QuantScheme::Q6_K, QuantScheme::BF16] {
@@ -359,6 +427,7 @@ fn staged_gemv_kernels_match_f64_on_the_host() {
             }
         }
     }
+    let ybytes = ybytes.get();
     let mut main = format!(
         "int main() {{\n  const char* D = rd(\"data.bin\");\n  char* Y = (char*)malloc({ybytes});\n  \
          memset(Y, 0xff, {ybytes});\n"

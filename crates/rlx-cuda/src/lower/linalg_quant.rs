@@ -310,6 +310,9 @@ fn gemv(
             }
         }
     }
+    if m == 1 && sfx == Sfx::F32 && !wq.planar && aligned {
+        cands.extend(tile_staged(scheme, ptrs, extras, (n, k), glu, pdl));
+    }
     if glu == 0 {
         // One warp per output column, 2 or 4 warps a block.
         for warps in [2usize, 4] {
@@ -347,6 +350,54 @@ fn gemv(
     );
     // A decode step reads far more weight bytes than the L2 holds: time the shapes cold.
     ctx.launch_fastest_cold(&key, cands)
+}
+
+/// The tile-staged GEMV's launches for one f32 row (`dq_gemv_ts`): tiles of 4, 8, 16 or
+/// 24 KB of whole rows a block, 4–32 lanes a row.
+fn tile_staged(
+    scheme: QuantScheme,
+    ptrs: (u64, u64, u64),
+    extras: GemvExtras,
+    (n, k): (usize, usize),
+    glu: i32,
+    pdl: bool,
+) -> Vec<KernelLaunch> {
+    const THREADS: usize = 256;
+    let rb = k / scheme.block_len() * scheme.block_bytes();
+    let h_bytes = (k / 32) * 36 * 4 + 32 * 4;
+    let mut out = Vec::new();
+    for ch in quant::GEMV_TS_CHUNKS {
+        let bytes = ch as usize * THREADS * 16;
+        // A tile's bytes plus up to 15 of alignment slack at either end fit the words.
+        let tile = bytes.saturating_sub(30) / rb.max(1);
+        let smem = h_bytes + bytes;
+        if tile == 0 || smem > GEMV_ST_SMEM {
+            continue;
+        }
+        let blocks = n.div_ceil(tile);
+        if blocks > i32::MAX as usize {
+            continue;
+        }
+        for lpr in [4, 8, 16, 32] {
+            let kernel = quant::dq_gemv_ts(
+                scheme,
+                ptrs,
+                extras,
+                (n as i64, k as i64),
+                glu,
+                (lpr, tile as i32, ch),
+                (n * rb) as i64,
+            );
+            let l = KernelLaunch::new(
+                kernel,
+                [blocks as u32, 1, 1],
+                [THREADS as u32, 1, 1],
+                smem as u32,
+            );
+            out.push(if pdl { l.with_pdl() } else { l });
+        }
+    }
+    out
 }
 
 /// `y[ra, rb] = a[ra, k] · b[rb, k]ᵀ` in f32 from half `a` / `b` (the split paths' one GEMM

@@ -48,7 +48,12 @@ impl Executable for CudaBackend {
             .collect())
     }
 
-    fn run_output_f32(&self, inputs: &CheckedInputs, k: usize, out: &mut Vec<f32>) -> Result<(), Error> {
+    fn run_output_f32(
+        &self,
+        inputs: &CheckedInputs,
+        k: usize,
+        out: &mut Vec<f32>,
+    ) -> Result<(), Error> {
         Ok(self.lock().run_output_f32(inputs, k, out)?)
     }
 
