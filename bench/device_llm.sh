@@ -18,7 +18,8 @@
 #           binaries, then rlx bench (and its decode profile) on the same GGUFs, then the
 #           micro benchmark — the side-by-side in one call
 #   ab      carry [".devbin"] with rlx_old.xz beside rlx.xz, right after `side`: the two
-#           binaries alternated on the 0.5B Q4_K_M and SmolLM2 Q4_1 files
+#           binaries (this one also with RLX_GEMV_TS=1) alternated on the 0.5B Q4_K_M and
+#           SmolLM2 Q4_1 files
 #   variants carry [".devbin"], right after `side` (same warm machine): rlx bench again with
 #           RLX_PLANAR=1, RLX_PRECISION=f16 and both
 #   bench   carry [".lcpp"]: llama.cpp's llama-bench (built here, ~6 min) and `rlx bench` on the
@@ -87,9 +88,10 @@ ab)
   L=$(dirname "$(mktemp -u)")/rlx-llama-cpp
   [ -x $W/rlx ] || { xz -dc .devbin/rlx.xz > $W/rlx && chmod +x $W/rlx; }
   xz -dc .devbin/rlx_old.xz > $W/rlx_old && chmod +x $W/rlx_old
-  for r in 1 2; do for b in rlx_old rlx; do
+  for r in 1 2; do for b in rlx_old rlx "RLX_GEMV_TS=1 rlx"; do
     echo "== round $r: $b"
-    $W/$b bench --device cuda --suites llm --iters 5 --gguf $L/qwen05b-q4_k_m.gguf \
+    e=""; [ "$b" != "${b#RLX_}" ] && e=${b% *}
+    env $e $W/${b##* } bench --device cuda --suites llm --iters 5 --gguf $L/qwen05b-q4_k_m.gguf \
       --gguf $L/smollm135-q4_1.gguf 2>&1 | grep -E "tg128|pp512" | tee -a $out/rlx_ab.txt
   done; done ;;
 variants)

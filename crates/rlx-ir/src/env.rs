@@ -20,6 +20,7 @@ pub enum Switch {
     Precision,
     QuantAct,
     Planar,
+    GemvTs,
     CacheDir,
     CudaInclude,
     RequireCuda,
@@ -166,6 +167,15 @@ pub const SWITCHES: &[SwitchInfo] = &[
          planar row layout on the GPU (each row's quants, fifth bits and scales contiguous), so \
          the decode GEMV reads a block's quants as aligned 8-byte words (off until measured on \
          a GPU)",
+    ),
+    sw(
+        Switch::GemvTs,
+        "RLX_GEMV_TS",
+        OFF,
+        "1",
+        "let the decode GEMV's tuner also try the tile-staged kernel (a block's rows loaded as \
+         coalesced 16-byte words before the wait for the previous kernel and decoded from \
+         shared memory; off until measured on a GPU)",
     ),
     sw(
         Switch::CacheDir,

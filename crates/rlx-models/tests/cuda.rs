@@ -89,11 +89,11 @@ fn check(device: Device, file: &str, refname: &str, cases: usize, len: usize) ->
         let mut logits = d.prefill(&prompt).unwrap();
         let mut same = 0;
         for i in 0..len {
-            let pick = argmax(&logits);
+            let pick = argmax(logits);
             if pick != want[i] {
                 let gap = steps[i]["logits"][0].as_f64().unwrap()
                     - steps[i]["logits"][1].as_f64().unwrap();
-                let diff = max_diff(&logits, &steps[i]);
+                let diff = max_diff(logits, &steps[i]);
                 println!(
                     "{device} {file} {name}: parts at token {i} (we {pick}, llama.cpp {}): its top-2 gap {gap:.4}, our largest difference {diff:.4}",
                     want[i]
@@ -119,11 +119,11 @@ fn check(device: Device, file: &str, refname: &str, cases: usize, len: usize) ->
         let mut logits = d.prefill(&prompt).unwrap();
         for i in 0..len {
             t.steps += 1;
-            if argmax(&logits) == ids(&steps[i]["ids"])[0] {
+            if argmax(logits) == ids(&steps[i]["ids"])[0] {
                 t.step_top1 += 1;
             } else {
                 let gap = steps[i]["gap"].as_f64().unwrap();
-                let diff = max_diff(&logits, &steps[i]);
+                let diff = max_diff(logits, &steps[i]);
                 assert!(
                     gap <= 2.0 * diff,
                     "{device} {file} {name} step {i}: top-1 differs where llama.cpp's gap {gap} exceeds twice our difference {diff}"
@@ -241,7 +241,7 @@ fn steps_match(device: Device, files: &[(&str, &str)]) {
                 rel < 2e-2,
                 "{file} step {step}: {device} vs CPU logits rel-L2 {rel:.3e}"
             );
-            let tok = argmax(&lc);
+            let tok = argmax(lc);
             lc = c.step(tok).unwrap();
             lg = g.step(tok).unwrap();
         }

@@ -310,7 +310,8 @@ fn gemv(
             }
         }
     }
-    if m == 1 && sfx == Sfx::F32 && !wq.planar && aligned {
+    let ts = rlx_ir::env::flag(rlx_ir::env::Switch::GemvTs);
+    if ts && m == 1 && sfx == Sfx::F32 && !wq.planar && aligned {
         cands.extend(tile_staged(scheme, ptrs, extras, (n, k), glu, pdl));
     }
     if glu == 0 {
