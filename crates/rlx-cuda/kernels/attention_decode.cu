@@ -371,6 +371,29 @@ __device__ __forceinline__ void att_splits(const AttnArgs& a, int lo, int hi, in
     ck = ns == 1 ? L : (((L + ns - 1) / ns + 31) & ~31);
 }
 
+// This block's query row (blockIdx.x = (b · heads + h) · sq + i) and its chunk of keys
+// [j0, j1) (chunk blockIdx.y of the row's ns run-time chunks); false for a block past ns.
+struct AttBlock {
+    i64 rowid;
+    int i, b, h, kvh, ns, j0, j1;
+};
+__device__ __forceinline__ bool att_block(const AttnArgs& a, AttBlock& k) {
+    k.rowid = blockIdx.x;
+    k.i = (int)(k.rowid % a.sq);
+    const int bh = (int)(k.rowid / a.sq);
+    k.b = bh / a.heads;
+    k.h = bh - k.b * a.heads;
+    k.kvh = k.h / a.group;
+    int lo, hi, ck;
+    att_range(a, k.i, lo, hi);
+    att_splits(a, lo, hi, k.ns, ck);
+    const int split = blockIdx.y;
+    if (split >= k.ns) return false;
+    k.j0 = k.ns == 1 ? lo : lo + split * ck;
+    k.j1 = k.ns == 1 ? hi : min(hi, k.j0 + ck);
+    return true;
+}
+
 // After a block's chunk: with several chunks, take the row's ticket; the last taker merges.
 template <typename T>
 __device__ __forceinline__ void att_split_finish(const float* __restrict__ part, T* __restrict__ out,
@@ -400,17 +423,12 @@ __device__ __forceinline__ void attn_split_body(const T* __restrict__ q, const T
                                                 float* __restrict__ part,
                                                 unsigned int* __restrict__ ticket,
                                                 const AttnArgs& a) {
-    const i64 rowid = blockIdx.x;  // (b * heads + h) * sq + i
-    const int split = blockIdx.y;
-    int lo, hi, ns, ck;
-    att_range(a, (int)(rowid % a.sq), lo, hi);
-    att_splits(a, lo, hi, ns, ck);
-    if (split >= ns) return;
-    const int j0 = ns == 1 ? lo : lo + split * ck;
-    const int j1 = ns == 1 ? hi : min(hi, j0 + ck);
+    AttBlock blk;
+    if (!att_block(a, blk)) return;
+    const int j0 = blk.j0, j1 = blk.j1, ns = blk.ns;
     if (a.vec & 8) attn_split_chunk_grp<T>(q, k, v, keep, out, part, a, j0, j1, ns == 1);
     else attn_split_chunk<T>(q, k, v, keep, out, part, a, j0, j1, ns == 1);
-    att_split_finish<T>(part, out, ticket, a, rowid, ns);
+    att_split_finish<T>(part, out, ticket, a, blk.rowid, ns);
 }
 
 
@@ -466,15 +484,10 @@ __device__ __forceinline__ void attn_split_cw_body(const T* __restrict__ q, T* _
                                                    const int cap) {
     extern __shared__ float4 att_smem4[];
     float* smem = reinterpret_cast<float*>(att_smem4);
-    const i64 rowid = blockIdx.x;
-    const int split = blockIdx.y;
-    const int i = (int)(rowid % a.sq);
-    const int bh = (int)(rowid / a.sq);
-    const int b = bh / a.heads, h = bh - b * a.heads, kvh = h / a.group;
-    int lo, hi, ns, ck;
-    att_range(a, i, lo, hi);
-    att_splits(a, lo, hi, ns, ck);
-    if (split >= ns) return;  // never the writer: chunk 0 always runs
+    AttBlock blk;
+    if (!att_block(a, blk)) return;  // never the writer: chunk 0 always runs
+    const int split = blockIdx.y, i = blk.i, b = blk.b, h = blk.h, kvh = blk.kvh, ns = blk.ns;
+    const i64 rowid = blk.rowid;
     const long long p0 = *reinterpret_cast<const long long*>(a.past);
     const int D = a.d, tid = threadIdx.x;
     float* qs = smem + c.stage;
@@ -506,10 +519,8 @@ __device__ __forceinline__ void attn_split_cw_body(const T* __restrict__ q, T* _
             stf(vw + r * a.v_s, e, nv[x]);
         }
     }
-    const int j0 = ns == 1 ? lo : lo + split * ck;
-    const int j1 = ns == 1 ? hi : min(hi, j0 + ck);
     const AttStaged st{qs, nk, nv, p0};
-    attn_split_chunk_grp<T, true>(q, kc, vc, nullptr, out, part, a, j0, j1, ns == 1, st);
+    attn_split_chunk_grp<T, true>(q, kc, vc, nullptr, out, part, a, blk.j0, blk.j1, ns == 1, st);
     att_split_finish<T>(part, out, ticket, a, rowid, ns);
 }
 
@@ -532,17 +543,10 @@ __device__ __forceinline__ void att_cw_prefetch(const T* __restrict__ kc, const 
     if (!a.past) return;
     const long long p0 = *reinterpret_cast<const volatile long long*>(a.past);
     att_apply_past(a);
-    const i64 rowid = blockIdx.x;
-    const int i = (int)(rowid % a.sq);
-    const int bh = (int)(rowid / a.sq);
-    const int b = bh / a.heads, h = bh - b * a.heads, kvh = h / a.group;
-    int lo, hi, ns, ck;
-    att_range(a, i, lo, hi);
-    att_splits(a, lo, hi, ns, ck);
-    if ((int)blockIdx.y >= ns) return;
-    const int j0 = ns == 1 ? lo : lo + (int)blockIdx.y * ck;
-    int j1 = ns == 1 ? hi : min(hi, j0 + ck);
-    j1 = (int)min((long long)j1, p0 < 0 ? 0ll : p0);
+    AttBlock k;
+    if (!att_block(a, k)) return;
+    const int b = k.b, kvh = k.kvh, j0 = k.j0;
+    const int j1 = (int)min((long long)k.j1, p0 < 0 ? 0ll : p0);
     const int lines = (int)((a.d * (int)sizeof(T) + 127) / 128);
     const int total = min(max(j1 - j0, 0) * lines, 4096);
     const char* kb = reinterpret_cast<const char*>(kc + b * a.k_b + kvh * a.k_h);
