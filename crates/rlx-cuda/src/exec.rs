@@ -373,11 +373,10 @@ impl CudaExecutable {
         k: usize,
         out: &mut Vec<f32>,
     ) -> Result<(), CudaError> {
-        let outs: Vec<NodeId> = self.graph.outputs.clone();
-        let Some(&id) = outs.get(k) else {
+        let Some(&id) = self.graph.outputs.get(k) else {
             return Err(CudaError::Node {
                 node: format!("output {k}"),
-                msg: format!("the graph has {} outputs", outs.len()),
+                msg: format!("the graph has {} outputs", self.graph.outputs.len()),
             });
         };
         let wanted = |j: usize| j == k;

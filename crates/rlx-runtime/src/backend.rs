@@ -52,11 +52,7 @@ pub trait Executable: Send + Sync {
         k: usize,
         out: &mut Vec<f32>,
     ) -> Result<(), Error> {
-        let outs = self.run(inputs, &[], true)?;
-        let count = outs.len();
-        let t = outs.get(k).ok_or(Error::NoSuchOutput { index: k, count })?;
-        t.f32_into(out);
-        Ok(())
+        output_f32_into(&self.run(inputs, &[], true)?, k, out)
     }
 
     /// Median milliseconds of one run with these inputs (and the bound updates). By default
@@ -98,4 +94,16 @@ pub trait Executable: Send + Sync {
 
     /// Arena bytes one buffer per node would take (what the plan saves against).
     fn unplanned_bytes(&self) -> usize;
+}
+
+/// Output `k` of a run's outputs as f32 into `out` (its capacity reused).
+pub(crate) fn output_f32_into(
+    outs: &[HostTensor],
+    k: usize,
+    out: &mut Vec<f32>,
+) -> Result<(), Error> {
+    let count = outs.len();
+    let t = outs.get(k).ok_or(Error::NoSuchOutput { index: k, count })?;
+    t.f32_into(out);
+    Ok(())
 }

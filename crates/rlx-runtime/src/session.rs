@@ -360,23 +360,19 @@ impl CompiledGraph {
 
     /// Run with typed inputs and write output `output`'s values as f32 into `out` (cleared,
     /// its capacity reused): for a loop that reads one output per run, as a decoder reads
-    /// its logits every token, without a fresh allocation and copy each time. Bound updates
-    /// are not applied (a graph with any is run through [`CompiledGraph::run_typed`]).
+    /// its logits every token, without a fresh allocation and copy each time. A graph with
+    /// bound updates runs as [`CompiledGraph::run_typed`] does (its updates applied).
     pub fn run_f32_into<N: AsRef<str>>(
         &self,
         inputs: &[(N, HostTensor)],
         output: usize,
         out: &mut Vec<f32>,
     ) -> Result<(), Error> {
-        if !self.updates().is_empty() {
-            let outs = self.run_typed(inputs)?;
-            let count = outs.len();
-            let t = outs.get(output).ok_or(Error::NoSuchOutput {
-                index: output,
-                count,
-            })?;
-            t.f32_into(out);
-            return Ok(());
+        let bound = !(self.updates.lock())
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty();
+        if bound {
+            return crate::backend::output_f32_into(&self.run_typed(inputs)?, output, out);
         }
         let checked = self.check_inputs(inputs)?;
         self.exe.run_output_f32(&checked, output, out)
