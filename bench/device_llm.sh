@@ -3,7 +3,8 @@
 #   part1   carry [".devpack/device.tar.xz", ".devm1"]: unpack, stash the tiny GGUFs and the
 #           first part of SmolLM2 under /tmp/rlx-llm (kept while the machine stays warm)
 #   part2   carry [".devm2"]: the rest of SmolLM2 (the device tool moves 64 MiB a call), check
-#           its sha256, run the decoder tests on CUDA and `rlx generate` on the real model
+#           its sha256, write its every-type requantization (scripts/gguf_requant.py), run the
+#           decoder tests on CUDA and `rlx generate` on the real model
 #   stash   carry [".devm1"], right after bench/device_embed.sh's calls in the same warm
 #           session: the bundle already unpacked under /tmp/rlx-hf serves this part too
 #   smol    rlx bench on the real SmolLM2 only (decode, prefill, and the per-kernel profile)
@@ -37,6 +38,10 @@ part1)
   ls $W/.device/tests | head -40; du -sh $W ;;
 part2)
   cat $W/smol.part1 .devm2/smol.part2 > $smol && sha256sum $smol
+  # SmolLM2 requantized to every type, written here from the real file (gguf-py in the pack,
+  # the device's numpy): the same bytes as scripts/fetch_models.sh writes.
+  PYTHONPATH=$W/.device/py python3 scripts/gguf_requant.py $smol $W/cache/gguf/SmolLM2-135M-Instruct.mix.gguf 2>&1 | tail -2
+  sha256sum $W/cache/gguf/SmolLM2-135M-Instruct.mix.gguf
   export RLX_REQUIRE_CUDA=1
   t=$(ls $W/.device/tests/cuda-* | while read f; do grep -q "cuda_smollm2" "$f" 2>/dev/null && echo $f; done | head -1)
   echo "== rlx-models decoder tests on CUDA ($t)"

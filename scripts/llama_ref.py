@@ -3,6 +3,10 @@
 Outputs, under crates/rlx-models/tests/data/ (committed; tests read only these files):
   llama_ref_smollm2_q4_1.json  per prompt: token ids, a greedy continuation, and teacher-forced
                                top-k logits at every position of prompt + continuation
+  llama_ref_smollm2_q4_1_exact.json, llama_ref_smollm2_mix.json, llama_ref_smollm2_mix_exact.json
+                               the same for the file's F32 copy (f32 KV cache), for SmolLM2
+                               requantized to every type (scripts/gguf_requant.py), and for
+                               that file's F32 copy
   llama_tokens_smollm2.json    tokenizer-only cases: ids for hard and edge-case strings
   llama_ref_<arch>_tiny.json   the same as the first for the random-weight GGUFs that
                                scripts/gen_gguf_arch.py writes, where those files exist
@@ -420,24 +424,35 @@ ARCH_PROMPTS = [
 ]
 
 
+def exact(path, out):
+    """The reference of `path`'s weights in f32: its F32 copy (written beside it once), an f32
+    KV cache."""
+    f32 = path[: -len(".gguf")] + ".f32.gguf"
+    if not os.path.exists(f32):
+        import subprocess
+
+        subprocess.run([sys.executable, os.path.join(HERE, "gguf_to_f32.py"), path, f32], check=True)
+    reference(f32, PROMPTS, out, kv_f32=True, source=path)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["smollm2", "exact", "tokens", "arch"], action="append")
+    ap.add_argument("--only", choices=["smollm2", "exact", "mix", "tokens", "arch"], action="append")
     args = ap.parse_args()
-    only = set(args.only or ["smollm2", "exact", "tokens", "arch"])
+    only = set(args.only or ["smollm2", "exact", "mix", "tokens", "arch"])
     smol = os.path.join(CACHE, "gguf", "SmolLM2-135M-Instruct.Q4_1.gguf")
     if "smollm2" in only:
         reference(smol, PROMPTS, os.path.join(DATA, "llama_ref_smollm2_q4_1.json"))
     if "exact" in only:
         # The same weights without llama.cpp's roundings of activations (Q8_1 x in its Q4_1
         # products) and of the KV cache (f16): an F32 copy of the file, an f32 cache.
-        f32 = os.path.join(CACHE, "gguf", "SmolLM2-135M-Instruct.Q4_1.f32.gguf")
-        if not os.path.exists(f32):
-            import subprocess
-
-            subprocess.run([sys.executable, os.path.join(HERE, "gguf_to_f32.py"), smol, f32], check=True)
-        out = os.path.join(DATA, "llama_ref_smollm2_q4_1_exact.json")
-        reference(f32, PROMPTS, out, kv_f32=True, source=smol)
+        exact(smol, os.path.join(DATA, "llama_ref_smollm2_q4_1_exact.json"))
+    if "mix" in only:
+        # SmolLM2 requantized to every type (scripts/gguf_requant.py): llama.cpp's own kernels
+        # on the file, and its f32 arithmetic on the file's F32 copy.
+        mix = os.path.join(CACHE, "gguf", "SmolLM2-135M-Instruct.mix.gguf")
+        reference(mix, PROMPTS, os.path.join(DATA, "llama_ref_smollm2_mix.json"))
+        exact(mix, os.path.join(DATA, "llama_ref_smollm2_mix_exact.json"))
     if "tokens" in only:
         tokens(smol, os.path.join(DATA, "llama_tokens_smollm2.json"))
     if "arch" in only:

@@ -153,6 +153,12 @@ const SMOL: (&str, &str) = (
 
 /// llama.cpp on an F32 copy of SMOL's file with an f32 cache (scripts/llama_ref.py --only exact).
 const SMOL_EXACT: &str = "llama_ref_smollm2_q4_1_exact.json";
+/// SmolLM2 requantized to all eleven GGUF types (scripts/gguf_requant.py) and llama.cpp on
+/// that file's F32 copy with an f32 cache (scripts/llama_ref.py --only mix).
+const MIX_EXACT: (&str, &str) = (
+    "SmolLM2-135M-Instruct.mix.gguf",
+    "llama_ref_smollm2_mix_exact.json",
+);
 
 fn tiny_models(device: Device) {
     for (file, refname) in TINY {
@@ -177,6 +183,9 @@ fn cpu_smollm2_generates_as_llama_cpp() {
     if let Some(t) = check(Device::Cpu, SMOL.0, SMOL_EXACT, 2, 8) {
         assert_eq!(t.step_top1, t.steps, "{t:?}");
     }
+    if let Some(t) = check(Device::Cpu, MIX_EXACT.0, MIX_EXACT.1, 2, 8) {
+        assert_eq!(t.step_top1, t.steps, "{t:?}");
+    }
 }
 
 #[test]
@@ -199,13 +208,26 @@ fn cuda_smollm2_generates_as_llama_cpp() {
     if let Some(t) = check(Device::Cuda(0), SMOL.0, SMOL_EXACT, usize::MAX, usize::MAX) {
         assert!(t.step_top1 * 100 >= t.steps * 99, "{t:?}");
     }
+    // Every block type's CUDA GEMV and prefill path inside the real model.
+    if let Some(t) = check(
+        Device::Cuda(0),
+        MIX_EXACT.0,
+        MIX_EXACT.1,
+        usize::MAX,
+        usize::MAX,
+    ) {
+        assert!(t.step_top1 * 100 >= t.steps * 99, "{t:?}");
+    }
 }
 
 /// The same steps on both devices: CUDA's logits (its kernels) against the CPU's.
 #[test]
 fn cuda_steps_match_the_cpu() {
     if cuda() {
-        steps_match(Device::Cuda(0), &[TINY[0], TINY[1], TINY[2], SMOL]);
+        steps_match(
+            Device::Cuda(0),
+            &[TINY[0], TINY[1], TINY[2], SMOL, MIX_EXACT],
+        );
     }
 }
 

@@ -196,7 +196,7 @@ fn compare_row(ours: &[f32], row: &Value, what: &str, acc: &mut Agreement) {
 
 /// Runs every case of `reference` teacher-forced; returns the totals.
 fn check_teacher_forced(file: &str, reference_name: &str, max_cases: usize) -> Option<Agreement> {
-    check_teacher_forced_with(file, reference_name, max_cases, QuantAct::F32)
+    check_teacher_forced_with(file, reference_name, max_cases, QuantAct::F32, false)
 }
 
 fn check_teacher_forced_with(
@@ -204,6 +204,7 @@ fn check_teacher_forced_with(
     reference_name: &str,
     max_cases: usize,
     quant_act: QuantAct,
+    lenient: bool,
 ) -> Option<Agreement> {
     let path = model(file)?;
     let opts = BuildOptions {
@@ -213,7 +214,7 @@ fn check_teacher_forced_with(
     let m = Model::with_numerics(&path, opts, quant_act);
     let doc = reference(reference_name);
     let mut acc = Agreement {
-        lenient: quant_act == QuantAct::Q8,
+        lenient,
         ..Agreement::default()
     };
     for case in doc["cases"].as_array().unwrap().iter().take(max_cases) {
@@ -322,6 +323,7 @@ fn smollm2_q4_1_with_q8_activations_matches_llama_cpp() {
         "llama_ref_smollm2_q4_1.json",
         99,
         QuantAct::Q8,
+        true,
     ) else {
         return;
     };
@@ -364,10 +366,20 @@ fn smollm2_q4_1_matches_llama_cpp_on_the_same_weights_in_f32() {
 
 #[test]
 fn smollm2_q4_1_continues_greedily_as_llama_cpp_in_f32() {
-    let Some(path) = model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
+    greedy_against_exact(
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "llama_ref_smollm2_q4_1_exact.json",
+    );
+}
+
+/// Greedy through our KV cache (prompt batched, then a step a token, as llama.cpp made the
+/// exact reference `reference_name`) token for token; where the runs part, llama.cpp's own
+/// top-2 gap must be under 1e-3. A step is slow in a debug build: there 3 prompts × 8
+/// tokens, in release all 13 × 32.
+fn greedy_against_exact(file: &str, reference_name: &str) {
+    let Some(path) = model(file) else {
         return;
     };
-    // A step is slow in a debug build: there 3 prompts × 8 tokens, in release all 13 × 32.
     let (n_prompts, n_tokens) = if cfg!(debug_assertions) {
         (3, 8)
     } else {
@@ -379,19 +391,18 @@ fn smollm2_q4_1_continues_greedily_as_llama_cpp_in_f32() {
         ..BuildOptions::default()
     };
     let m = Model::with(&path, opts);
-    let doc = reference("llama_ref_smollm2_q4_1_exact.json");
+    let doc = reference(reference_name);
     let (mut exact, mut same_total, mut total) = (0, 0, 0);
     for case in doc["cases"].as_array().unwrap().iter().take(n_prompts) {
         let cont = ids(&case["continuation_ids"]);
         let want = &cont[..n_tokens.min(cont.len())];
         let (same, n) = greedy_cached(&m, &ids(&case["prompt_ids"]), want);
         if same < n {
-            // Where the runs part, llama.cpp's own choice must be a near-tie.
             let row = &case["continuation_step_topk"][same];
             let gap = row["gap"].as_f64().unwrap();
             assert!(
                 gap < 1e-3,
-                "{}: parted at token {same} where llama.cpp's top-2 gap is {gap}",
+                "{file} {}: parted at token {same} where llama.cpp's top-2 gap is {gap}",
                 case["name"]
             );
         } else {
@@ -401,8 +412,74 @@ fn smollm2_q4_1_continues_greedily_as_llama_cpp_in_f32() {
         total += n;
     }
     println!(
-        "SmolLM2 vs llama.cpp in f32: greedy token-exact on {exact}/{n_prompts} prompts,          {same_total}/{total} tokens before a parting"
+        "{file} vs llama.cpp in f32: greedy token-exact on {exact}/{n_prompts} prompts, \
+         {same_total}/{total} tokens before a parting"
     );
+}
+
+/// SmolLM2 requantized to all eleven types (scripts/gguf_requant.py: Q4_0, Q4_1, Q5_0,
+/// Q5_1 and Q8_0 in turn on the 576-column matrices, Q4_K, Q5_K and Q6_K on the FFN down
+/// projections, one BF16 and one F16, a Q5_1 embedding and tied head, F32 norms) against
+/// llama.cpp on the F32 copy of that file with an f32 cache: every block format decoded by
+/// us against gguf-py's port of ggml's formulas, inside a real model. As for the Q4_1 file:
+/// top-1 at ≥ 99 % of the 800 positions, logits within 1e-4 rel-L2.
+#[test]
+fn smollm2_with_every_quant_type_matches_llama_cpp_in_f32() {
+    let Some(a) = check_teacher_forced(
+        "SmolLM2-135M-Instruct.mix.gguf",
+        "llama_ref_smollm2_mix_exact.json",
+        99,
+    ) else {
+        return;
+    };
+    assert!(
+        a.top1 * 100 >= a.rows * 99,
+        "top-1 {}/{} below 99 %",
+        a.top1,
+        a.rows
+    );
+    let rel = (a.diff2 / a.ref2).sqrt();
+    assert!(rel < 1e-4, "rel-L2 {rel:.2e}");
+}
+
+#[test]
+fn smollm2_with_every_quant_type_continues_greedily_as_llama_cpp_in_f32() {
+    greedy_against_exact(
+        "SmolLM2-135M-Instruct.mix.gguf",
+        "llama_ref_smollm2_mix_exact.json",
+    );
+}
+
+/// The same file against llama.cpp's own kernels on it (x rounded to Q8_0 / Q8_1 / Q8_K per
+/// block type, an f16 cache). Its 4- and 5-bit blocks make that rounding count: llama.cpp's
+/// default run agrees with its own f32 run (the exact reference above) at 509 of the 544
+/// teacher-forced positions the two runs share (93.6 %; 98.4 % on the Q4_1 file), and ours
+/// agrees with the default at 755 / 800 (94.4 %: 38 second-choice swaps, 7 others) while it
+/// matches the f32 run at 800 / 800. So the bound here is llama.cpp's own 93 %, with the
+/// rounding's signature: nearly every disagreement llama.cpp's second choice.
+#[test]
+fn smollm2_with_every_quant_type_matches_llama_cpp() {
+    let Some(a) = check_teacher_forced_with(
+        "SmolLM2-135M-Instruct.mix.gguf",
+        "llama_ref_smollm2_mix.json",
+        99,
+        QuantAct::F32,
+        true,
+    ) else {
+        return;
+    };
+    assert!(
+        a.top1 * 100 >= a.rows * 93,
+        "top-1 {}/{} below 93 %",
+        a.top1,
+        a.rows
+    );
+    assert!(
+        a.others * 50 <= a.rows,
+        "{} not second-choice swaps",
+        a.others
+    );
+    assert!((a.diff2 / a.ref2).sqrt() < 2e-2);
 }
 
 /// The cached graph reproduces llama.cpp's greedy continuations (made the same way: prompt
@@ -530,4 +607,32 @@ fn configs_of_the_tiny_files() {
         assert_eq!(c.ffn_act, Activation::GeluApprox);
         assert_eq!(c.attn_scale, 1.0 / 32f32.sqrt());
     }
+}
+
+/// The same under QuantAct::Q8, our integer block products for every type (x rounded as
+/// llama.cpp rounds it): 768 / 800 (96.0 %, 29 second-choice swaps, 3 others), closer to
+/// llama.cpp's kernels than the f32 mode's 94.4 %; the same bounds.
+#[test]
+fn smollm2_with_every_quant_type_and_q8_activations_matches_llama_cpp() {
+    let Some(a) = check_teacher_forced_with(
+        "SmolLM2-135M-Instruct.mix.gguf",
+        "llama_ref_smollm2_mix.json",
+        99,
+        QuantAct::Q8,
+        true,
+    ) else {
+        return;
+    };
+    assert!(
+        a.top1 * 100 >= a.rows * 93,
+        "top-1 {}/{} below 93 %",
+        a.top1,
+        a.rows
+    );
+    assert!(
+        a.others * 50 <= a.rows,
+        "{} not second-choice swaps",
+        a.others
+    );
+    assert!((a.diff2 / a.ref2).sqrt() < 2e-2);
 }
