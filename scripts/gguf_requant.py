@@ -25,8 +25,10 @@ import sys
 import numpy as np
 
 from gguf import GGMLQuantizationType as T
-from gguf import GGUFReader, GGUFValueType, GGUFWriter
+from gguf import GGUFReader, GGUFWriter
 from gguf.quants import dequantize, quantize
+
+from gguf_to_f32 import copy_fields
 
 LEGACY = [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0]
 KQUANT = [T.Q4_K, T.Q5_K, T.Q6_K]
@@ -130,15 +132,6 @@ def choose(name):
     if kind == "ffn_down":
         return {28: T.BF16, 29: T.F16}.get(i, KQUANT[i % len(KQUANT)])
     return None
-
-
-def copy_fields(r, w):
-    for key, f in r.fields.items():
-        if key.startswith("GGUF.") or key in ("general.architecture", "general.file_type"):
-            continue
-        vtype = f.types[0]
-        sub = f.types[-1] if vtype == GGUFValueType.ARRAY else None
-        w.add_key_value(key, f.contents(), vtype, sub_type=sub)
 
 
 def main():
