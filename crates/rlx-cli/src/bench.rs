@@ -312,9 +312,10 @@ pub fn run(o: &BenchOpts) -> Result<(), CliError> {
             "cnn" => cnn(o, &mut rows)?,
             "llm" => crate::bench_llm::llm(o, &mut rows)?,
             "embed" => crate::bench_embed::embed(o, &mut rows)?,
+            "sample" => crate::bench_sample::sample(o, &mut rows)?,
             other => {
                 return Err(CliError::Usage(format!(
-                    "unknown suite \"{other}\": use matmul, encoder, cnn, llm, embed"
+                    "unknown suite \"{other}\": use matmul, encoder, cnn, llm, embed, sample"
                 )))
             }
         }

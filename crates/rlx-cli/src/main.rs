@@ -2,6 +2,7 @@
 mod bench;
 mod bench_embed;
 mod bench_llm;
+mod bench_sample;
 mod demo;
 mod embed;
 mod generate;
@@ -67,7 +68,8 @@ enum Cmd {
         #[arg(long)]
         device: Option<String>,
         /// Comma-separated suites: matmul, encoder, cnn, llm (decode tg128 / prefill pp512 of
-        /// each --gguf file), embed (256 mixed-length texts through --model, batch 32).
+        /// each --gguf file), embed (256 mixed-length texts through --model, batch 32),
+        /// sample (the host sampler per token at 49k and 152k logits).
         #[arg(long, default_value = "matmul,encoder,cnn")]
         suites: String,
         #[arg(long, default_value_t = 3)]

@@ -237,43 +237,33 @@ impl Sampler {
         if u32::try_from(logits.len() - 1).is_err() {
             return Err(SampleError::TooManyLogits { len: logits.len() });
         }
-        if let Some((index, &value)) = logits
-            .iter()
-            .enumerate()
-            .find(|(_, v)| v.is_nan() || **v == f32::INFINITY)
+        // Whole chunks are tested branch-free first; the index is looked for in the bad one.
+        let bad = |v: &f32| v.is_nan() || *v == f32::INFINITY;
+        if let Some(c) = logits
+            .chunks(256)
+            .position(|c| c.iter().fold(false, |a, v| a | bad(v)))
         {
+            let index = 256 * c + logits[256 * c..].iter().position(bad).unwrap_or(0);
+            let value = logits[index];
             return Err(SampleError::BadLogit { index, value });
         }
 
-        let mut work = logits.to_vec();
-        self.penalise(&mut work, history);
-
-        // -inf tokens can never be drawn; dropping them first changes no filter's outcome.
-        let mut cands: Vec<Cand> = work
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| **l > f32::NEG_INFINITY)
-            .map(|(i, &logit)| Cand {
-                id: i as u32,
-                logit,
-            })
-            .collect();
-        if cands.is_empty() {
-            return Err(SampleError::NoCandidate { len: logits.len() });
-        }
-
+        // The logits are read in place (a 150k-token vocabulary is 600 KB a step): only the
+        // penalised tokens get new values, in a short list beside them.
+        let pen = self.penalised(logits, history);
         if cfg.temperature == 0.0 {
             // Every filter keeps the maximum, so greedy is the argmax of the penalised logits.
-            let best = cands
-                .iter()
-                .min_by(|a, b| by_rank(a, b))
-                .unwrap_or(&cands[0]);
+            let best =
+                greedy(logits, &pen).ok_or(SampleError::NoCandidate { len: logits.len() })?;
             return Ok(vec![(best.id, 1.0)]);
         }
-
-        if cfg.top_k > 0 && cfg.top_k < cands.len() {
-            cands.select_nth_unstable_by(cfg.top_k - 1, by_rank);
-            cands.truncate(cfg.top_k);
+        let mut cands = if cfg.top_k > 0 {
+            top_k(logits, &pen, cfg.top_k)
+        } else {
+            all_candidates(logits, &pen)
+        };
+        if cands.is_empty() {
+            return Err(SampleError::NoCandidate { len: logits.len() });
         }
         cands.sort_unstable_by(by_rank);
 
@@ -305,26 +295,171 @@ impl Sampler {
         Ok(cands.iter().zip(probs).map(|(c, p)| (c.id, p)).collect())
     }
 
-    /// llama.cpp's repetition penalty: each distinct recent token once, whatever its count.
-    fn penalise(&self, logits: &mut [f32], history: &[u32]) {
+    /// llama.cpp's repetition penalty: each distinct recent token once, whatever its count,
+    /// as (id, penalised logit) in ascending id order; ids outside the vocabulary are ignored.
+    fn penalised(&self, logits: &[f32], history: &[u32]) -> Vec<(u32, f32)> {
         let cfg = &self.cfg;
         if cfg.repeat_penalty == 1.0 || cfg.repeat_last_n == 0 {
-            return;
+            return Vec::new();
         }
         let start = history.len().saturating_sub(cfg.repeat_last_n);
-        let mut recent = history[start..].to_vec();
+        let mut recent: Vec<u32> = (history[start..].iter())
+            .copied()
+            .filter(|&id| (id as usize) < logits.len())
+            .collect();
         recent.sort_unstable();
         recent.dedup();
-        for id in recent {
-            if let Some(l) = logits.get_mut(id as usize) {
-                if *l > 0.0 {
-                    *l /= cfg.repeat_penalty;
+        (recent.into_iter())
+            .map(|id| {
+                let l = logits[id as usize];
+                let p = if l > 0.0 {
+                    l / cfg.repeat_penalty
                 } else {
-                    *l *= cfg.repeat_penalty;
+                    l * cfg.repeat_penalty
+                };
+                (id, p)
+            })
+            .collect()
+    }
+}
+
+/// The logits in id order as runs of unpenalised ids (`on_run(first id, values)`) between
+/// the penalised tokens (`pen`, ascending), which `on_pen` gets with their new values.
+fn runs(
+    logits: &[f32],
+    pen: &[(u32, f32)],
+    mut on_run: impl FnMut(usize, &[f32]),
+    mut on_pen: impl FnMut(Cand),
+) {
+    let mut from = 0;
+    for next in pen.iter().map(Some).chain([None]) {
+        let to = next.map_or(logits.len(), |&(id, _)| id as usize);
+        on_run(from, &logits[from..to]);
+        if let Some(&(id, logit)) = next {
+            on_pen(Cand { id, logit });
+            from = id as usize + 1;
+        }
+    }
+}
+
+/// The first token of the largest penalised logit above -inf: per run a branch-free
+/// maximum, then the first index holding it; a later run or penalised id wins only with a
+/// strictly larger logit, so ties go to the smaller id.
+fn greedy(logits: &[f32], pen: &[(u32, f32)]) -> Option<Cand> {
+    let best = std::cell::Cell::new(None::<Cand>);
+    let offer = |c: Cand| {
+        if c.logit > best.get().map_or(f32::NEG_INFINITY, |b| b.logit) {
+            best.set(Some(c));
+        }
+    };
+    let on_run = |from: usize, run: &[f32]| {
+        let max = run_max(run);
+        if let Some(i) = run.iter().position(|&x| x == max) {
+            offer(Cand {
+                id: (from + i) as u32,
+                logit: max,
+            });
+        }
+    };
+    runs(logits, pen, on_run, offer);
+    best.get()
+}
+
+/// The largest value of `xs` (-inf if empty): sixteen independent lanes, which the
+/// compiler keeps in vector registers (a single running maximum is a serial chain).
+fn run_max(xs: &[f32]) -> f32 {
+    let pick = |m: f32, x: f32| if x > m { x } else { m };
+    let mut lanes = [f32::NEG_INFINITY; 16];
+    let chunks = xs.chunks_exact(16);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (m, &x) in lanes.iter_mut().zip(c) {
+            *m = pick(*m, x);
+        }
+    }
+    let m = tail.iter().fold(f32::NEG_INFINITY, |m, &x| pick(m, x));
+    lanes.iter().fold(m, |a, &b| pick(a, b))
+}
+
+/// Every token that can be drawn (penalised logit above -inf), in id order.
+fn all_candidates(logits: &[f32], pen: &[(u32, f32)]) -> Vec<Cand> {
+    let all = std::cell::RefCell::new(Vec::with_capacity(logits.len()));
+    let push = |c: Cand| {
+        if c.logit > f32::NEG_INFINITY {
+            all.borrow_mut().push(c);
+        }
+    };
+    let on_run = |from: usize, run: &[f32]| {
+        for (i, &logit) in run.iter().enumerate() {
+            push(Cand {
+                id: (from + i) as u32,
+                logit,
+            });
+        }
+    };
+    runs(logits, pen, on_run, push);
+    all.into_inner()
+}
+
+/// The `k` best candidates by [`by_rank`] (all of them when there are at most `k`), in no
+/// particular order, from one pass: a candidate enters a buffer only if it ranks above the
+/// k-th best of the last compaction (`floor`), so the buffer stays small; a 16-value chunk
+/// whose maximum is under the floor is passed over whole. Nothing dropped could be among the
+/// k best: k kept ones rank at least as high.
+fn top_k(logits: &[f32], pen: &[(u32, f32)], k: usize) -> Vec<Cand> {
+    struct Sel {
+        k: usize,
+        cap: usize,
+        buf: Vec<Cand>,
+        floor: Option<Cand>,
+    }
+    impl Sel {
+        fn offer(&mut self, c: Cand) {
+            if c.logit == f32::NEG_INFINITY {
+                return;
+            }
+            if let Some(t) = self.floor {
+                if c.logit < t.logit || by_rank(&c, &t) != Ordering::Less {
+                    return;
                 }
+            }
+            self.buf.push(c);
+            if self.buf.len() >= self.cap {
+                self.keep_k();
+                self.floor = Some(self.buf[self.k - 1]);
+            }
+        }
+        fn keep_k(&mut self) {
+            if self.buf.len() > self.k {
+                self.buf.select_nth_unstable_by(self.k - 1, by_rank);
+                self.buf.truncate(self.k);
             }
         }
     }
+    let cap = 2 * k + 1024;
+    let sel = std::cell::RefCell::new(Sel {
+        k,
+        cap,
+        buf: Vec::with_capacity(cap.min(logits.len())),
+        floor: None,
+    });
+    let on_run = |from: usize, run: &[f32]| {
+        for (j, chunk) in run.chunks(16).enumerate() {
+            let floor = sel.borrow().floor.map_or(f32::NEG_INFINITY, |t| t.logit);
+            if !chunk.iter().fold(false, |a, &x| a | (x >= floor)) {
+                continue;
+            }
+            let mut s = sel.borrow_mut();
+            for (i, &logit) in chunk.iter().enumerate() {
+                let id = (from + 16 * j + i) as u32;
+                s.offer(Cand { id, logit });
+            }
+        }
+    };
+    runs(logits, pen, on_run, |c| sel.borrow_mut().offer(c));
+    let mut s = sel.into_inner();
+    s.keep_k();
+    s.buf
 }
 
 /// Softmax of `logit / temperature` over sorted candidates (max first). Subtracting the max

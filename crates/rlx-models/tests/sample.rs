@@ -211,6 +211,58 @@ fn distribution_equals_reference() {
     }
 }
 
+/// Vocabularies of LLM size, where the sampler reads the logits in one pass and keeps only
+/// a top-k buffer (compacted whenever it fills, 2k + 1024 entries): logits drawn from a few
+/// levels, so whole runs tie at the k-th value and the smaller ids must win across
+/// compactions; masked tokens, penalties either way (history ids scattered over the whole
+/// vocabulary) and greedy, against the reference.
+#[test]
+fn large_vocabularies_equal_reference() {
+    let mut rng = Rng::new("sample_large_vocab");
+    for case in 0..40 {
+        let n = 2_000 + rng.below(70_000);
+        let levels: Vec<f32> = (0..2 + rng.below(40))
+            .map(|_| (rng.normal() * 4.0) as f32)
+            .collect();
+        let mut logits: Vec<f32> = if case % 2 == 0 {
+            (0..n).map(|_| levels[rng.below(levels.len())]).collect()
+        } else {
+            random_logits(&mut rng, n)
+        };
+        if rng.chance(0.3) {
+            for x in logits.iter_mut() {
+                if rng.chance(0.2) {
+                    *x = f32::NEG_INFINITY;
+                }
+            }
+            logits[rng.below(n)] = levels[0];
+        }
+        let hist: Vec<u32> = (0..rng.below(100))
+            .map(|_| rng.below(n + 5) as u32)
+            .collect();
+        let top_k = match rng.below(4) {
+            0 => 1 + rng.below(8),
+            1 => 1 + rng.below(600),
+            2 => 2_000 + rng.below(3_000),
+            _ => 40,
+        };
+        let mut cfg = SamplerConfig {
+            top_k,
+            temperature: if rng.chance(0.2) { 0.0 } else { 0.8 },
+            ..random_config(&mut rng, n)
+        };
+        if case % 3 == 0 {
+            // Exactly the top-k set, with its ties at the boundary, reaches the draw.
+            (cfg.top_p, cfg.min_p) = (1.0, 0.0);
+        }
+        let got = Sampler::new(cfg.clone())
+            .unwrap()
+            .probabilities(&logits, &hist)
+            .unwrap();
+        check_against_reference(&got, &logits, &hist, &cfg);
+    }
+}
+
 #[test]
 fn edge_options_equal_reference() {
     // min_p = 1 keeps exactly the ties of the maximum; top_p tiny keeps the top token;
