@@ -129,11 +129,17 @@ fn opt_usize(md: &Metadata, key: &str) -> Result<Option<usize>, ModelError> {
     }
 }
 
+/// The largest size any dimension key may give (16M: past every released model's widths,
+/// vocabularies and contexts), so that products of a few sizes cannot overflow and a
+/// hostile file cannot ask for an allocation by its metadata alone.
+pub const MAX_DIM: usize = 1 << 24;
+
+/// A size from the metadata: positive and at most [`MAX_DIM`].
 fn positive(key: &str, n: usize) -> Result<usize, ModelError> {
-    if n == 0 {
+    if n == 0 || n > MAX_DIM {
         return Err(ModelError::BadMetadata {
             key: key.to_string(),
-            reason: "must be positive".into(),
+            reason: format!("{n} must be in 1..={MAX_DIM}"),
         });
     }
     Ok(n)
@@ -163,6 +169,16 @@ impl LlmConfig {
         let a = arch.name();
         let key = |k: &str| format!("{a}.{k}");
         let n_layer = positive(&key("block_count"), md.get_usize(&key("block_count"))?)?;
+        // Every layer has its own tensors; more layers than tensors is a wrong count.
+        if n_layer > gguf.tensors().len() {
+            return Err(ModelError::BadMetadata {
+                key: key("block_count"),
+                reason: format!(
+                    "{n_layer} layers, but the file holds {} tensors",
+                    gguf.tensors().len()
+                ),
+            });
+        }
         let n_embd = positive(
             &key("embedding_length"),
             md.get_usize(&key("embedding_length"))?,
@@ -181,6 +197,7 @@ impl LlmConfig {
         let head_dim = opt_usize(md, &key("attention.key_length"))?.unwrap_or(n_embd / n_head);
         let head_dim = positive(&key("attention.key_length"), head_dim)?;
         let head_dim_v = opt_usize(md, &key("attention.value_length"))?.unwrap_or(head_dim);
+        let head_dim_v = positive(&key("attention.value_length"), head_dim_v)?;
         let n_ff = positive(
             &key("feed_forward_length"),
             md.get_usize(&key("feed_forward_length"))?,
