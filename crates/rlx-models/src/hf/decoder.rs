@@ -144,11 +144,11 @@ pub fn hf_decoder(dir: &Path, compute: Option<DType>) -> Result<(LlmConfig, HfSt
     let n_layer = j.positive("num_hidden_layers")?;
     let n_embd = j.positive("hidden_size")?;
     let n_head = j.positive("num_attention_heads")?;
-    let n_head_kv = j.opt_usize("num_key_value_heads")?.unwrap_or(n_head);
-    if n_head_kv == 0 || !n_head.is_multiple_of(n_head_kv) {
+    let n_head_kv = j.opt_positive("num_key_value_heads")?.unwrap_or(n_head);
+    if !n_head.is_multiple_of(n_head_kv) {
         return Err(j.bad("num_key_value_heads", "a divisor of num_attention_heads"));
     }
-    let head_dim = match j.opt_usize("head_dim")? {
+    let head_dim = match j.opt_positive("head_dim")? {
         Some(d) => d,
         None if n_embd.is_multiple_of(n_head) => n_embd / n_head,
         None => return Err(j.bad("num_attention_heads", "a divisor of hidden_size")),
@@ -191,6 +191,13 @@ pub fn hf_decoder(dir: &Path, compute: Option<DType>) -> Result<(LlmConfig, HfSt
         }
     };
     let st = SafeTensors::open(dir)?;
+    // Every layer has its own tensors; more layers than tensors is a wrong count.
+    if n_layer > st.len() {
+        return Err(j.bad(
+            "num_hidden_layers",
+            "at most the number of tensors in the folder",
+        ));
+    }
     let mut names = BTreeMap::new();
     let mut tensors = BTreeMap::new();
     for hf in st.names() {
@@ -223,6 +230,15 @@ pub fn hf_decoder(dir: &Path, compute: Option<DType>) -> Result<(LlmConfig, HfSt
         _ => j.opt_bool("attention_bias")?.unwrap_or(false),
     };
     let default_eps = 1e-6;
+    // Finite and positive (the epsilon may be 0): anything else runs and gives NaN.
+    let rms_eps = j.opt_f64("rms_norm_eps")?.unwrap_or(default_eps) as f32;
+    if !(rms_eps.is_finite() && rms_eps >= 0.0) {
+        return Err(j.bad("rms_norm_eps", "a finite number >= 0"));
+    }
+    let rope_base = j.opt_f64("rope_theta")?.unwrap_or(10000.0) as f32;
+    if !(rope_base.is_finite() && rope_base > 0.0) {
+        return Err(j.bad("rope_theta", "a finite number > 0"));
+    }
     let cfg = LlmConfig {
         arch,
         n_layer,
@@ -234,8 +250,8 @@ pub fn hf_decoder(dir: &Path, compute: Option<DType>) -> Result<(LlmConfig, HfSt
         n_ff: j.positive("intermediate_size")?,
         vocab: j.positive("vocab_size")?,
         ctx: j.positive("max_position_embeddings")?,
-        rms_eps: j.opt_f64("rms_norm_eps")?.unwrap_or(default_eps) as f32,
-        rope_base: j.opt_f64("rope_theta")?.unwrap_or(10000.0) as f32,
+        rms_eps,
+        rope_base,
         rope_base_swa: None,
         rope_freq_scale,
         n_rot: head_dim,

@@ -120,11 +120,19 @@ impl JsonFile {
         self.error(key, format!("must be {what} (found {got})"))
     }
 
-    /// A required positive integer.
+    /// A required size: a positive integer no larger than [`crate::llm::MAX_DIM`].
     pub fn positive(&self, key: &str) -> Result<usize, ModelError> {
         match self.usize(key)? {
-            0 => Err(self.bad(key, "a positive integer")),
-            n => Ok(n),
+            n @ 1..=crate::llm::MAX_DIM => Ok(n),
+            _ => Err(self.bad(key, "a positive integer up to 16M")),
+        }
+    }
+
+    /// An optional size (see [`JsonFile::positive`]).
+    pub fn opt_positive(&self, key: &str) -> Result<Option<usize>, ModelError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(_) => self.positive(key).map(Some),
         }
     }
 

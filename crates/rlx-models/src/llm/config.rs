@@ -134,6 +134,23 @@ fn opt_usize(md: &Metadata, key: &str) -> Result<Option<usize>, ModelError> {
 /// hostile file cannot ask for an allocation by its metadata alone.
 pub const MAX_DIM: usize = 1 << 24;
 
+/// A float from the metadata that must be finite and positive (`zero_ok`: or zero): a RoPE
+/// base of 0 or -1, or a negative epsilon, would run and give NaN or garbage.
+fn finite(key: &str, x: f32, zero_ok: bool) -> Result<f32, ModelError> {
+    if x.is_finite() && (x > 0.0 || (zero_ok && x == 0.0)) {
+        return Ok(x);
+    }
+    let rule = if zero_ok {
+        "finite and >= 0"
+    } else {
+        "finite and > 0"
+    };
+    Err(ModelError::BadMetadata {
+        key: key.to_string(),
+        reason: format!("{x} must be {rule}"),
+    })
+}
+
 /// A size from the metadata: positive and at most [`MAX_DIM`].
 fn positive(key: &str, n: usize) -> Result<usize, ModelError> {
     if n == 0 || n > MAX_DIM {
@@ -211,12 +228,14 @@ impl LlmConfig {
             &key("context_length"),
             md.get_usize(&key("context_length"))?,
         )?;
-        let rms_eps = md.get_f32(&key("attention.layer_norm_rms_epsilon"))?;
-        let rope_base = opt_f32(md, &key("rope.freq_base")).unwrap_or(10000.0);
+        let eps_key = key("attention.layer_norm_rms_epsilon");
+        let rms_eps = finite(&eps_key, md.get_f32(&eps_key)?, true)?;
+        let base_key = key("rope.freq_base");
+        let rope_base = finite(&base_key, opt_f32(md, &base_key).unwrap_or(10000.0), false)?;
         let rope_freq_scale = match opt_f32(md, &key("rope.scaling.factor"))
             .or_else(|| opt_f32(md, &key("rope.scale_linear")))
         {
-            Some(f) if f != 0.0 => 1.0 / f,
+            Some(f) if f != 0.0 => 1.0 / finite(&key("rope.scaling.factor"), f, false)?,
             _ => 1.0,
         };
         let n_rot = opt_usize(md, &key("rope.dimension_count"))?.unwrap_or(head_dim);
@@ -286,7 +305,9 @@ impl LlmConfig {
             self.swa_layers =
                 swa_layers(md, &key("attention.sliding_window_pattern"), self.n_layer)?;
             // llama.cpp's default for the SWA base when the key is absent.
-            self.rope_base_swa = Some(opt_f32(md, &key("rope.freq_base_swa")).unwrap_or(10000.0));
+            let base_key = key("rope.freq_base_swa");
+            let base = opt_f32(md, &base_key).unwrap_or(10000.0);
+            self.rope_base_swa = Some(finite(&base_key, base, false)?);
         }
         self.embed_scale = Some((self.n_embd as f32).sqrt());
         self.qk_norm = true;
@@ -300,7 +321,11 @@ impl LlmConfig {
         } else {
             1.0 / (self.head_dim as f32).sqrt()
         };
-        self.final_softcap = opt_f32(md, &key("final_logit_softcapping")).filter(|&c| c != 0.0);
+        let cap_key = key("final_logit_softcapping");
+        self.final_softcap = match opt_f32(md, &cap_key).filter(|&c| c != 0.0) {
+            Some(c) => Some(finite(&cap_key, c, false)?),
+            None => None,
+        };
         Ok(())
     }
 

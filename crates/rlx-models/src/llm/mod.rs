@@ -11,7 +11,7 @@ mod graph;
 mod shard;
 mod weights;
 
-pub use config::{Arch, LlmConfig, WeightFormat, SUPPORTED_ARCHS};
+pub use config::{Arch, LlmConfig, WeightFormat, MAX_DIM, SUPPORTED_ARCHS};
 pub use graph::{build, BuildOptions, LAST, POS, POSITIONS, SEQ, TOKENS};
 pub use shard::{shard_config, split_of, ShardedStore, Split, TensorParallel};
 pub use weights::{load, load_each, rope_table, ParamDecl, ParamSource, StoredTensor, TensorStore};
