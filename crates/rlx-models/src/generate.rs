@@ -259,14 +259,31 @@ impl Decoder {
                 (Engine::One(Box::new(exe)), opts.device)
             }
         };
-        Ok(Decoder {
+        let mut d = Decoder {
             cfg,
             exe,
             ctx,
             pos: 0,
             device,
             logits: Vec::new(),
-        })
+        };
+        d.warm_up()?;
+        Ok(d)
+    }
+
+    /// On a GPU, build the plans a short conversation uses — one decode step and the
+    /// smallest prompt bucket — at load, as llama.cpp's warm-up decode does: a plan's first
+    /// run compiles, tunes and captures it (tens of milliseconds), which would otherwise land
+    /// in the first reply's tokens/s. The rows it writes are never read (`reset`). The CPU
+    /// has no capture to do, and its plans cost a memory plan each.
+    fn warm_up(&mut self) -> Result<(), ModelError> {
+        if self.device == Device::Cpu || !matches!(self.exe, Engine::One(_)) {
+            return Ok(());
+        }
+        self.prefill(&[0])?;
+        self.step(0)?;
+        self.reset();
+        Ok(())
     }
 
     pub fn ctx(&self) -> usize {
