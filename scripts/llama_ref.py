@@ -10,6 +10,7 @@ Outputs, under crates/rlx-models/tests/data/ (committed; tests read only these f
   llama_tokens_smollm2.json    tokenizer-only cases: ids for hard and edge-case strings
   llama_ref_<arch>_tiny.json   the same as the first for the random-weight GGUFs that
                                scripts/gen_gguf_arch.py writes, where those files exist
+  llama_tokens_<arch>_tiny.json  the tokenizer cases through those files' vocabularies
 
 Everything runs with one thread and fixed settings so a rerun gives the same bytes; the
 settings are written into each file's header. Floats are rounded to 5 significant digits.
@@ -462,6 +463,9 @@ def main():
                 print(f"skip {arch}: {path} absent (scripts/gen_gguf_arch.py writes it)")
                 continue
             reference(path, ARCH_PROMPTS, os.path.join(DATA, f"llama_ref_{arch}_tiny.json"))
+            # The hard strings through each tiny vocabulary: the Llama 3 and Qwen2
+            # pre-tokenizer regexes and SentencePiece with byte fallback.
+            tokens(path, os.path.join(DATA, f"llama_tokens_{arch}_tiny.json"))
 
 
 if __name__ == "__main__":

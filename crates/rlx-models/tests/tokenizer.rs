@@ -2,7 +2,8 @@
 //! `tokenizers` (tests/data/hf_tokens_smollm2.json, scripts/hf_tokens.py) and, when its file
 //! is there, llama.cpp (tests/data/llama_tokens_smollm2.json); round trips on hard strings,
 //! special-token parsing, streaming decode, the chat template. Skips (with a message) when
-//! the model file is not in the cache (scripts/fetch_models.sh puts it there).
+//! the model file is not in the cache (scripts/fetch_models.sh puts it there). The same
+//! strings through the tiny llama / qwen2 / gemma3 vocabularies against llama.cpp.
 use rlx_io::gguf::Gguf;
 use rlx_models::tokenizer::{Message, Tokenizer, TokenizerError, TokenizerKind};
 use serde_json::Value;
@@ -121,6 +122,30 @@ fn ids_equal_llama_cpp() {
         return;
     }
     compare(tok, &cases(&path), "llama.cpp");
+}
+
+/// The same hard strings through the tiny files' vocabularies (scripts/gen_gguf_arch.py):
+/// the Llama 3 pre-tokenizer ("llama-bpe"), Qwen2's (digits one by one) and SentencePiece
+/// with byte fallback (gemma3), each against llama.cpp on that file.
+#[test]
+fn tiny_vocabularies_equal_llama_cpp() {
+    for arch in ["llama", "qwen2", "gemma3"] {
+        let Some(path) = rlx_io::model_cache().map(|c| c.join(format!("gguf/tiny-{arch}.gguf")))
+        else {
+            return;
+        };
+        if !path.exists() {
+            println!(
+                "skipped: {} absent (scripts/fetch_models.sh)",
+                path.display()
+            );
+            continue;
+        }
+        let tok = Tokenizer::from_gguf(&Gguf::open(&path).unwrap()).unwrap();
+        let cases = cases(&data(&format!("llama_tokens_{arch}_tiny.json")));
+        assert!(cases.len() >= 50);
+        compare(&tok, &cases, &format!("llama.cpp on tiny-{arch}.gguf"));
+    }
 }
 
 #[test]

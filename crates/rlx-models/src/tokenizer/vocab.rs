@@ -227,6 +227,10 @@ impl Vocab {
         let mut tokens = Vec::with_capacity(n);
         let mut token_to_id = HashMap::with_capacity(n);
         for (i, t) in raw.into_iter().enumerate() {
+            // llama.cpp reads each text through a C string, so a token ends at its first
+            // NUL (an SPM vocabulary's raw "\0" piece is empty to it, and the NUL character
+            // then takes the byte-fallback token <0x00>).
+            let t = t.split('\0').next().unwrap_or_default();
             let t = if t.is_empty() {
                 format!("[EMPTY_{i}]")
             } else {
