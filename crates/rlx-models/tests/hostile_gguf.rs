@@ -8,14 +8,10 @@ mod common;
 #[path = "../../rlx-io/tests/gguf_writer/mod.rs"]
 mod gguf_writer;
 
-use common::model;
+use common::{model, use_variants};
 use gguf_writer::Writer;
 use rlx_io::gguf::{Array, Gguf, Value};
-use rlx_models::generate::{GenerateOptions, Llm, LoadOptions};
-use rlx_models::tokenizer::Message;
-use rlx_runtime::Device;
 use rlx_testutil::Rng;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
 /// The file as a writer holds it: the same entries and tensors, in order.
@@ -28,42 +24,6 @@ fn writer_of(g: &Gguf) -> Writer {
         w = w.tensor(t.name(), t.ggml_dims(), t.type_id(), data);
     }
     w
-}
-
-/// Loads `bytes` as a model and uses it; `Err` with the panic message if anything panicked.
-fn exercise(bytes: &[u8], dir: &Path) -> Result<&'static str, String> {
-    let path = dir.join("hostile.gguf");
-    std::fs::write(&path, bytes).expect("temp file");
-    let run = || -> &'static str {
-        let opts = LoadOptions {
-            device: Device::Cpu,
-            ctx: Some(24),
-            ..LoadOptions::default()
-        };
-        let mut llm = match Llm::load(&path, &opts) {
-            Ok(m) => m,
-            Err(_) => return "refused at load",
-        };
-        let _ = llm.encode_chat(&[Message::new("user", "Hi <|im_start|> 🍕")]);
-        let prompt = match llm.encode("Hello world 123 日本") {
-            Ok(p) => p,
-            Err(_) => return "refused the prompt",
-        };
-        let gen = GenerateOptions {
-            max_tokens: 3,
-            ..GenerateOptions::default()
-        };
-        match llm.generate(&prompt, &gen, |_| {}) {
-            Ok(_) => "generated",
-            Err(_) => "refused to generate",
-        }
-    };
-    catch_unwind(AssertUnwindSafe(run)).map_err(|p| {
-        p.downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "a panic without a message".into())
-    })
 }
 
 /// Replacement values for one metadata entry: other numbers, another type, cut arrays.
@@ -186,18 +146,11 @@ fn hostile_variants_of(file: &str, rng: &mut Rng, dir: &Path) -> (usize, Vec<Str
             as_type(10, "Q2_K", vec![0; (n / 256 * 84) as usize]);
         }
     }
-    let mut outcomes = std::collections::BTreeMap::<&str, usize>::new();
-    let mut panics = Vec::new();
-    for (what, bytes) in &files {
-        match exercise(bytes, dir) {
-            Ok(o) => *outcomes.entry(o).or_default() += 1,
-            Err(msg) => panics.push(format!("{file}, {what}: {msg}")),
-        }
-    }
-    println!(
-        "{file}: {} variants, {outcomes:?}, {} panics",
-        files.len(),
-        panics.len()
+    let panics = use_variants(
+        file,
+        &dir.join("hostile.gguf"),
+        &dir.join("hostile.gguf"),
+        &files,
     );
     (files.len(), panics)
 }
@@ -207,16 +160,12 @@ fn wrong_model_contents_are_errors_not_panics() {
     let mut rng = Rng::new("hostile_gguf");
     let dir = std::env::temp_dir().join(format!("rlx-hostile-gguf-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    // The panics are caught and listed; their default report would flood the output.
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
     let (mut n, mut panics) = (0, Vec::new());
     for f in ["tiny-llama.gguf", "tiny-qwen2.gguf", "tiny-gemma3.gguf"] {
         let (k, p) = hostile_variants_of(f, &mut rng, &dir);
         n += k;
         panics.extend(p);
     }
-    std::panic::set_hook(hook);
     std::fs::remove_dir_all(&dir).ok();
     assert!(panics.is_empty(), "panicked:\n{}", panics.join("\n"));
     println!("{n} hostile variants, no panic");

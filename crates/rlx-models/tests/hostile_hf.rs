@@ -1,46 +1,38 @@
 //! Hugging Face decoder folders with a wrong config.json — every top-level key removed, or
-//! set to 0, -1, a huge number, a fraction, a string, null, a list or the other boolean —
-//! through load, tokenize and generate. Each must work or fail with a typed error; a panic
-//! is a bug.
+//! set to 0, -1, a huge number, a fraction, a string, null, a list or the other boolean — or
+//! a wrong model.safetensors (each tensor removed, transposed, cut to one row, or stored as
+//! I64 / F64 / U8), through load, tokenize and generate. Each must work or fail with a typed
+//! error; a panic is a bug.
 mod common;
 
-use common::hf_model;
-use rlx_models::generate::{GenerateOptions, Llm, LoadOptions};
-use rlx_runtime::Device;
+use common::{hf_model, use_variants};
+use rlx_io::safetensors::SafeTensors;
 use serde_json::{json, Map, Value};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Loads the folder and uses it; `Err` with the panic message if anything panicked.
-fn exercise(dir: &Path) -> Result<&'static str, String> {
-    let run = || -> &'static str {
-        let opts = LoadOptions {
-            device: Device::Cpu,
-            ctx: Some(24),
-            ..LoadOptions::default()
-        };
-        let mut llm = match Llm::load(dir, &opts) {
-            Ok(m) => m,
-            Err(_) => return "refused at load",
-        };
-        let Ok(prompt) = llm.encode("Hello world 123") else {
-            return "refused the prompt";
-        };
-        let gen = GenerateOptions {
-            max_tokens: 3,
-            ..GenerateOptions::default()
-        };
-        match llm.generate(&prompt, &gen, |_| {}) {
-            Ok(_) => "generated",
-            Err(_) => "refused to generate",
+/// Labelled file contents to try one by one.
+type Variants = Vec<(String, Vec<u8>)>;
+
+/// A copy of the tiny folder to mutate (removed when dropped).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn of(src: &Path, tag: &str) -> Scratch {
+        let name = src.file_name().unwrap().to_string_lossy();
+        let dir = std::env::temp_dir().join(format!("rlx-{tag}-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for e in std::fs::read_dir(src).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
         }
-    };
-    catch_unwind(AssertUnwindSafe(run)).map_err(|p| {
-        p.downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "a panic without a message".into())
-    })
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
 }
 
 fn variants(v: &Value) -> Vec<Value> {
@@ -60,56 +52,113 @@ fn variants(v: &Value) -> Vec<Value> {
     out
 }
 
-fn hostile_configs_of(folder: &str, panics: &mut Vec<String>) -> usize {
-    let Some(src) = hf_model(folder) else {
-        return 0;
-    };
-    let dir = std::env::temp_dir().join(format!("rlx-hostile-hf-{}-{folder}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for e in std::fs::read_dir(&src).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
-    }
+/// Every config.json variant of one folder: each key removed or given each replacement.
+fn config_variants(src: &Path) -> Variants {
     let text = std::fs::read_to_string(src.join("config.json")).unwrap();
     let base: Map<String, Value> = serde_json::from_str(&text).unwrap();
-    let mut configs: Vec<(String, Map<String, Value>)> = Vec::new();
+    let mut out = Vec::new();
+    let as_bytes = |c: Map<String, Value>| Value::Object(c).to_string().into_bytes();
     for (key, value) in &base {
         let mut c = base.clone();
         c.remove(key);
-        configs.push((format!("{key} removed"), c));
+        out.push((format!("{key} removed"), as_bytes(c)));
         for v in variants(value) {
             let mut c = base.clone();
             c.insert(key.clone(), v.clone());
-            configs.push((format!("{key} = {v}"), c));
+            out.push((format!("{key} = {v}"), as_bytes(c)));
         }
     }
-    let mut outcomes = std::collections::BTreeMap::<&str, usize>::new();
-    for (what, c) in &configs {
-        std::fs::write(
-            dir.join("config.json"),
-            Value::Object(c.clone()).to_string(),
-        )
-        .unwrap();
-        match exercise(&dir) {
-            Ok(o) => *outcomes.entry(o).or_default() += 1,
-            Err(msg) => panics.push(format!("{folder}, {what}: {msg}")),
+    out
+}
+
+/// A safetensors file of `(name, dtype, shape, bytes)` (its spec: an 8-byte header length, a
+/// JSON header of dtypes, shapes and data offsets, then the data).
+fn safetensors_bytes(tensors: &[(String, String, Vec<usize>, Vec<u8>)]) -> Vec<u8> {
+    let (mut header, mut data) = (Map::new(), Vec::new());
+    for (name, dtype, shape, bytes) in tensors {
+        let start = data.len();
+        data.extend_from_slice(bytes);
+        header.insert(
+            name.clone(),
+            json!({"dtype": dtype, "shape": shape, "data_offsets": [start, data.len()]}),
+        );
+    }
+    let header = Value::Object(header).to_string();
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    out.extend(data);
+    out
+}
+
+/// Every model.safetensors variant of one folder: each tensor removed, transposed, cut to
+/// one row, or stored as another dtype.
+fn weight_variants(src: &Path) -> Variants {
+    let st = SafeTensors::open_file(src.join("model.safetensors")).unwrap();
+    let base: Vec<(String, String, Vec<usize>, Vec<u8>)> = (st.names())
+        .map(|n| {
+            let t = st.get(n).unwrap();
+            (
+                n.to_string(),
+                t.file_dtype.to_string(),
+                t.shape.to_vec(),
+                t.data.to_vec(),
+            )
+        })
+        .collect();
+    let mut out = Vec::new();
+    for i in 0..base.len() {
+        let (name, dt, shape, bytes) = &base[i];
+        let mut v = base.clone();
+        v.remove(i);
+        out.push((format!("{name} removed"), safetensors_bytes(&v)));
+        let width = bytes.len() / shape.iter().product::<usize>().max(1);
+        if shape.len() == 2 {
+            let mut v = base.clone();
+            v[i].2 = vec![shape[1], shape[0]];
+            out.push((format!("{name} transposed"), safetensors_bytes(&v)));
+            let mut v = base.clone();
+            v[i].2 = vec![1, shape[1]];
+            v[i].3 = bytes[..shape[1] * width].to_vec();
+            out.push((format!("{name} cut to one row"), safetensors_bytes(&v)));
+        }
+        for (other, w) in [("I64", 8), ("F64", 8), ("U8", 1)] {
+            if other == dt {
+                continue;
+            }
+            let mut v = base.clone();
+            v[i].1 = other.to_string();
+            v[i].3 = vec![1; shape.iter().product::<usize>() * w];
+            out.push((format!("{name} as {other}"), safetensors_bytes(&v)));
         }
     }
-    std::fs::remove_dir_all(&dir).ok();
-    println!("{folder}: {} configs, {outcomes:?}", configs.len());
-    configs.len()
+    out
+}
+
+/// Each variant of `file` in a copy of each tiny folder, used as a model; no panic allowed.
+fn check_folders(file: &str, variants: fn(&Path) -> Variants) {
+    let mut panics = Vec::new();
+    for folder in ["tiny-llama", "tiny-qwen2"] {
+        let Some(src) = hf_model(folder) else {
+            continue;
+        };
+        let scratch = Scratch::of(&src, &format!("hostile-{file}"));
+        let label = format!("{folder} {file}");
+        panics.extend(use_variants(
+            &label,
+            &scratch.0.join(file),
+            &scratch.0,
+            &variants(&src),
+        ));
+    }
+    assert!(panics.is_empty(), "panicked:\n{}", panics.join("\n"));
+}
+
+#[test]
+fn wrong_weights_are_errors_not_panics() {
+    check_folders("model.safetensors", weight_variants);
 }
 
 #[test]
 fn wrong_configs_are_errors_not_panics() {
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let mut panics = Vec::new();
-    let n: usize = ["tiny-llama", "tiny-qwen2"]
-        .iter()
-        .map(|f| hostile_configs_of(f, &mut panics))
-        .sum();
-    std::panic::set_hook(hook);
-    assert!(panics.is_empty(), "panicked:\n{}", panics.join("\n"));
-    println!("{n} hostile configs, no panic");
+    check_folders("config.json", config_variants);
 }

@@ -62,3 +62,71 @@ pub fn cuda() -> bool {
         }
     }
 }
+
+/// Loads `path` (a GGUF file or a Hugging Face folder) on the CPU and uses it as a user
+/// would — plain and chat text tokenized, three tokens generated — for the hostile-input
+/// tests: how far it got, or `Err` with the message of a panic (a bug: bad input must be a
+/// typed error).
+pub fn use_model(path: &Path) -> Result<&'static str, String> {
+    use rlx_models::generate::{GenerateOptions, Llm, LoadOptions};
+    use rlx_models::tokenizer::Message;
+    let run = || -> &'static str {
+        let opts = LoadOptions {
+            device: rlx_runtime::Device::Cpu,
+            ctx: Some(24),
+            ..LoadOptions::default()
+        };
+        let Ok(mut llm) = Llm::load(path, &opts) else {
+            return "refused at load";
+        };
+        let _ = llm.encode_chat(&[Message::new("user", "Hi <|im_start|> 🍕")]);
+        let Ok(prompt) = llm.encode("Hello world 123 日本") else {
+            return "refused the prompt";
+        };
+        let gen = GenerateOptions {
+            max_tokens: 3,
+            ..GenerateOptions::default()
+        };
+        match llm.generate(&prompt, &gen, |_| {}) {
+            Ok(_) => "generated",
+            Err(_) => "refused to generate",
+        }
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|p| {
+        p.downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "a panic without a message".into())
+    })
+}
+
+/// Writes each `(what, bytes)` variant to `path` in turn and uses the model at `model`
+/// (`use_model`) with the panic report silenced; returns the panics as "label, what:
+/// message" and prints how many variants got each outcome.
+pub fn use_variants(
+    label: &str,
+    path: &Path,
+    model: &Path,
+    variants: &[(String, Vec<u8>)],
+) -> Vec<String> {
+    // The panic hook is process-wide: tests that silence it take turns, so each puts back
+    // the hook it found.
+    static QUIET: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = QUIET
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut outcomes = std::collections::BTreeMap::<&str, usize>::new();
+    let mut panics = Vec::new();
+    for (what, bytes) in variants {
+        std::fs::write(path, bytes).expect("temp file");
+        match use_model(model) {
+            Ok(o) => *outcomes.entry(o).or_default() += 1,
+            Err(msg) => panics.push(format!("{label}, {what}: {msg}")),
+        }
+    }
+    std::panic::set_hook(hook);
+    println!("{label}: {} variants, {outcomes:?}", variants.len());
+    panics
+}
