@@ -1,7 +1,8 @@
 //! `rlx bench --suites llm --gguf FILE…`: decode (tg128) and prefill (pp512) of GGUF decoders,
 //! as llama-bench measures them — tg128 generates 128 tokens one step at a time from an
 //! empty cache, pp512 feeds a 512-token prompt in one call; wall-clock per token, synchronised
-//! (each step returns its logits to the host), median of `iters` repetitions after a warm-up.
+//! (each step returns its logits to the host), median of `iters` repetitions after a warm-up;
+//! a second decode row draws each token with the host sampler, as `rlx generate` does.
 //! The HBM column is bytes of weights (and KV cache) read per token over the time, against
 //! the H200's 4.8 TB/s on CUDA (in GB/s on other devices).
 use crate::bench::{BenchOpts, Row};
@@ -10,6 +11,7 @@ use rlx::prelude::*;
 use rlx_io::gguf::Gguf;
 use rlx_models::generate::{Decoder, LoadOptions};
 use rlx_models::llm::{LAST, POS, POSITIONS, TOKENS};
+use rlx_models::sample::{Sampler, SamplerConfig};
 use std::path::Path;
 use std::time::Instant;
 
@@ -111,6 +113,31 @@ pub fn llm(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
             }
         }
         let step_ms = median(tg_ms);
+        // The same steps as `rlx generate` runs them: each token drawn from the logits by the
+        // host sampler (llama.cpp's default chain, seeded) and fed back.
+        let mut sampled_ms = Vec::new();
+        for rep in 0..o.iters.clamp(1, 5) + 1 {
+            let mut sampler = Sampler::new(SamplerConfig {
+                seed: Some(rep as u64),
+                ..SamplerConfig::default()
+            })
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+            let mut history = vec![toks[0]];
+            d.reset();
+            let t = Instant::now();
+            let mut logits = d.step(toks[0])?;
+            for _ in 1..tg {
+                let next = sampler
+                    .sample(logits, &history)
+                    .map_err(|e| CliError::Usage(e.to_string()))?;
+                history.push(next);
+                logits = d.step(next)?;
+            }
+            if rep > 0 {
+                sampled_ms.push(t.elapsed().as_secs_f64() * 1e3 / tg as f64);
+            }
+        }
+        let sampled_ms = median(sampled_ms);
         // Where one decode step's device time goes (at position tg/2, as the HBM figure).
         let p = (tg / 2) as i64;
         let step_inputs = [
@@ -132,6 +159,20 @@ pub fn llm(o: &BenchOpts, rows: &mut Vec<Row>) -> Result<(), CliError> {
             dtype: "gguf".into(),
             ms: step_ms,
             rate: read_rate(d.device(), step_ms, bytes),
+        });
+        rows.push(Row {
+            key: format!("{}_tg{tg}_sampled", label(path)),
+            workload: format!(
+                "{} decode tg{tg} + host sampling (llama.cpp's default chain)",
+                label(path)
+            ),
+            dtype: "gguf".into(),
+            ms: sampled_ms,
+            rate: format!(
+                "{:.0} tok/s, sampling {:+.1}%",
+                1e3 / sampled_ms,
+                100.0 * (sampled_ms / step_ms - 1.0)
+            ),
         });
         // Prefill: pp tokens in one call.
         let mut pp_ms = Vec::new();
