@@ -281,7 +281,9 @@ impl Decoder {
             return Ok(());
         }
         self.prefill(&[0])?;
-        self.step(0)?;
+        if self.pos < self.ctx {
+            self.step(0)?;
+        }
         self.reset();
         Ok(())
     }
