@@ -7,8 +7,9 @@
 //! [`SYMBOL_SIZE`], is known and all of them together hold at most [`MEMORY_CAP`] bytes
 //! (summed with checked arithmetic: a sum that wraps is over the cap).
 //!
-//! `gguf` holds the `gguf_from_bytes` target's body.
+//! `gguf` holds the `gguf_from_bytes` target's body, `onnx` the `onnx_from_bytes` one's.
 pub mod gguf;
+pub mod onnx;
 pub mod safetensors;
 
 use rlx_cpu::{native_fused_ops, CpuConstEvaluator, CpuExecutable};

@@ -15,7 +15,8 @@ const SMALL_INIT: usize = 64;
 /// Folding stops above this many output elements (keeps import memory bounded).
 const FOLD_LIMIT: usize = 1 << 22;
 /// The most elements a translator builds on the host (masks, index tables, ones maps): a
-/// file declaring absurd dims gets an error instead of exhausting memory.
+/// file declaring absurd dims gets an error instead of exhausting memory. 64 Mi elements is
+/// an 8192² causal mask, which a model exported with static shapes at an 8k context builds.
 const HOST_LIMIT: usize = 1 << 26;
 
 /// A value known by name.
@@ -289,6 +290,21 @@ impl ImportCtx {
         let s = self.shape(id)?;
         s.static_dims()
             .ok_or_else(|| self.unsupported(format!("needs static dims, got {s}")))
+    }
+
+    /// `static_dims` of a value that must have rank `rank`; `what` names it in the error
+    /// (translators index these dims, so a wrong rank must stop here).
+    pub fn dims_of_rank(
+        &self,
+        id: NodeId,
+        rank: usize,
+        what: &str,
+    ) -> Result<Vec<usize>, OnnxError> {
+        let d = self.static_dims(id)?;
+        if d.len() != rank {
+            return Err(self.err(format!("{what} must have rank {rank}, got dims {d:?}")));
+        }
+        Ok(d)
     }
 
     pub fn rank(&self, id: NodeId) -> Result<usize, OnnxError> {

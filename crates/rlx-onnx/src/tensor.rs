@@ -112,7 +112,9 @@ pub fn decode_tensor(t: &TensorProto, base_dir: Option<&Path>) -> Result<HostTen
         let out = l.unpack(&packed, numel).map_err(|m| terr(&name, m))?;
         return HostTensor::new(&dims, dtype, out).map_err(|e| terr(&name, e.to_string()));
     }
-    let mut out = Vec::with_capacity(numel.saturating_mul(dtype.size_bytes()).min(1 << 30));
+    // Reserved only once the data is known to hold `numel` values: the dims alone are a
+    // claim a tiny file can make about gigabytes.
+    let mut out = Vec::new();
     if let Some(raw) = raw {
         if raw.len() != want_raw {
             return Err(terr(
@@ -124,6 +126,7 @@ pub fn decode_tensor(t: &TensorProto, base_dir: Option<&Path>) -> Result<HostTen
                 ),
             ));
         }
+        out.reserve_exact(numel * dtype.size_bytes());
         widen_raw(p, &raw, &mut out).map_err(|m| terr(&name, m))?;
     } else {
         typed_fields(t, p, numel, &mut out).map_err(|m| terr(&name, m))?;

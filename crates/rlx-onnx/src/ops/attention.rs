@@ -14,8 +14,13 @@ pub(super) fn register(r: &mut Registry) {
 }
 
 /// `[B, S, H·D]` → `[B, H, S, D]`.
-fn heads_first(c: &mut ImportCtx, x: NodeId, heads: usize) -> Result<NodeId, OnnxError> {
-    let d = c.static_dims(x)?;
+fn heads_first(
+    c: &mut ImportCtx,
+    x: NodeId,
+    heads: usize,
+    what: &str,
+) -> Result<NodeId, OnnxError> {
+    let d = c.dims_of_rank(x, 3, what)?;
     if heads == 0 || d[2] % heads != 0 {
         return Err(c.err(format!("{heads} heads do not divide {d:?}")));
     }
@@ -56,14 +61,16 @@ fn attention(c: &mut ImportCtx, n: &NodeProto) -> Translated {
         let hkv = a
             .i("kv_num_heads")
             .ok_or_else(|| c.err("3-D inputs need kv_num_heads"))?;
-        q = heads_first(c, q, hq.max(0) as usize)?;
-        k = heads_first(c, k, hkv.max(0) as usize)?;
-        v = heads_first(c, v, hkv.max(0) as usize)?;
+        q = heads_first(c, q, hq.max(0) as usize, "Q")?;
+        k = heads_first(c, k, hkv.max(0) as usize, "K")?;
+        v = heads_first(c, v, hkv.max(0) as usize, "V")?;
     }
-    let qd = c.static_dims(q)?;
+    let qd = c.dims_of_rank(q, 4, "Q")?;
+    c.dims_of_rank(k, 4, "K")?;
+    c.dims_of_rank(v, 4, "V")?;
     let head = qd[3];
     let past_len = match past_k {
-        Some(p) => c.static_dims(p)?[2],
+        Some(p) => c.dims_of_rank(p, 4, "past_key")?[2],
         None => 0,
     };
     if let Some(p) = past_k {
@@ -158,6 +165,7 @@ fn attention(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     }
     if let Some(len) = nonpad {
         let b = qd[0];
+        c.limit("a key position table", skv)?;
         let iota: Vec<i64> = (0..skv as i64).collect();
         let iota = c.constant(HostTensor::from_i64(&[1, 1, 1, skv], &iota))?;
         let len = super::elementwise::cast_to(c, len, DType::I64)?;

@@ -53,16 +53,32 @@ fn conv_transpose(c: &mut ImportCtx, n: &NodeProto) -> Translated {
         return Err(c.err(format!("W {wd:?} for x {xd:?}, group {groups}")));
     }
     let kern = [kh, kw];
+    // Attributes a file may set to anything: bounded so that the i64 geometry below (products
+    // of a dim and a stride plus a few terms) cannot overflow.
+    const MAX: i64 = 1 << 24;
+    let big = |v: &[i64]| v.iter().any(|&x| !(-MAX..=MAX).contains(&x));
+    if big(&stride) || big(&dil) || big(&opad) || xd.iter().chain(&wd).any(|&d| d > 1 << 30) {
+        return Err(c.err(format!(
+            "strides {stride:?}, dilations {dil:?}, output_padding {opad:?} for x {xd:?}, W {wd:?}"
+        )));
+    }
     let ext: Vec<i64> = (0..2).map(|i| dil[i] * (kern[i] - 1) + 1).collect();
     let auto = Attrs(n).s("auto_pad").unwrap_or_else(|| "NOTSET".into());
-    let out_shape = Attrs(n)
-        .ints("output_shape")
-        .map(|v| lift(v[v.len().saturating_sub(k)..].to_vec(), 1));
+    let out_shape = match Attrs(n).ints("output_shape") {
+        Some(v) if v.len() < k => {
+            return Err(c.err(format!("output_shape {v:?} for {k} spatial dims")))
+        }
+        Some(v) => Some(lift(v[v.len() - k..].to_vec(), 1)),
+        None => None,
+    };
     let pads: Vec<i64> = if out_shape.is_some() || auto.starts_with("SAME") {
         let mut p = vec![0; 4];
         for i in 0..2 {
             let input = xd[2 + i] as i64;
             let want = match &out_shape {
+                Some(o) if !(0..=MAX << 6).contains(&o[i]) => {
+                    return Err(c.err(format!("output_shape {o:?}")))
+                }
                 Some(o) => o[i],
                 None => input * stride[i],
             };
@@ -82,6 +98,9 @@ fn conv_transpose(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     } else {
         lift_pads(ints(c, n, "pads", 2 * k, 0)?)
     };
+    if big(&pads) {
+        return Err(c.err(format!("pads {pads:?}")));
+    }
     // Zeros between input elements: [N,C,H,1,W,1] padded to [N,C,H,sh,W,sw], cropped.
     let mut xi = x;
     if stride != [1, 1] {

@@ -67,7 +67,14 @@ fn einsum(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     if ops.len() != xs.len() || !(1..=2).contains(&ops.len()) {
         return Err(c.unsupported(format!("einsum with {} operands", ops.len())));
     }
-    for o in &ops {
+    for (k, (o, &x)) in ops.iter().zip(&xs).enumerate() {
+        let rank = c.rank(x)?;
+        if o.len() != rank {
+            return Err(c.err(format!(
+                "operand {k} has {} labels for rank {rank} in \"{eq}\"",
+                o.len()
+            )));
+        }
         for (i, l) in o.iter().enumerate() {
             if o[..i].contains(l) {
                 return Err(c.unsupported("a repeated letter in one operand (a diagonal)"));

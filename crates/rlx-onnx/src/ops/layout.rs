@@ -27,7 +27,13 @@ fn depth_to_space(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let x = c.input(n, 0)?;
     let d = c.static_dims(x)?;
     let b = blocksize(c, n)?;
-    if d.len() != 4 || d[1] % (b * b) != 0 {
+    // The output's spatial dims are b times the input's: b², h·b and w·b must not overflow.
+    let fits = |v: usize| v.checked_mul(b).is_some_and(|x| i64::try_from(x).is_ok());
+    if d.len() != 4
+        || b.checked_mul(b).is_none_or(|bb| d[1] % bb != 0)
+        || !fits(d[2])
+        || !fits(d[3])
+    {
         return Err(c.err(format!("input {d:?} for blocksize {b}")));
     }
     let (nn, ch, h, w) = (

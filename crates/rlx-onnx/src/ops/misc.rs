@@ -115,7 +115,16 @@ fn lrn(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let ch = dims[1] as i64;
     let dt = c.dtype(x)?;
     let sq = c.add(Op::Binary(B::Mul), &[x, x])?;
-    let (lo, hi) = ((size - 1) / 2, (size - 1) - (size - 1) / 2);
+    // Offsets of at least C reach no channel (their terms are all zero), so a huge `size`
+    // would only add empty terms: clip the window to the axis.
+    let (lo, hi) = (
+        ((size - 1) / 2).min(ch),
+        ((size - 1) - (size - 1) / 2).min(ch),
+    );
+    c.limit(
+        "an LRN window table",
+        (ch as usize).saturating_mul((lo + hi + 1) as usize),
+    )?;
     let mut sum: Option<NodeId> = None;
     // The mask broadcasts over [N, C, spatial..].
     let mut mdims = vec![ch as usize];

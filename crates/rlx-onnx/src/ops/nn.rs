@@ -84,8 +84,11 @@ fn geometry(
         "SAME_UPPER" | "SAME_LOWER" => (0..k)
             .map(|i| {
                 let out = sizes[i].div_ceil(stride[i]);
-                let total = ((out - 1).saturating_mul(stride[i]).saturating_add(ext[i]))
-                    .saturating_sub(sizes[i]);
+                let total = (out
+                    .saturating_sub(1)
+                    .saturating_mul(stride[i])
+                    .saturating_add(ext[i]))
+                .saturating_sub(sizes[i]);
                 let small = total / 2;
                 if auto == "SAME_UPPER" {
                     (small, total - small)
@@ -241,10 +244,11 @@ fn lp_pool(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     let xp = c.add(Op::Binary(B::Pow), &[ab, pk])?;
     // ONNX sums the window, padding included.
     let avg = pool_of(c, n, xp, PoolKind::Avg, true)?;
-    let k: i64 = Attrs(n)
+    // In f64: the window's size only scales the average, and an i64 product can overflow.
+    let k: f64 = Attrs(n)
         .ints("kernel_shape")
-        .map_or(1, |v| v.iter().product());
-    let kk = c.scalar(k as f64, dt)?;
+        .map_or(1.0, |v| v.iter().map(|&x| x as f64).product());
+    let kk = c.scalar(k, dt)?;
     let s = c.add(Op::Binary(B::Mul), &[avg, kk])?;
     let inv = c.scalar(1.0 / p as f64, dt)?;
     one(c.add(Op::Binary(B::Pow), &[s, inv])?)

@@ -27,6 +27,12 @@ fn channel(c: &mut ImportCtx, v: NodeId, r: usize, at: usize) -> Result<NodeId, 
     if d.len() != 1 || d[0] == 1 {
         return Ok(v);
     }
+    if at >= r {
+        return Err(c.err(format!(
+            "a per-channel vector of {} for an operand of rank {r}",
+            d[0]
+        )));
+    }
     let mut shape = vec![1i64; r];
     shape[at] = d[0] as i64;
     c.add(Op::Reshape { shape }, &[v])

@@ -149,7 +149,9 @@ fn empty_reduce(
         Kind::Plain(ReduceOp::Min) => f64::INFINITY,
         _ => 0.0,
     };
-    let numel = out.iter().product();
+    let numel = out.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+    let numel = numel.ok_or_else(|| c.err(format!("output dims {out:?} overflow")))?;
+    c.limit("an empty reduction's output", numel)?;
     let v = if s.dtype.is_float() {
         v
     } else if v.is_infinite() {

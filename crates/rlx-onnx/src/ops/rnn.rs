@@ -163,6 +163,9 @@ fn narrow(
     c.add(Op::Narrow { axis, start, len }, &[x])
 }
 
+/// The most time steps an RNN, GRU or LSTM is unrolled into at import.
+const MAX_STEPS: usize = 1 << 14;
+
 fn reshape(c: &mut ImportCtx, x: NodeId, dims: &[usize]) -> Result<NodeId, OnnxError> {
     let shape = dims.iter().map(|&v| v as i64).collect();
     c.add(Op::Reshape { shape }, &[x])
@@ -188,6 +191,13 @@ fn rnn(c: &mut ImportCtx, n: &NodeProto, cell: Cell) -> Translated {
     let [s_len, batch, input] = xd[..] else {
         return Err(c.err(format!("X must be 3-D, got {xd:?}")));
     };
+    // The recurrence is unrolled into a dozen nodes a step: a declared sequence length is
+    // a claim a tiny file can make about billions of nodes.
+    if s_len > MAX_STEPS {
+        return Err(c.unsupported(format!(
+            "a sequence of {s_len} steps (more than {MAX_STEPS} unrolled at import)"
+        )));
+    }
     let (w, r) = (c.input(n, 1)?, c.input(n, 2)?);
     let wd = c.static_dims(w)?;
     let g = cell.gates();
@@ -201,8 +211,11 @@ fn rnn(c: &mut ImportCtx, n: &NodeProto, cell: Cell) -> Translated {
         Some(o) => return Err(c.err(format!("direction \"{o}\""))),
     };
     let reverse = a.s("direction").as_deref() == Some("reverse");
-    if wd != [dirs, g * hid, input] {
-        return Err(c.err(format!("W {wd:?} must be [{dirs}, {}, {input}]", g * hid)));
+    let gh = g
+        .checked_mul(hid)
+        .ok_or_else(|| c.err(format!("hidden_size {hid} overflows")))?;
+    if wd != [dirs, gh, input] {
+        return Err(c.err(format!("W {wd:?} must be [{dirs}, {gh}, {input}]")));
     }
     if let Some(sl) = c.const_ints(n, 4)? {
         if sl.iter().any(|&v| v != s_len as i64) {
@@ -237,7 +250,11 @@ fn rnn(c: &mut ImportCtx, n: &NodeProto, cell: Cell) -> Translated {
             )?;
         }
     }
-    let x2 = reshape(c, x, &[s_len * batch, input])?;
+    c.limit("a zero state", batch.saturating_mul(hid))?;
+    let rows = s_len
+        .checked_mul(batch)
+        .ok_or_else(|| c.err(format!("X {xd:?} overflows")))?;
+    let x2 = reshape(c, x, &[rows, input])?;
     let zero_h = c.constant(rlx_ir::HostTensor::from_f64_as(
         &[batch, hid],
         &vec![0.0; batch * hid],

@@ -164,8 +164,11 @@ fn max_unpool(c: &mut ImportCtx, n: &NodeProto) -> Translated {
     // output_shape keeps those coordinates and pads each dim at its end.
     let mut inferred = xd[..2].to_vec();
     for s in 0..k {
-        let v = (xd[2 + s] as i64 - 1) * strides[s] - pads[s] - pads[s + k] + kernel[s];
-        inferred.push(usize::try_from(v).map_err(|_| c.err("negative output size"))?);
+        // In i128, so hostile strides, pads or kernels give an error rather than a wrap.
+        let v =
+            (xd[2 + s] as i128 - 1) * strides[s] as i128 - pads[s] as i128 - pads[s + k] as i128
+                + kernel[s] as i128;
+        inferred.push(usize::try_from(v).map_err(|_| c.err(format!("output size {v}")))?);
     }
     let out: Vec<usize> = match c.const_ints(n, 2)? {
         Some(s) if s.len() == xd.len() && s.iter().all(|&v| v >= 0) => {
@@ -179,8 +182,11 @@ fn max_unpool(c: &mut ImportCtx, n: &NodeProto) -> Translated {
             "output_shape {out:?} smaller than the pooled input's {inferred:?}"
         )));
     }
-    let total: usize = inferred.iter().product();
-    c.limit("a MaxUnpool output", out.iter().product())?;
+    // Saturating counts: every out dim is at least its inferred one, so a total that fits
+    // the limit is exact.
+    let count = |d: &[usize]| d.iter().try_fold(1usize, |n, &x| n.checked_mul(x));
+    c.limit("a MaxUnpool output", count(&out).unwrap_or(usize::MAX))?;
+    let total = count(&inferred).unwrap_or(usize::MAX);
     let dt = c.dtype(x)?;
     // The indices are flat over the whole output tensor (as MaxPool's Indices output).
     let xf = c.add(Op::Reshape { shape: vec![-1] }, &[x])?;
