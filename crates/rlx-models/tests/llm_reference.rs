@@ -139,6 +139,20 @@ struct Agreement {
     others: usize,
 }
 
+impl Agreement {
+    /// Top-1 agreement at ≥ `per_mille` / 1000 of the positions.
+    #[track_caller]
+    fn top1_at_least(&self, per_mille: usize) {
+        assert!(
+            self.top1 * 1000 >= self.rows * per_mille,
+            "top-1 {}/{} below {:.1} %",
+            self.top1,
+            self.rows,
+            per_mille as f64 / 10.0
+        );
+    }
+}
+
 fn teacher_forced(m: &Model, case: &Value, acc: &mut Agreement) {
     let mut seq = ids(&case["prompt_ids"]);
     seq.extend(ids(&case["continuation_ids"]));
@@ -295,12 +309,7 @@ fn smollm2_q4_1_matches_llama_cpp() {
     ) else {
         return;
     };
-    assert!(
-        a.top1 * 1000 >= a.rows * 975,
-        "top-1 {}/{} below 97.5 %",
-        a.top1,
-        a.rows
-    );
+    a.top1_at_least(975);
     assert!((a.diff2 / a.ref2).sqrt() < 2e-2);
 }
 
@@ -327,12 +336,7 @@ fn smollm2_q4_1_with_q8_activations_matches_llama_cpp() {
     ) else {
         return;
     };
-    assert!(
-        a.top1 * 100 >= a.rows * 96,
-        "top-1 {}/{} below 96 %",
-        a.top1,
-        a.rows
-    );
+    a.top1_at_least(960);
     let rel = (a.diff2 / a.ref2).sqrt();
     assert!(rel < 2e-2, "rel-L2 {rel:.2e}");
 }
@@ -367,12 +371,7 @@ fn matches_exact_reference(file: &str, reference_name: &str) {
     let Some(a) = check_teacher_forced(file, reference_name, 99) else {
         return;
     };
-    assert!(
-        a.top1 * 100 >= a.rows * 99,
-        "{file}: top-1 {}/{} below 99 %",
-        a.top1,
-        a.rows
-    );
+    a.top1_at_least(990);
     let rel = (a.diff2 / a.ref2).sqrt();
     assert!(rel < 1e-4, "{file}: rel-L2 {rel:.2e}");
 }
@@ -474,12 +473,7 @@ fn mix_against_llama_cpp_kernels(quant_act: QuantAct) {
     ) else {
         return;
     };
-    assert!(
-        a.top1 * 100 >= a.rows * 93,
-        "top-1 {}/{} below 93 %",
-        a.top1,
-        a.rows
-    );
+    a.top1_at_least(930);
     assert!(
         a.others * 50 <= a.rows,
         "{} not second-choice swaps",
