@@ -92,8 +92,10 @@ ab)
   # and this one, alternated twice on the same files, decode and prefill rows only.
   L=$(dirname "$(mktemp -u)")/rlx-llama-cpp
   [ -x $W/rlx ] || { xz -dc .devbin/rlx.xz > $W/rlx && chmod +x $W/rlx; }
-  xz -dc .devbin/rlx_old.xz > $W/rlx_old && chmod +x $W/rlx_old
-  for r in 1 2; do for b in rlx_old rlx "RLX_GEMV_TS=1 rlx"; do
+  [ -e .devbin/rlx_old.xz ] && xz -dc .devbin/rlx_old.xz > $W/rlx_old && chmod +x $W/rlx_old
+  # AB="rlx 'RLX_GEMV_TS=1 rlx'" leaves the old binary out (a shorter call).
+  eval "set -- ${AB:-rlx_old rlx 'RLX_GEMV_TS=1 rlx'}"
+  for r in 1 2; do for b in "$@"; do
     echo "== round $r: $b"
     e=""; [ "$b" != "${b#RLX_}" ] && e=${b% *}
     env $e $W/${b##* } bench --device cuda --suites llm --iters 5 --gguf $L/qwen05b-q4_k_m.gguf \
