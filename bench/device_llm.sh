@@ -15,7 +15,8 @@
 #   lcppbin carry [".lcpp", ".lcppbin"]: the same llama-bench run from binaries built earlier
 #   side    carry [".lcpps", ".lcppbin", ".devbin"] (.lcpps: the anchor's scripts and gguf-py;
 #           .lcppbin: llama.cpp's binaries from `lcpp` or built here by bench/lcpp_cuda_build.sh;
-#           .devbin/rlx.xz: the release rlx, xz-compressed): llama-bench from the saved
+#           .devbin/rlx.xz: the release rlx, xz-compressed, or .devpack unpacked first: its
+#           .device/bin/rlx): llama-bench from the saved
 #           binaries, then rlx bench (and its decode profile) on the same GGUFs, then the
 #           micro benchmark — the side-by-side in one call
 #   ab      carry [".devbin"] with rlx_old.xz beside rlx.xz, right after `side`: the two
@@ -31,6 +32,12 @@ W=/tmp/rlx-llm; mkdir -p $W/cache/gguf
 out=${OUT:-/tmp/rlx-out}; mkdir -p "$out"
 export RLX_CACHE=$W/cache RLX_CACHE_DIR=$W/kcache
 smol=$W/cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf
+# The release rlx: .devbin/rlx.xz, or the unpacked bundle's (carry .devpack instead of .devbin
+# when llama.cpp's binaries, the anchor and the bundle travel in one call).
+get_rlx() {
+  if [ -e .devbin/rlx.xz ]; then xz -dc .devbin/rlx.xz > $W/rlx; else cp .device/bin/rlx $W/rlx; fi
+  chmod +x $W/rlx
+}
 for step in "$@"; do case $step in
 part1)
   tar -xJf .devpack/device.tar.xz -C $W && cp .devm1/tiny-*.gguf $W/cache/gguf/ && cp .devm1/smol.part1 $W/
@@ -79,7 +86,7 @@ side)
   ldd $L/src/build/bin/llama-bench 2>&1 | grep "not found"
   echo "== llama.cpp (CUDA) llama-bench: pp512 / tg128"
   bash .lcpps/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt
-  xz -dc .devbin/rlx.xz > $W/rlx && chmod +x $W/rlx
+  get_rlx
   echo "== rlx bench, same GGUFs, same GPU, right after"
   $W/rlx bench --device cuda --suites llm --iters 5 --gguf $L/smollm135-q4_1.gguf \
     --gguf $L/smollm135-f16.gguf --gguf $L/qwen05b-f16.gguf --gguf $L/qwen05b-q4_k_m.gguf 2>&1 | tee $out/rlx_bench.txt
@@ -91,7 +98,7 @@ ab)
   # After `side` (its GGUFs in /tmp): the rlx binary of an earlier commit (.devbin/rlx_old.xz)
   # and this one, alternated twice on the same files, decode and prefill rows only.
   L=$(dirname "$(mktemp -u)")/rlx-llama-cpp
-  [ -x $W/rlx ] || { xz -dc .devbin/rlx.xz > $W/rlx && chmod +x $W/rlx; }
+  [ -x $W/rlx ] || get_rlx
   [ -e .devbin/rlx_old.xz ] && xz -dc .devbin/rlx_old.xz > $W/rlx_old && chmod +x $W/rlx_old
   # AB="rlx 'RLX_GEMV_TS=1 rlx'" leaves the old binary out (a shorter call).
   eval "set -- ${AB:-rlx_old rlx 'RLX_GEMV_TS=1 rlx'}"
