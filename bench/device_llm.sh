@@ -19,6 +19,8 @@
 #           .device/bin/rlx): llama-bench from the saved
 #           binaries, then rlx bench (and its decode profile) on the same GGUFs, then the
 #           micro benchmark — the side-by-side in one call
+#   target  carry [".lcpps", ".lcppbin", ".devpack"] (unpacked first): side and ab in short, the
+#           0.5B Q4_K_M and SmolLM2 Q4_1 rows only, two rounds
 #   ab      carry [".devbin"] with rlx_old.xz beside rlx.xz, right after `side`: the two
 #           binaries (this one also with RLX_GEMV_TS=1) alternated on the 0.5B Q4_K_M and
 #           SmolLM2 Q4_1 files
@@ -37,6 +39,21 @@ smol=$W/cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf
 get_rlx() {
   if [ -e .devbin/rlx.xz ]; then xz -dc .devbin/rlx.xz > $W/rlx; else cp .device/bin/rlx $W/rlx; fi
   chmod +x $W/rlx
+}
+# llama.cpp's saved binaries (.lcppbin) unpacked under $L, with the libraries they load.
+lcpp_setup() {
+  L=$(dirname "$(mktemp -u)")/rlx-llama-cpp; mkdir -p $L/src/build
+  # Binaries built on the host (bench/lcpp_cuda_build.sh) load cuBLAS / cudart from the
+  # device's CUDA 13 installation, wherever it is.
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+      $(python3 -c 'import nvidia; print(*[p + "/cu13/lib" for p in nvidia.__path__])' 2>/dev/null); do
+    [ -e "$d/libcublas.so.13" ] && export LD_LIBRARY_PATH=$d:${LD_LIBRARY_PATH:-}
+  done
+  [ -x $L/src/build/bin/llama-bench ] || { cat .lcppbin/lcpp-bin.tar.xz.* | xz -d | tar -xf - -C $L/src/build && cp -r .lcpps/src/gguf-py $L/src/; }
+  # g++ 12's libstdc++ (bin/fallback) only where the device's own is too old for the binaries.
+  ldd $L/src/build/bin/llama-bench 2>&1 | grep -q "GLIBCXX.*not found" &&
+    export LD_LIBRARY_PATH=$L/src/build/bin/fallback:${LD_LIBRARY_PATH:-}
+  ldd $L/src/build/bin/llama-bench 2>&1 | grep "not found"
 }
 for step in "$@"; do case $step in
 part1)
@@ -72,18 +89,7 @@ lcppbin)
   cat .lcppbin/lcpp-bin.tar.xz.* | xz -d | tar -xf - -C $L/src/build && cp -r .lcpp/src/gguf-py $L/src/
   bash .lcpp/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt ;;
 side)
-  L=$(dirname "$(mktemp -u)")/rlx-llama-cpp; mkdir -p $L/src/build
-  # Binaries built on the host (bench/lcpp_cuda_build.sh) load cuBLAS / cudart from the
-  # device's CUDA 13 installation, wherever it is.
-  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-      $(python3 -c 'import nvidia; print(*[p + "/cu13/lib" for p in nvidia.__path__])' 2>/dev/null); do
-    [ -e "$d/libcublas.so.13" ] && export LD_LIBRARY_PATH=$d:${LD_LIBRARY_PATH:-}
-  done
-  [ -x $L/src/build/bin/llama-bench ] || { cat .lcppbin/lcpp-bin.tar.xz.* | xz -d | tar -xf - -C $L/src/build && cp -r .lcpps/src/gguf-py $L/src/; }
-  # g++ 12's libstdc++ (bin/fallback) only where the device's own is too old for the binaries.
-  ldd $L/src/build/bin/llama-bench 2>&1 | grep -q "GLIBCXX.*not found" &&
-    export LD_LIBRARY_PATH=$L/src/build/bin/fallback:${LD_LIBRARY_PATH:-}
-  ldd $L/src/build/bin/llama-bench 2>&1 | grep "not found"
+  lcpp_setup
   echo "== llama.cpp (CUDA) llama-bench: pp512 / tg128"
   bash .lcpps/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt
   get_rlx
@@ -94,6 +100,26 @@ side)
     $W/rlx bench --device cuda --suites llm --iters 2 --profile --gguf $L/$f.gguf 2>&1 | grep -A24 "^profile: .*decode"
   done 2>&1 | tee $out/rlx_profile.txt
   [ -n "${MICRO:-}" ] && bash bench/cuda_micro/run.sh 2>&1 | grep -E "^[A-Za-z0-9]|MISMATCH|today|best|wide" | tee $out/micro.txt ;;
+target)
+  # The short form of `side` + `ab` for a call with little device time left: only the rows
+  # still in question (0.5B Q4_K_M, with SmolLM2 Q4_1 beside it), llama.cpp before and after
+  # rlx (default, then RLX_GEMV_TS=1) on the same files.
+  lcpp_setup; B=$L/src/build/bin
+  [ -f $L/qwen05b-f16.gguf ] || python3 .lcpps/gen_gguf.py $L/src $L/qwen05b-f16.gguf 896 24 14 2 4864 151936 .lcpps/smollm2_tokenizer.json >/dev/null
+  [ -f $L/smollm135-f16.gguf ] || python3 .lcpps/gen_gguf.py $L/src $L/smollm135-f16.gguf 576 30 9 3 1536 49152 .lcpps/smollm2_tokenizer.json >/dev/null
+  [ -f $L/qwen05b-q4_k_m.gguf ] || $B/llama-quantize $L/qwen05b-f16.gguf $L/qwen05b-q4_k_m.gguf Q4_K_M >/dev/null 2>&1
+  [ -f $L/smollm135-q4_1.gguf ] || $B/llama-quantize $L/smollm135-f16.gguf $L/smollm135-q4_1.gguf Q4_1 >/dev/null 2>&1
+  get_rlx
+  for r in 1 2; do
+    for m in qwen05b-q4_k_m smollm135-q4_1; do
+      echo "== llama.cpp $m (round $r)"; $B/llama-bench -m $L/$m.gguf -p 512 -n 128 -ngl 99 -fa 1 -r 5 -o md 2>/dev/null | grep -E "pp512|tg128"
+    done
+    for e in RLX_NONE=1 RLX_GEMV_TS=1; do
+      echo "== rlx ($e, round $r)"
+      env $e $W/rlx bench --device cuda --suites llm --iters 5 --gguf $L/qwen05b-q4_k_m.gguf \
+        --gguf $L/smollm135-q4_1.gguf 2>&1 | grep -E "tg128|pp512"
+    done
+  done 2>&1 | tee $out/rlx_target.txt ;;
 ab)
   # After `side` (its GGUFs in /tmp): the rlx binary of an earlier commit (.devbin/rlx_old.xz)
   # and this one, alternated twice on the same files, decode and prefill rows only.
