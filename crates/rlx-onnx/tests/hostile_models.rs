@@ -54,30 +54,38 @@ fn one_node(opset: i64, inputs: &[(&str, &[usize])], n: NodeProto) -> Vec<u8> {
     model(opset, ins, vec![], vec![n], &out)
 }
 
-/// Importing `bytes` must be an `Unsupported` error about `want_node` naming `want_what`.
+/// The error of importing `bytes` (which must not import).
 #[track_caller]
-fn unsupported_error(bytes: &[u8], want_node: &str, want_what: &str) {
+fn import_error(bytes: &[u8]) -> OnnxError {
     match load_bytes(bytes, None, "hostile.onnx") {
-        Err(OnnxError::Unsupported { node, what, .. }) => {
-            assert_eq!(node, want_node, "{what}");
-            assert!(what.contains(want_what), "{what:?} lacks {want_what:?}");
-        }
-        Err(e) => panic!("expected an unsupported error, got {e}"),
-        Ok(_) => panic!("expected an unsupported error, it imported"),
+        Err(e) => e,
+        Ok(_) => panic!("expected an error, it imported"),
     }
 }
 
-/// The error of importing `bytes`, which must be a `Node` error about `want_node` whose
-/// message contains `want_msg`.
+/// An error that names `want_node` and whose text contains `want_text`.
+#[track_caller]
+fn names(node: &str, text: &str, want_node: &str, want_text: &str) {
+    assert_eq!(node, want_node, "{text}");
+    assert!(text.contains(want_text), "{text:?} lacks {want_text:?}");
+}
+
+/// Importing `bytes` must be an `Unsupported` error about `want_node` naming `want_what`.
+#[track_caller]
+fn unsupported_error(bytes: &[u8], want_node: &str, want_what: &str) {
+    match import_error(bytes) {
+        OnnxError::Unsupported { node, what, .. } => names(&node, &what, want_node, want_what),
+        e => panic!("expected an unsupported error, got {e}"),
+    }
+}
+
+/// Importing `bytes` must be a `Node` error about `want_node` whose message contains
+/// `want_msg`.
 #[track_caller]
 fn node_error(bytes: &[u8], want_node: &str, want_msg: &str) {
-    match load_bytes(bytes, None, "hostile.onnx") {
-        Err(OnnxError::Node { node, msg, .. }) => {
-            assert_eq!(node, want_node, "{msg}");
-            assert!(msg.contains(want_msg), "{msg:?} lacks {want_msg:?}");
-        }
-        Err(e) => panic!("expected a node error, got {e}"),
-        Ok(_) => panic!("expected a node error, it imported"),
+    match import_error(bytes) {
+        OnnxError::Node { node, msg, .. } => names(&node, &msg, want_node, want_msg),
+        e => panic!("expected a node error, got {e}"),
     }
 }
 
