@@ -1,7 +1,8 @@
 //! Views the executor hands to thunks: borrowed slices of the arena or of leaf storage.
 use crate::error::op_err;
 use crate::CpuError;
-use rlx_ir::{ComputeClass, DType};
+use rlx_ir::{ComputeClass, DType, SharedBytes};
+use std::ops::{Deref, DerefMut};
 
 /// Owned values of one tensor in its compute class. `U8` holds U8 *leaves* (params,
 /// constants, inputs) as their bytes, so a packed quantised weight takes its file size and
@@ -11,7 +12,44 @@ pub enum Storage {
     F32(Vec<f32>),
     F64(Vec<f64>),
     I64(Vec<i64>),
-    U8(Vec<u8>),
+    U8(LeafBytes),
+}
+
+/// The bytes of a U8 leaf: owned, or a range of a mapped model file shared without a copy
+/// (a quantised model's weights are read straight from the page cache, as llama.cpp's are).
+#[derive(Clone, Debug, PartialEq)]
+pub enum LeafBytes {
+    Owned(Vec<u8>),
+    Shared(SharedBytes),
+}
+
+impl From<Vec<u8>> for LeafBytes {
+    fn from(v: Vec<u8>) -> LeafBytes {
+        LeafBytes::Owned(v)
+    }
+}
+
+impl Deref for LeafBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            LeafBytes::Owned(v) => v,
+            LeafBytes::Shared(s) => s,
+        }
+    }
+}
+
+impl DerefMut for LeafBytes {
+    /// Writing shared bytes first takes a private copy (the file's mapping is read-only).
+    fn deref_mut(&mut self) -> &mut [u8] {
+        if let LeafBytes::Shared(s) = self {
+            *self = LeafBytes::Owned(s.to_vec());
+        }
+        match self {
+            LeafBytes::Owned(v) => v,
+            LeafBytes::Shared(_) => unreachable!("made owned just above"),
+        }
+    }
 }
 
 impl Storage {
@@ -244,5 +282,23 @@ impl<'a> OutView<'a> {
                 T::CLASS
             ))
         })
+    }
+}
+
+#[cfg(test)]
+mod leaf_bytes_tests {
+    use super::LeafBytes;
+    use rlx_ir::{ByteOwner, SharedBytes};
+    use std::sync::Arc;
+
+    #[test]
+    fn writing_shared_bytes_takes_a_private_copy() {
+        let owner: ByteOwner = Arc::new(vec![1u8, 2, 3, 4, 5]);
+        let mut b = LeafBytes::Shared(SharedBytes::new(owner.clone(), 1..4).unwrap());
+        assert_eq!(&*b, &[2, 3, 4]);
+        b[0] = 9;
+        assert_eq!(&*b, &[9, 3, 4]);
+        assert!(matches!(b, LeafBytes::Owned(_)));
+        assert_eq!((*owner).as_ref(), &[1, 2, 3, 4, 5]);
     }
 }

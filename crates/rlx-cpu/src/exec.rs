@@ -2,7 +2,7 @@
 //! params are shared by every run (behind a read-write lock: a write-back or `set_param`
 //! waits for runs in flight); each run takes its own arena from a pool, so runs from
 //! several threads proceed in parallel. Inputs are checked by `rlx_ir::IoBindings`, once.
-use crate::buffer::{Buf, BufMut, OutView, Storage, TensorView};
+use crate::buffer::{Buf, BufMut, LeafBytes, OutView, Storage, TensorView};
 use crate::comm::Communicator;
 use crate::error::CpuError;
 use crate::plan::{make_plan, Loc, Plan, PlanMode};
@@ -10,6 +10,7 @@ use crate::quant::QuantAct;
 use half::{bf16, f16};
 use rlx_ir::{
     CheckedInputs, ComputeClass, DType, DimBindings, Graph, HostTensor, IoBindings, Node, Op,
+    SharedBytes,
 };
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -67,7 +68,7 @@ enum Want<'a> {
 /// U8 as bytes.
 pub fn to_storage(t: &HostTensor) -> Storage {
     if t.dtype == DType::U8 {
-        return Storage::U8(t.data.clone());
+        return Storage::U8(t.data.clone().into());
     }
     match t.dtype.compute_class() {
         ComputeClass::F32 => Storage::F32(t.to_f32_vec()),
@@ -277,6 +278,22 @@ impl CpuExecutable {
         let what = || format!("param \"{name}\"");
         let v = alloc::storage_from(value, &what)?;
         self.leaves.write().unwrap_or_else(PoisonError::into_inner)[id] = Some(v);
+        Ok(())
+    }
+
+    /// Set a U8 param (packed weights) to bytes shared with their owner, without a copy —
+    /// a range of a mapped model file. Its dims and length are checked against the param.
+    pub fn set_param_shared_checked(
+        &self,
+        name: &str,
+        shape: &[usize],
+        bytes: SharedBytes,
+    ) -> Result<(), CpuError> {
+        let b = self.io.param(name)?;
+        b.check_parts(shape, DType::U8, bytes.len())?;
+        let id = b.node.0;
+        self.leaves.write().unwrap_or_else(PoisonError::into_inner)[id] =
+            Some(Storage::U8(LeafBytes::Shared(bytes)));
         Ok(())
     }
 

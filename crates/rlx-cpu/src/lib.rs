@@ -13,7 +13,7 @@ mod plan;
 pub mod quant;
 pub mod util;
 
-pub use buffer::{Buf, BufMut, Elem, Float, OutView, Storage, TensorView};
+pub use buffer::{Buf, BufMut, Elem, Float, LeafBytes, OutView, Storage, TensorView};
 pub use comm::{CommError, Communicator, LocalGroup};
 pub use const_eval::CpuConstEvaluator;
 pub use error::{op_err, CpuError};

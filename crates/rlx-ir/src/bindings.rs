@@ -103,34 +103,45 @@ impl Binding {
     /// Check a tensor against the declaration: dtype, rank and static dims, then that its
     /// bytes fill its shape. Dynamic dims take any size here (see `IoBindings::check_inputs`).
     pub fn check(&self, t: &HostTensor) -> Result<(), BindError> {
+        self.check_parts(&t.shape, t.dtype, t.data.len())
+    }
+
+    /// [`Binding::check`] of a value given as its dims, dtype and byte length (bytes held
+    /// elsewhere, e.g. a mapped file's).
+    pub fn check_parts(
+        &self,
+        shape: &[usize],
+        dtype: DType,
+        bytes: usize,
+    ) -> Result<(), BindError> {
         let want = &self.shape;
-        if t.dtype != want.dtype {
+        if dtype != want.dtype {
             return Err(BindError::WrongDtype {
                 kind: self.kind,
                 name: self.name.clone(),
                 expected: want.dtype,
-                got: t.dtype,
+                got: dtype,
             });
         }
-        let dims_ok = t.shape.len() == want.rank()
-            && (want.dims.iter().zip(&t.shape)).all(|(d, &n)| d.as_static().is_none_or(|m| m == n));
+        let dims_ok = shape.len() == want.rank()
+            && (want.dims.iter().zip(shape)).all(|(d, &n)| d.as_static().is_none_or(|m| m == n));
         if !dims_ok {
             return Err(BindError::WrongShape {
                 kind: self.kind,
                 name: self.name.clone(),
                 expected: want.to_string(),
-                got: t.shape.clone(),
+                got: shape.to_vec(),
             });
         }
-        let size = t.dtype.size_bytes().max(1);
-        let numel = t.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
-        if numel.and_then(|n| n.checked_mul(size)) != Some(t.data.len()) {
+        let size = dtype.size_bytes().max(1);
+        let numel = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        if numel.and_then(|n| n.checked_mul(size)) != Some(bytes) {
             return Err(BindError::WrongLength {
                 kind: self.kind,
                 name: self.name.clone(),
                 shape: want.to_string(),
                 expected: numel.unwrap_or(usize::MAX),
-                got: t.data.len() / size,
+                got: bytes / size,
             });
         }
         Ok(())

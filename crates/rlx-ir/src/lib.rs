@@ -13,6 +13,7 @@ pub mod ops;
 pub mod rng;
 mod serialize;
 mod shape;
+mod shared_bytes;
 mod tensor;
 mod verify;
 
@@ -26,4 +27,5 @@ pub use op_kind::{OpGroup, OpKindSet};
 pub use rng::SplitMix64;
 pub use serialize::{crc32, GRAPH_FORMAT_VERSION, GRAPH_HEADER_LEN, GRAPH_MAGIC};
 pub use shape::{broadcast_dims, broadcast_static, normalize_axis, strides, Dim, DimsFmt, Shape};
+pub use shared_bytes::{ByteOwner, SharedBytes};
 pub use tensor::HostTensor;

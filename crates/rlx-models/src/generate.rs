@@ -253,8 +253,11 @@ impl Decoder {
             None => {
                 let (graph, decls) = llm::build(&cfg, &bo)?;
                 let exe = Session::new(opts.device).compile(graph)?;
-                llm::load_each(store, &decls, |name, value| {
-                    Ok(exe.set_param_typed(name, value)?)
+                llm::load_each_shared(store, &decls, |name, value| match value {
+                    llm::ParamValue::Host(t) => Ok(exe.set_param_typed(name, t)?),
+                    llm::ParamValue::Shared { shape, bytes } => {
+                        Ok(exe.set_param_shared(name, &shape, bytes)?)
+                    }
                 })?;
                 (Engine::One(Box::new(exe)), opts.device)
             }

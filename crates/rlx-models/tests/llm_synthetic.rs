@@ -436,3 +436,57 @@ fn cached_steps_match_the_full_sequence() {
         );
     }
 }
+
+/// `load_each_shared` hands packed tensors that need no rearranging over as the file's own
+/// bytes; a CPU graph holding them (after the file value is dropped) gives the logits of one
+/// loaded with copies, bit for bit, and each shared param holds the bytes `load` copies.
+#[test]
+fn shared_file_weights_match_copied_ones() {
+    let s = Synth::new("llama", Rng::new("shared_file_weights"), Store::Mixed).llama("");
+    let g = s.gguf();
+    let mut rng = s.rng;
+    let tokens = random_tokens(&mut rng, 7);
+    let opts = BuildOptions {
+        all_logits: true,
+        ctx: 16,
+        ..BuildOptions::default()
+    };
+    let copied = run(&g, &tokens, true);
+    let cfg = LlmConfig::from_gguf(&g).unwrap();
+    let (graph, decls) = llm::build(&cfg, &opts).unwrap();
+    let exe = Session::new(Device::Cpu).compile(graph).unwrap();
+    let owned: std::collections::HashMap<String, HostTensor> =
+        llm::load(&g, &decls).unwrap().into_iter().collect();
+    let mut shared = Vec::new();
+    llm::load_each_shared(&g, &decls, |name, value| {
+        match value {
+            llm::ParamValue::Host(t) => exe.set_param_typed(name, t)?,
+            llm::ParamValue::Shared { shape, bytes } => {
+                assert_eq!(&*bytes, &owned[name].data[..], "{name}");
+                assert_eq!(shape, owned[name].shape, "{name}");
+                shared.push(name.to_string());
+                exe.set_param_shared(name, &shape, bytes)?
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+    drop(g);
+    println!("shared without a copy: {shared:?}");
+    // The Q8_0 attn_output / ffn_down / head are packed and used as stored.
+    assert!(
+        shared.iter().any(|n| n.ends_with("attn_output.weight")),
+        "{shared:?}"
+    );
+    assert!(shared.iter().any(|n| n == "output.weight"), "{shared:?}");
+    let n = tokens.len();
+    let pos: Vec<i64> = (0..n as i64).collect();
+    let out = exe
+        .run_typed(&[
+            (llm::TOKENS, HostTensor::from_i64(&[1, n], &tokens)),
+            (llm::POSITIONS, HostTensor::from_i64(&[n], &pos)),
+        ])
+        .unwrap()[0]
+        .to_f32_vec();
+    assert_eq!(out, copied);
+}

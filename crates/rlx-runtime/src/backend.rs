@@ -6,7 +6,7 @@
 //! (`CheckedInputs` can only be made by `IoBindings::check_inputs`), params already
 //! checked against their declaration: implementations trust both.
 use crate::Error;
-use rlx_ir::{CheckedInputs, Graph, HostTensor, NodeId, OpKind};
+use rlx_ir::{CheckedInputs, DType, Graph, HostTensor, NodeId, OpKind, SharedBytes};
 
 mod cpu;
 mod cuda;
@@ -29,6 +29,18 @@ pub trait Executable: Send + Sync {
     /// than copy them (the CPU keeps packed quantised weights as they are).
     fn set_param_owned(&self, name: &str, value: HostTensor) -> Result<(), Error> {
         self.set_param(name, &value)
+    }
+
+    /// Store a U8 param (packed weights) from bytes shared with their owner, a mapped
+    /// model file. A backend that reads host memory as it runs keeps them without a copy
+    /// (the CPU); others copy them once to where they compute.
+    fn set_param_shared(
+        &self,
+        name: &str,
+        shape: &[usize],
+        bytes: SharedBytes,
+    ) -> Result<(), Error> {
+        self.set_param_owned(name, HostTensor::new(shape, DType::U8, bytes.to_vec())?)
     }
 
     /// The current value of a param (after bound updates, the updated one).

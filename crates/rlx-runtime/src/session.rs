@@ -7,7 +7,7 @@ use crate::Error;
 use rlx_cpu::{CpuConstEvaluator, CpuExecutable, QuantAct};
 use rlx_cuda::{CudaExecutable, CudaOptions, Precision};
 use rlx_ir::env::{self, Switch};
-use rlx_ir::{CheckedInputs, Graph, HostTensor, IoBindings};
+use rlx_ir::{CheckedInputs, DType, Graph, HostTensor, IoBindings, SharedBytes};
 use rlx_opt::{Autocast, ConstFold, Expand, Pipeline};
 use rlx_wgpu::{WgpuExecutable, WgpuOptions};
 use std::collections::BTreeMap;
@@ -326,6 +326,23 @@ impl CompiledGraph {
         let b = self.io.check_param(name, &value)?;
         self.exe.set_param_owned(name, value)?;
         self.params_set[b.index].store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Set a U8 param (packed weights) from bytes shared with their owner — a tensor's range
+    /// of a mapped model file — which the CPU keeps without a copy (dims and length must
+    /// match the graph's param).
+    pub fn set_param_shared(
+        &self,
+        name: &str,
+        shape: &[usize],
+        bytes: SharedBytes,
+    ) -> Result<(), Error> {
+        let b = self.io.param(name)?;
+        b.check_parts(shape, DType::U8, bytes.len())?;
+        let index = b.index;
+        self.exe.set_param_shared(name, shape, bytes)?;
+        self.params_set[index].store(true, Ordering::Release);
         Ok(())
     }
 

@@ -168,7 +168,7 @@ pub(crate) fn decode(
             DType::F32 | DType::F16 | DType::BF16 => Storage::F32(zeroed(n, what)?),
             DType::F64 => Storage::F64(zeroed(n, what)?),
             DType::I32 | DType::I64 | DType::Bool => Storage::I64(zeroed(n, what)?),
-            DType::U8 => Storage::U8(zeroed(n, what)?),
+            DType::U8 => Storage::U8(zeroed(n, what)?.into()),
         });
     }
     Ok(match dtype {
@@ -212,7 +212,7 @@ pub(crate) fn decode(
         DType::U8 => {
             let mut v = with_capacity(n, what)?;
             v.extend_from_slice(&bytes[..n]);
-            Storage::U8(v)
+            Storage::U8(v.into())
         }
         DType::Bool => Storage::I64(collect(n, bytes.iter().map(|&b| b as i64), what)?),
     })
@@ -226,7 +226,7 @@ pub(crate) fn storage_of(t: &HostTensor, what: &dyn Fn() -> String) -> Result<St
 /// `storage_of` taking the tensor: U8 bytes are kept as they are.
 pub(crate) fn storage_from(t: HostTensor, what: &dyn Fn() -> String) -> Result<Storage, CpuError> {
     if t.dtype == DType::U8 {
-        return Ok(Storage::U8(t.data));
+        return Ok(Storage::U8(t.data.into()));
     }
     storage_of(&t, what)
 }
@@ -248,10 +248,10 @@ pub(crate) fn copy_buf(
         Buf::F32(s) => Storage::F32(copy(s, what)?),
         Buf::F64(s) => Storage::F64(copy(s, what)?),
         Buf::I64(s) if dtype == DType::U8 => {
-            Storage::U8(collect(s.len(), s.iter().map(|&v| v as u8), what)?)
+            Storage::U8(collect(s.len(), s.iter().map(|&v| v as u8), what)?.into())
         }
         Buf::I64(s) => Storage::I64(copy(s, what)?),
-        Buf::U8(s) => Storage::U8(copy(s, what)?),
+        Buf::U8(s) => Storage::U8(copy(s, what)?.into()),
     })
 }
 

@@ -37,8 +37,10 @@ pub use tensor::{TensorInfo, MAX_DIMS};
 pub use value::{Array, Strings, Value, ValueType, MAX_ARRAY_DEPTH};
 
 use reader::Reader;
+use rlx_ir::{ByteOwner, SharedBytes};
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 pub const GGUF_MAGIC: [u8; 4] = *b"GGUF";
 /// The alignment of the data section and of every tensor when `general.alignment` is absent.
@@ -47,7 +49,8 @@ pub const ALIGNMENT_KEY: &str = "general.alignment";
 
 /// An opened GGUF file.
 pub struct Gguf {
-    bytes: Storage,
+    /// Shared so tensors can be handed out as [`SharedBytes`] that outlive this value.
+    bytes: Arc<Storage>,
     version: u32,
     metadata: Metadata,
     tensors: Vec<TensorInfo>,
@@ -67,6 +70,12 @@ impl Storage {
             Storage::Mapped(m) => m,
             Storage::Owned(v) => v,
         }
+    }
+}
+
+impl AsRef<[u8]> for Storage {
+    fn as_ref(&self) -> &[u8] {
+        self.bytes()
     }
 }
 
@@ -134,7 +143,7 @@ impl Gguf {
             .unwrap_or(u64::MAX);
         tensor::place(&mut tensors, data_start, alignment, file_len)?;
         Ok(Gguf {
-            bytes: storage,
+            bytes: Arc::new(storage),
             version,
             metadata,
             tensors,
@@ -196,6 +205,21 @@ impl Gguf {
                 end: range.end,
                 file_len: self.file_len(),
             })
+    }
+
+    /// [`Gguf::tensor_data`] as bytes shared with the file's mapping: no copy, and they stay
+    /// valid after this value is dropped (a CPU executor keeps packed weights this way).
+    pub fn tensor_data_shared(&self, t: &TensorInfo) -> Result<SharedBytes, GgufError> {
+        let data = self.tensor_data(t)?;
+        let start = data.as_ptr() as usize - self.bytes.bytes().as_ptr() as usize;
+        let owner: ByteOwner = self.bytes.clone();
+        // In range: `tensor_data` just took the same bytes from the same storage.
+        SharedBytes::new(owner, start..start + data.len()).ok_or_else(|| GgufError::OutOfBounds {
+            tensor: t.name().to_string(),
+            start: start as u64,
+            end: (start + data.len()) as u64,
+            file_len: self.file_len(),
+        })
     }
 }
 

@@ -14,4 +14,7 @@ mod weights;
 pub use config::{Arch, LlmConfig, WeightFormat, MAX_DIM, SUPPORTED_ARCHS};
 pub use graph::{build, BuildOptions, LAST, POS, POSITIONS, SEQ, TOKENS};
 pub use shard::{shard_config, split_of, ShardedStore, Split, TensorParallel};
-pub use weights::{load, load_each, rope_table, ParamDecl, ParamSource, StoredTensor, TensorStore};
+pub use weights::{
+    load, load_each, load_each_shared, rope_table, ParamDecl, ParamSource, ParamValue,
+    StoredTensor, TensorStore,
+};

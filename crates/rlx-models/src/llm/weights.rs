@@ -8,7 +8,7 @@
 use super::config::WeightFormat;
 use crate::ModelError;
 use rlx_io::gguf::Gguf;
-use rlx_ir::{DType, HostTensor, QuantScheme, Shape};
+use rlx_ir::{DType, HostTensor, QuantScheme, Shape, SharedBytes};
 use std::borrow::Cow;
 
 /// One stored tensor: row-major shape (outermost first, so a linear layer's weight is
@@ -25,6 +25,11 @@ pub trait TensorStore {
     fn arch(&self) -> String;
     /// Tensor `name`, `Ok(None)` when the store has no such tensor.
     fn tensor(&self, name: &str) -> Result<Option<StoredTensor<'_>>, ModelError>;
+    /// Tensor `name`'s bytes as they are stored, shared with the store without a copy
+    /// (`Ok(None)` where the store cannot share them: it then serves [`TensorStore::tensor`]).
+    fn shared(&self, _name: &str) -> Result<Option<SharedBytes>, ModelError> {
+        Ok(None)
+    }
 }
 
 impl TensorStore for Gguf {
@@ -48,6 +53,13 @@ impl TensorStore for Gguf {
             format,
             data: Cow::Borrowed(self.tensor_data(info)?),
         }))
+    }
+
+    fn shared(&self, name: &str) -> Result<Option<SharedBytes>, ModelError> {
+        let Ok(info) = Gguf::tensor(self, name) else {
+            return Ok(None);
+        };
+        Ok(Some(self.tensor_data_shared(info)?))
     }
 }
 
@@ -108,6 +120,44 @@ pub fn load_each(
     mut set: impl FnMut(&str, HostTensor) -> Result<(), ModelError>,
 ) -> Result<(), ModelError> {
     decls.iter().try_for_each(|d| set(&d.name, value(gguf, d)?))
+}
+
+/// A param's value as [`load_each_shared`] hands it over.
+#[derive(Debug)]
+pub enum ParamValue {
+    /// Bytes made for the param (computed, transposed, stacked or copied).
+    Host(HostTensor),
+    /// A U8 param whose bytes are a stored tensor's as they are, shared with the store.
+    Shared {
+        shape: Vec<usize>,
+        bytes: SharedBytes,
+    },
+}
+
+/// [`load_each`], handing packed weights that need no rearranging over as the store's own
+/// bytes ([`TensorStore::shared`]): a mapped GGUF's tensors reach the executor without a copy.
+pub fn load_each_shared(
+    store: &(impl TensorStore + ?Sized),
+    decls: &[ParamDecl],
+    mut set: impl FnMut(&str, ParamValue) -> Result<(), ModelError>,
+) -> Result<(), ModelError> {
+    decls.iter().try_for_each(|d| {
+        if let ParamSource::Tensor {
+            name,
+            expected,
+            transpose: false,
+        } = &d.source
+        {
+            if d.shape.dtype == DType::U8 {
+                if let Some(bytes) = store.shared(name)? {
+                    checked(store, d, name, expected)?;
+                    let shape = dims(d)?;
+                    return set(&d.name, ParamValue::Shared { shape, bytes });
+                }
+            }
+        }
+        set(&d.name, ParamValue::Host(value(store, d)?))
+    })
 }
 
 /// Every param's value, in `decls` order.
@@ -256,13 +306,14 @@ pub fn rope_table(ctx: usize, n_rot: usize, base: f32, freq_scale: f32, sin: boo
     HostTensor::from_f32(&[ctx, half], &v)
 }
 
-fn tensor(
-    gguf: &(impl TensorStore + ?Sized),
+/// Tensor `name` of the store, checked against the shape `expected` and the param's dtype;
+/// returns it with the dtype its bytes are stored as in the graph.
+fn checked<'a>(
+    gguf: &'a (impl TensorStore + ?Sized),
     d: &ParamDecl,
     name: &str,
     expected: &[usize],
-    transpose: bool,
-) -> Result<HostTensor, ModelError> {
+) -> Result<(StoredTensor<'a>, DType), ModelError> {
     let info = gguf
         .tensor(name)?
         .ok_or_else(|| ModelError::MissingTensor {
@@ -277,8 +328,6 @@ fn tensor(
         });
     }
     let format = info.format;
-    let bytes: &[u8] = &info.data;
-    let shape = dims(d)?;
     let want = match format {
         WeightFormat::Packed(_) => DType::U8,
         // A half matrix held as packed rows of the F16 / BF16 scheme: its bytes as they are.
@@ -292,6 +341,19 @@ fn tensor(
             d.shape.dtype
         )));
     }
+    Ok((info, want))
+}
+
+fn tensor(
+    gguf: &(impl TensorStore + ?Sized),
+    d: &ParamDecl,
+    name: &str,
+    expected: &[usize],
+    transpose: bool,
+) -> Result<HostTensor, ModelError> {
+    let (info, want) = checked(gguf, d, name, expected)?;
+    let bytes: &[u8] = &info.data;
+    let shape = dims(d)?;
     let data = if transpose {
         let (rows, cols) = match expected {
             [r, c] => (*r, *c),

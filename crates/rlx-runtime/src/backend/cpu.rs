@@ -3,7 +3,7 @@
 use super::Executable;
 use crate::Error;
 use rlx_cpu::{CpuError, CpuExecutable};
-use rlx_ir::{CheckedInputs, Graph, HostTensor, NodeId, OpKind};
+use rlx_ir::{CheckedInputs, Graph, HostTensor, NodeId, OpKind, SharedBytes};
 
 pub struct CpuBackend(pub CpuExecutable);
 
@@ -26,6 +26,17 @@ impl Executable for CpuBackend {
 
     fn set_param_owned(&self, name: &str, value: HostTensor) -> Result<(), Error> {
         self.0.set_param_owned_checked(name, value).map_err(lift)
+    }
+
+    fn set_param_shared(
+        &self,
+        name: &str,
+        shape: &[usize],
+        bytes: SharedBytes,
+    ) -> Result<(), Error> {
+        self.0
+            .set_param_shared_checked(name, shape, bytes)
+            .map_err(lift)
     }
 
     fn param_value(&self, name: &str) -> Result<HostTensor, Error> {
