@@ -242,6 +242,20 @@ fn open_maps_the_file_and_names_it_in_errors() {
     for (x, y) in g.tensors().iter().zip(a.tensors()) {
         assert_eq!(g.tensor_data(x).unwrap(), a.tensor_data(y).unwrap());
     }
+    // Shared views of the mapping (prefaulted) hold the same bytes and outlive the file value.
+    let shared: Vec<_> = (g.tensors().iter())
+        .map(|t| {
+            (
+                g.tensor_data(t).unwrap().to_vec(),
+                g.tensor_data_shared(t).unwrap(),
+            )
+        })
+        .collect();
+    drop(g);
+    for (want, got) in &shared {
+        assert_eq!(&got[..], &want[..]);
+    }
+    assert!(shared.iter().any(|(w, _)| !w.is_empty()));
 
     let bad = dir.join("bad.gguf");
     std::fs::write(&bad, b"GGUF\x01\0\0\0").unwrap();

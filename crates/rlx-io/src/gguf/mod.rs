@@ -73,6 +73,24 @@ impl Storage {
     }
 }
 
+impl Storage {
+    /// Map the pages of `range` now (a hint; errors are ignored): bytes shared with a
+    /// compute kernel would otherwise fault in page by page during the first token.
+    fn prefault(&self, range: std::ops::Range<usize>) {
+        #[cfg(target_os = "linux")]
+        if let Storage::Mapped(m) = self {
+            // Linux < 5.14 has no MADV_POPULATE_READ: read-ahead at least.
+            if m.advise_range(memmap2::Advice::PopulateRead, range.start, range.len())
+                .is_err()
+            {
+                let _ = m.advise_range(memmap2::Advice::WillNeed, range.start, range.len());
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = range;
+    }
+}
+
 impl AsRef<[u8]> for Storage {
     fn as_ref(&self) -> &[u8] {
         self.bytes()
@@ -208,10 +226,12 @@ impl Gguf {
     }
 
     /// [`Gguf::tensor_data`] as bytes shared with the file's mapping: no copy, and they stay
-    /// valid after this value is dropped (a CPU executor keeps packed weights this way).
+    /// valid after this value is dropped (a CPU executor keeps packed weights this way). Their
+    /// pages are mapped in now, as llama.cpp's loader does (`MAP_POPULATE`).
     pub fn tensor_data_shared(&self, t: &TensorInfo) -> Result<SharedBytes, GgufError> {
         let data = self.tensor_data(t)?;
         let start = data.as_ptr() as usize - self.bytes.bytes().as_ptr() as usize;
+        self.bytes.prefault(start..start + data.len());
         let owner: ByteOwner = self.bytes.clone();
         // In range: `tensor_data` just took the same bytes from the same storage.
         SharedBytes::new(owner, start..start + data.len()).ok_or_else(|| GgufError::OutOfBounds {
