@@ -47,6 +47,11 @@ pub fn gguf_from_bytes(data: &[u8]) -> GgufOutcome {
                 assert!(r.end <= data.len() as u64);
                 // Touch the bytes, so a bad slice would fault under the sanitizer.
                 std::hint::black_box(d.iter().fold(0u8, |a, &b| a ^ b));
+                // The shared view (what a CPU executor keeps) is the same range.
+                let shared = g
+                    .tensor_data_shared(t)
+                    .expect("a readable tensor is shareable");
+                assert_eq!(&shared[..], d);
                 tensors_read += 1;
             }
             Err(GgufError::UnknownType { .. }) => {}
