@@ -165,8 +165,8 @@ pub const SWITCHES: &[SwitchInfo] = &[
         "1",
         "store Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights that only matrix products read in a \
          planar row layout on the GPU (each row's quants, fifth bits and scales contiguous), so \
-         the decode GEMV reads a block's quants as aligned 8-byte words (off until measured on \
-         a GPU)",
+         the decode GEMV reads a block's quants as aligned 8-byte words (off: slower in every \
+         decode row on the H200, see BENCHMARKS.md session 30)",
     ),
     sw(
         Switch::GemvTs,
@@ -175,7 +175,8 @@ pub const SWITCHES: &[SwitchInfo] = &[
         "1",
         "let the decode GEMV's tuner also try the tile-staged kernel (a block's rows loaded as \
          coalesced 16-byte words before the wait for the previous kernel and decoded from \
-         shared memory; off until measured on a GPU)",
+         shared memory; off: on an H100 it made the 0.5B Q4_K_M decode 9-10% slower and left \
+         SmolLM2 Q4_1 unchanged, see BENCHMARKS.md session 34)",
     ),
     sw(
         Switch::CacheDir,
