@@ -283,7 +283,7 @@ impl CpuExecutable {
 
     /// Set a U8 param (packed weights) to bytes shared with their owner, without a copy —
     /// a range of a mapped model file. Its dims and length are checked against the param.
-    pub fn set_param_shared_checked(
+    pub fn set_param_shared(
         &self,
         name: &str,
         shape: &[usize],

@@ -1,4 +1,4 @@
-//! `CpuExecutable::set_param_shared_checked`: packed weights kept as a range of bytes owned
+//! `CpuExecutable::set_param_shared`: packed weights kept as a range of bytes owned
 //! elsewhere (a mapped model file) compute exactly what an owned copy computes, and are
 //! checked against the param like any other value.
 use rlx_cpu::CpuExecutable;
@@ -44,7 +44,7 @@ fn shared_weights_compute_what_owned_ones_do() {
                 .unwrap();
             let mut mapped = CpuExecutable::new(g).unwrap();
             mapped
-                .set_param_shared_checked("w", &[n, rb], shared.clone())
+                .set_param_shared("w", &[n, rb], shared.clone())
                 .unwrap();
             let a = owned.run(&[("x", xt.clone())]).unwrap()[0].to_f32_vec();
             let b = mapped.run(&[("x", xt)]).unwrap()[0].to_f32_vec();
@@ -67,23 +67,20 @@ fn shared_weights_are_checked_against_the_param() {
     let owner: ByteOwner = Arc::new(vec![7u8; n * rb + 10]);
     let bytes = |len: usize| SharedBytes::new(owner.clone(), 0..len).unwrap();
     let e = exe
-        .set_param_shared_checked("w", &[n, rb], bytes(n * rb - 1))
+        .set_param_shared("w", &[n, rb], bytes(n * rb - 1))
         .unwrap_err();
     assert!(
         matches!(e, rlx_cpu::CpuError::Bind(BindError::WrongLength { .. })),
         "{e}"
     );
     let e = exe
-        .set_param_shared_checked("w", &[n + 1, rb], bytes(n * rb))
+        .set_param_shared("w", &[n + 1, rb], bytes(n * rb))
         .unwrap_err();
     assert!(
         matches!(e, rlx_cpu::CpuError::Bind(BindError::WrongShape { .. })),
         "{e}"
     );
-    let e = exe
-        .set_param_shared_checked("x", &[1, k], bytes(k))
-        .unwrap_err();
+    let e = exe.set_param_shared("x", &[1, k], bytes(k)).unwrap_err();
     assert!(e.to_string().contains('x'), "{e}");
-    exe.set_param_shared_checked("w", &[n, rb], bytes(n * rb))
-        .unwrap();
+    exe.set_param_shared("w", &[n, rb], bytes(n * rb)).unwrap();
 }

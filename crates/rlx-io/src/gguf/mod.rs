@@ -71,9 +71,7 @@ impl Storage {
             Storage::Owned(v) => v,
         }
     }
-}
 
-impl Storage {
     /// Map the pages of `range` now (a hint; errors are ignored): bytes shared with a
     /// compute kernel would otherwise fault in page by page during the first token.
     fn prefault(&self, range: std::ops::Range<usize>) {
@@ -211,35 +209,40 @@ impl Gguf {
 
     /// A tensor's bytes, as stored (packed blocks for quantized types).
     pub fn tensor_data(&self, t: &TensorInfo) -> Result<&[u8], GgufError> {
-        let range = t.file_range()?;
-        // The range was checked against the file when it was read; `get` keeps a
-        // TensorInfo from another file from indexing out of bounds.
-        self.bytes
-            .bytes()
-            .get(range.start as usize..range.end as usize)
-            .ok_or_else(|| GgufError::OutOfBounds {
-                tensor: t.name().to_string(),
-                start: range.start,
-                end: range.end,
-                file_len: self.file_len(),
-            })
+        let range = self.data_range(t)?;
+        Ok(&self.bytes.bytes()[range])
+    }
+
+    /// Where `t`'s bytes lie in the storage. The range was checked against the file when it
+    /// was read; checking again keeps a TensorInfo from another file from indexing out of
+    /// bounds.
+    fn data_range(&self, t: &TensorInfo) -> Result<std::ops::Range<usize>, GgufError> {
+        let r = t.file_range()?;
+        let range = r.start as usize..r.end as usize;
+        match self.bytes.bytes().get(range.clone()) {
+            Some(_) => Ok(range),
+            None => Err(self.out_of_bounds(t, range)),
+        }
+    }
+
+    fn out_of_bounds(&self, t: &TensorInfo, range: std::ops::Range<usize>) -> GgufError {
+        GgufError::OutOfBounds {
+            tensor: t.name().to_string(),
+            start: range.start as u64,
+            end: range.end as u64,
+            file_len: self.file_len(),
+        }
     }
 
     /// [`Gguf::tensor_data`] as bytes shared with the file's mapping: no copy, and they stay
     /// valid after this value is dropped (a CPU executor keeps packed weights this way). Their
     /// pages are mapped in now, as llama.cpp's loader does (`MAP_POPULATE`).
     pub fn tensor_data_shared(&self, t: &TensorInfo) -> Result<SharedBytes, GgufError> {
-        let data = self.tensor_data(t)?;
-        let start = data.as_ptr() as usize - self.bytes.bytes().as_ptr() as usize;
-        self.bytes.prefault(start..start + data.len());
+        let range = self.data_range(t)?;
+        self.bytes.prefault(range.clone());
         let owner: ByteOwner = self.bytes.clone();
-        // In range: `tensor_data` just took the same bytes from the same storage.
-        SharedBytes::new(owner, start..start + data.len()).ok_or_else(|| GgufError::OutOfBounds {
-            tensor: t.name().to_string(),
-            start: start as u64,
-            end: (start + data.len()) as u64,
-            file_len: self.file_len(),
-        })
+        // `data_range` checked the range against these very bytes.
+        SharedBytes::new(owner, range.clone()).ok_or_else(|| self.out_of_bounds(t, range))
     }
 }
 

@@ -34,9 +34,7 @@ impl Executable for CpuBackend {
         shape: &[usize],
         bytes: SharedBytes,
     ) -> Result<(), Error> {
-        self.0
-            .set_param_shared_checked(name, shape, bytes)
-            .map_err(lift)
+        self.0.set_param_shared(name, shape, bytes).map_err(lift)
     }
 
     fn param_value(&self, name: &str) -> Result<HostTensor, Error> {
