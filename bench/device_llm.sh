@@ -12,6 +12,7 @@
 #   lcpp    carry [".lcpp"] (../shared/bench/llama_cpp_anchor.sh prepare .lcpp): build llama.cpp
 #           with CUDA and run llama-bench, with the micro benchmark beside the build; the
 #           built binaries come back under $OUT as lcpp-bin.tar.xz.* for `lcppbin`
+#   lcppbuild carry [".lcpp"]: the same build and the GGUFs, no benchmark (for `side` next)
 #   lcppbin carry [".lcpp", ".lcppbin"]: the same llama-bench run from binaries built earlier
 #   side    carry [".lcpps", ".lcppbin", ".devbin"] (.lcpps: the anchor's scripts and gguf-py;
 #           .lcppbin: llama.cpp's binaries from `lcpp` or built here by bench/lcpp_cuda_build.sh;
@@ -83,6 +84,28 @@ lcpp)
   bash .lcpp/llama_cpp_anchor.sh run 2>&1 | tee $out/llama_bench.txt
   wait $mp; cat $out/micro.txt
   L=$(dirname "$(mktemp -u)")/rlx-llama-cpp
+  (cd $L/src/build && tar -cf - bin | xz -T0 -6 | split -b 15M - $out/lcpp-bin.tar.xz.) ; ls -la $out ;;
+lcppbuild)
+  # carry [".lcpp"] (the anchor's prepare): build llama.cpp's CUDA llama-bench and
+  # llama-quantize under $L (as the anchor's `run` does, ~6 min on 16 cores) while the f16
+  # GGUFs are written beside it, quantize them, and send the binaries back as
+  # lcpp-bin.tar.xz.* (for a later `side`'s .lcppbin) — no benchmark, so a `side` that follows
+  # in the same warm machine finds everything in place and measures both systems back to back.
+  L=$(dirname "$(mktemp -u)")/rlx-llama-cpp; mkdir -p $L
+  [ -d $L/src ] || cp -r .lcpp/src $L/src
+  ( [ -f $L/qwen05b-f16.gguf ] || python3 .lcpp/gen_gguf.py $L/src $L/qwen05b-f16.gguf 896 24 14 2 4864 151936 .lcpp/smollm2_tokenizer.json >/dev/null
+    [ -f $L/smollm135-f16.gguf ] || python3 .lcpp/gen_gguf.py $L/src $L/smollm135-f16.gguf 576 30 9 3 1536 49152 .lcpp/smollm2_tokenizer.json >/dev/null ) & gp=$!
+  start=$(date +%s)
+  (cd $L/src && cmake -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF \
+     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF \
+     -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON >$L/cmake.log 2>&1 &&
+   cmake --build build -j"$(nproc)" --target llama-bench llama-quantize >$L/build.log 2>&1) ||
+    { tail -20 $L/cmake.log $L/build.log; exit 1; }
+  echo "llama.cpp built in $(( $(date +%s) - start )) s"; wait $gp
+  B=$L/src/build/bin
+  $B/llama-quantize $L/smollm135-f16.gguf $L/smollm135-q4_1.gguf Q4_1 >/dev/null 2>&1
+  $B/llama-quantize $L/qwen05b-f16.gguf $L/qwen05b-q4_k_m.gguf Q4_K_M >/dev/null 2>&1
+  ls -la $L/*.gguf
   (cd $L/src/build && tar -cf - bin | xz -T0 -6 | split -b 15M - $out/lcpp-bin.tar.xz.) ; ls -la $out ;;
 lcppbin)
   L=$(dirname "$(mktemp -u)")/rlx-llama-cpp; mkdir -p $L/src/build
