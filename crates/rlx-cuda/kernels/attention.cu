@@ -354,7 +354,7 @@ __device__ __forceinline__ void attn_fwd_body(const T* __restrict__ q, const T* 
     ATT_FWD_ROWS(2, 0, 8, sfx, T)                                                             \
     ATT_FWD_ROWS(4, 0, 8, sfx, T)                                                             \
     ATT_FWD(1, 8, 0, 4, sfx, T) ATT_FWD(2, 8, 0, 4, sfx, T)
-RLX_FLOAT_TYPES(ATT_FWD_ALL)
+RLX_TYPE_SHARDS(ATT_FWD_ALL)
 
 // ---- tensor-core forward (f16 / bf16, head_dim == v_head_dim in {32, 64, 128})
 //
@@ -604,8 +604,8 @@ __device__ __forceinline__ void attn_mma_body(const T* __restrict__ q, const T* 
     ATT_MMA(32, 1, sfx, T) ATT_MMA(32, 2, sfx, T) ATT_MMA(32, 4, sfx, T)                     \
     ATT_MMA(64, 1, sfx, T) ATT_MMA(64, 2, sfx, T) ATT_MMA(64, 4, sfx, T)                     \
     ATT_MMA(128, 1, sfx, T) ATT_MMA(128, 2, sfx, T) ATT_MMA(128, 4, sfx, T)
-ATT_MMA_ALL(f16, __half)
-ATT_MMA_ALL(bf16, __nv_bfloat16)
+RLX_GATE_f16(ATT_MMA_ALL(f16, __half))
+RLX_GATE_bf16(ATT_MMA_ALL(bf16, __nv_bfloat16))
 
 // ---- Custom keep-mask of any dtype -> u8 (nonzero = attend; NaN counts as nonzero).
 #define ATT_KEEP(sfx, T)                                                                      \
@@ -614,9 +614,7 @@ ATT_MMA_ALL(bf16, __nv_bfloat16)
              i += (i64)gridDim.x * blockDim.x)                                                \
             keep[i] = ldf(m, i) != 0.f;                                                       \
     }
-ATT_KEEP(f32, float)
-ATT_KEEP(f16, __half)
-ATT_KEEP(bf16, __nv_bfloat16)
+RLX_TYPE_SHARDS(ATT_KEEP)
 extern "C" __global__ void attn_keep_f64(const double* m, u8* keep, i64 n) {
     for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
         keep[i] = m[i] != 0.0;

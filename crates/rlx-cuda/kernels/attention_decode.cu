@@ -569,7 +569,7 @@ __device__ __forceinline__ void att_cw_prefetch(const T* __restrict__ kc, const 
         att_apply_past(a);                                                                    \
         attn_split_cw_body<T>(q, k, v, out, part, ticket, a, c, cap);                         \
     }
-RLX_FLOAT_TYPES(ATT_SPLIT_CW)
+RLX_TYPE_SHARDS(ATT_SPLIT_CW)
 
 // The two-launch merge: one block per row, threads across columns (a row of one chunk was
 // written by the split kernel).
@@ -596,4 +596,4 @@ __device__ __forceinline__ void attn_combine_body(const float* __restrict__ part
         att_apply_past(a);                                                                    \
         attn_combine_body<T>(part, out, a);                                                   \
     }
-RLX_FLOAT_TYPES(ATT_SPLIT)
+RLX_TYPE_SHARDS(ATT_SPLIT)

@@ -136,3 +136,30 @@ __device__ __forceinline__ void pdl_launch_next() {
 // Instantiate a kernel template body for the three float storage types. `X(sfx, T)` is
 // a macro the source defines; kernels are named `<name>_<sfx>` (f32, f16, bf16).
 #define RLX_FLOAT_TYPES(X) X(f32, float) X(f16, __half) X(bf16, __nv_bfloat16)
+
+// Library shards (kernels/mod.rs: Lib::shard_tags, Lib::shard_of): a big library's
+// instantiations sit inside RLX_GATE_<tag>(…) — quant's by weight scheme (`base` for the
+// scheme-free kernels), attention's by float type — and a shard's text defines RLX_SHARD
+// with its own gates, keeping only its tag's kernels, so a model compiles the few it launches
+// (in parallel) instead of the whole library. The whole library keeps every instantiation.
+#ifndef RLX_SHARD
+#define RLX_GATE_base(...) __VA_ARGS__
+#define RLX_GATE_f32(...) __VA_ARGS__
+#define RLX_GATE_f16(...) __VA_ARGS__
+#define RLX_GATE_bf16(...) __VA_ARGS__
+#define RLX_GATE_q8_0(...) __VA_ARGS__
+#define RLX_GATE_q4_0(...) __VA_ARGS__
+#define RLX_GATE_q4_1(...) __VA_ARGS__
+#define RLX_GATE_q5_0(...) __VA_ARGS__
+#define RLX_GATE_q5_1(...) __VA_ARGS__
+#define RLX_GATE_q4_k(...) __VA_ARGS__
+#define RLX_GATE_q5_k(...) __VA_ARGS__
+#define RLX_GATE_q6_k(...) __VA_ARGS__
+#define RLX_GATE_q8_0p(...) __VA_ARGS__
+#define RLX_GATE_q4_0p(...) __VA_ARGS__
+#define RLX_GATE_q4_1p(...) __VA_ARGS__
+#define RLX_GATE_q5_0p(...) __VA_ARGS__
+#define RLX_GATE_q5_1p(...) __VA_ARGS__
+#endif
+// RLX_FLOAT_TYPES with each type behind its gate (the libraries sharded by float type).
+#define RLX_TYPE_SHARDS(X) RLX_GATE_f32(X(f32, float)) RLX_GATE_f16(X(f16, __half)) RLX_GATE_bf16(X(bf16, __nv_bfloat16))

@@ -240,7 +240,7 @@ __device__ void dq_swiglu(const T* x, T* h, i64 M, i64 K, int glu) {
     extern "C" __global__ void dq_swiglu_##sfx(const T* x, T* h, i64 M, i64 K, int glu) {     \
         dq_swiglu<T>(x, h, M, K, glu);                                                        \
     }
-RLX_FLOAT_TYPES(RLX_DQ_SWIGLU)
+RLX_GATE_base(RLX_FLOAT_TYPES(RLX_DQ_SWIGLU))
 
 // out[r, k] = W[r, k] for `rows` rows of K values (a chunk of the weight, row-major).
 template <int S, typename T>
@@ -271,7 +271,7 @@ __device__ void dq_dequant(const u8* w, T* out, i64 rows, i64 K) {
     }
 #define RLX_DQ_HALF_CASTS(sfx, T) \
     RLX_DQ_HALF_CAST(sfx, T, f16, __half) RLX_DQ_HALF_CAST(sfx, T, bf16, __nv_bfloat16)
-RLX_FLOAT_TYPES(RLX_DQ_HALF_CASTS)
+RLX_GATE_base(RLX_FLOAT_TYPES(RLX_DQ_HALF_CASTS))
 
 // ---- The strict product with a half weight on tensor cores: x as a sum of `parts` half
 // values (dq_split_in: row r of x scaled by a power of two s_r that puts its largest |value|
@@ -334,7 +334,7 @@ RLX_FLOAT_TYPES(RLX_DQ_HALF_CASTS)
 #define RLX_DQ_SPLITS(sfx, T) \
     RLX_DQ_SPLIT(sfx, T, f16, __half) RLX_DQ_SPLIT(sfx, T, bf16, __nv_bfloat16) \
     RLX_DQ_SPLIT_OUT(sfx, T) RLX_DQ_SPLIT2_OUT(sfx, T)
-RLX_FLOAT_TYPES(RLX_DQ_SPLITS)
+RLX_GATE_base(RLX_FLOAT_TYPES(RLX_DQ_SPLITS))
 
 // A chunk of quantized weight rows decoded straight into the strict product's two f16 parts:
 // what dq_dequant (to f32) followed by dq_split_in (f32 → 2 × f16) compute, bit for bit, in
@@ -367,16 +367,16 @@ __device__ void dq_split_w(const u8* w, __half* h, float* inv, i64 rows, i64 K) 
                                                  i64 K) {                                     \
         dq_split_w<S>(w, h, inv, rows, K);                                                    \
     }
-RLX_DQ_SPLIT_W(q8_0, Q8_0)
-RLX_DQ_SPLIT_W(q4_0, Q4_0)
-RLX_DQ_SPLIT_W(q4_1, Q4_1)
-RLX_DQ_SPLIT_W(q5_0, Q5_0)
-RLX_DQ_SPLIT_W(q5_1, Q5_1)
-RLX_DQ_SPLIT_W(q4_k, Q4_K)
-RLX_DQ_SPLIT_W(q5_k, Q5_K)
-RLX_DQ_SPLIT_W(q6_k, Q6_K)
-RLX_DQ_SPLIT_W(q8_0p, Q8_0P)
-RLX_DQ_SPLIT_W(q4_0p, Q4_0P)
-RLX_DQ_SPLIT_W(q4_1p, Q4_1P)
-RLX_DQ_SPLIT_W(q5_0p, Q5_0P)
-RLX_DQ_SPLIT_W(q5_1p, Q5_1P)
+RLX_GATE_q8_0(RLX_DQ_SPLIT_W(q8_0, Q8_0))
+RLX_GATE_q4_0(RLX_DQ_SPLIT_W(q4_0, Q4_0))
+RLX_GATE_q4_1(RLX_DQ_SPLIT_W(q4_1, Q4_1))
+RLX_GATE_q5_0(RLX_DQ_SPLIT_W(q5_0, Q5_0))
+RLX_GATE_q5_1(RLX_DQ_SPLIT_W(q5_1, Q5_1))
+RLX_GATE_q4_k(RLX_DQ_SPLIT_W(q4_k, Q4_K))
+RLX_GATE_q5_k(RLX_DQ_SPLIT_W(q5_k, Q5_K))
+RLX_GATE_q6_k(RLX_DQ_SPLIT_W(q6_k, Q6_K))
+RLX_GATE_q8_0p(RLX_DQ_SPLIT_W(q8_0p, Q8_0P))
+RLX_GATE_q4_0p(RLX_DQ_SPLIT_W(q4_0p, Q4_0P))
+RLX_GATE_q4_1p(RLX_DQ_SPLIT_W(q4_1p, Q4_1P))
+RLX_GATE_q5_0p(RLX_DQ_SPLIT_W(q5_0p, Q5_0P))
+RLX_GATE_q5_1p(RLX_DQ_SPLIT_W(q5_1p, Q5_1P))

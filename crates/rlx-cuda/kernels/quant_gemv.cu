@@ -596,16 +596,16 @@ __device__ void dq_gemv_ts(const float* x, const u8* w, float* y, const float* g
         i64 K, float eps, int glu, int lpr, int tile, i64 wbytes) {                           \
         dq_gemv_ts<S, CH>(x, w, y, gamma, res, N, K, eps, glu, lpr, tile, wbytes);            \
     }
-RLX_DQ_TS(q8_0, Q8_0)
-RLX_DQ_TS(q4_0, Q4_0)
-RLX_DQ_TS(q4_1, Q4_1)
-RLX_DQ_TS(q5_0, Q5_0)
-RLX_DQ_TS(q5_1, Q5_1)
-RLX_DQ_TS(q4_k, Q4_K)
-RLX_DQ_TS(q5_k, Q5_K)
-RLX_DQ_TS(q6_k, Q6_K)
-RLX_DQ_TS(f16, F16S)
-RLX_DQ_TS(bf16, BF16S)
+RLX_GATE_q8_0(RLX_DQ_TS(q8_0, Q8_0))
+RLX_GATE_q4_0(RLX_DQ_TS(q4_0, Q4_0))
+RLX_GATE_q4_1(RLX_DQ_TS(q4_1, Q4_1))
+RLX_GATE_q5_0(RLX_DQ_TS(q5_0, Q5_0))
+RLX_GATE_q5_1(RLX_DQ_TS(q5_1, Q5_1))
+RLX_GATE_q4_k(RLX_DQ_TS(q4_k, Q4_K))
+RLX_GATE_q5_k(RLX_DQ_TS(q5_k, Q5_K))
+RLX_GATE_q6_k(RLX_DQ_TS(q6_k, Q6_K))
+RLX_GATE_f16(RLX_DQ_TS(f16, F16S))
+RLX_GATE_bf16(RLX_DQ_TS(bf16, BF16S))
 
 #define RLX_DQ_ONE(name, S, sfx, T)                                                          \
     extern "C" __global__ void dq_gemv_##name##_##sfx(const T* x, const u8* w, T* y,          \
@@ -628,16 +628,16 @@ RLX_DQ_TS(bf16, BF16S)
         dq_dequant<S, T>(w, out, rows, K);                                                   \
     }
 #define RLX_DQ(sfx, T)                                                                       \
-    RLX_DQ_ONE(q8_0, Q8_0, sfx, T)                                                           \
-    RLX_DQ_ONE(q4_0, Q4_0, sfx, T)                                                           \
-    RLX_DQ_ONE(q4_1, Q4_1, sfx, T)                                                           \
-    RLX_DQ_ONE(q5_0, Q5_0, sfx, T)                                                           \
-    RLX_DQ_ONE(q5_1, Q5_1, sfx, T)                                                           \
-    RLX_DQ_ONE(q4_k, Q4_K, sfx, T)                                                           \
-    RLX_DQ_ONE(q5_k, Q5_K, sfx, T)                                                           \
-    RLX_DQ_ONE(q6_k, Q6_K, sfx, T)                                                           \
-    RLX_DQ_ONE(f16, F16S, sfx, T)                                                            \
-    RLX_DQ_ONE(bf16, BF16S, sfx, T)
+    RLX_GATE_q8_0(RLX_DQ_ONE(q8_0, Q8_0, sfx, T))                                            \
+    RLX_GATE_q4_0(RLX_DQ_ONE(q4_0, Q4_0, sfx, T))                                            \
+    RLX_GATE_q4_1(RLX_DQ_ONE(q4_1, Q4_1, sfx, T))                                            \
+    RLX_GATE_q5_0(RLX_DQ_ONE(q5_0, Q5_0, sfx, T))                                            \
+    RLX_GATE_q5_1(RLX_DQ_ONE(q5_1, Q5_1, sfx, T))                                            \
+    RLX_GATE_q4_k(RLX_DQ_ONE(q4_k, Q4_K, sfx, T))                                            \
+    RLX_GATE_q5_k(RLX_DQ_ONE(q5_k, Q5_K, sfx, T))                                            \
+    RLX_GATE_q6_k(RLX_DQ_ONE(q6_k, Q6_K, sfx, T))                                            \
+    RLX_GATE_f16(RLX_DQ_ONE(f16, F16S, sfx, T))                                              \
+    RLX_GATE_bf16(RLX_DQ_ONE(bf16, BF16S, sfx, T))
 RLX_FLOAT_TYPES(RLX_DQ)
 // dq_gemv_st_<scheme>_m1d<R>_f32: one f32 row (decode) with R units a lane in registers;
 // R = 8 only for the 32-value schemes (5–9 registers a unit).
@@ -647,16 +647,16 @@ RLX_FLOAT_TYPES(RLX_DQ)
         i64 N, i64 K, float eps, int glu, int lpr) {                                          \
         dq_gemv_st<S, float, 1, R>(x, w, y, gamma, res, M, N, K, eps, glu, lpr);              \
     }
-RLX_DQ_ST_DEEP(q8_0, Q8_0, 4) RLX_DQ_ST_DEEP(q8_0, Q8_0, 8)
-RLX_DQ_ST_DEEP(q4_0, Q4_0, 4) RLX_DQ_ST_DEEP(q4_0, Q4_0, 8)
-RLX_DQ_ST_DEEP(q4_1, Q4_1, 4) RLX_DQ_ST_DEEP(q4_1, Q4_1, 8)
-RLX_DQ_ST_DEEP(q5_0, Q5_0, 4) RLX_DQ_ST_DEEP(q5_0, Q5_0, 8)
-RLX_DQ_ST_DEEP(q5_1, Q5_1, 4) RLX_DQ_ST_DEEP(q5_1, Q5_1, 8)
-RLX_DQ_ST_DEEP(q4_k, Q4_K, 4)
-RLX_DQ_ST_DEEP(q5_k, Q5_K, 4)
-RLX_DQ_ST_DEEP(q6_k, Q6_K, 4)
-RLX_DQ_ST_DEEP(f16, F16S, 4)
-RLX_DQ_ST_DEEP(bf16, BF16S, 4)
+RLX_GATE_q8_0(RLX_DQ_ST_DEEP(q8_0, Q8_0, 4) RLX_DQ_ST_DEEP(q8_0, Q8_0, 8))
+RLX_GATE_q4_0(RLX_DQ_ST_DEEP(q4_0, Q4_0, 4) RLX_DQ_ST_DEEP(q4_0, Q4_0, 8))
+RLX_GATE_q4_1(RLX_DQ_ST_DEEP(q4_1, Q4_1, 4) RLX_DQ_ST_DEEP(q4_1, Q4_1, 8))
+RLX_GATE_q5_0(RLX_DQ_ST_DEEP(q5_0, Q5_0, 4) RLX_DQ_ST_DEEP(q5_0, Q5_0, 8))
+RLX_GATE_q5_1(RLX_DQ_ST_DEEP(q5_1, Q5_1, 4) RLX_DQ_ST_DEEP(q5_1, Q5_1, 8))
+RLX_GATE_q4_k(RLX_DQ_ST_DEEP(q4_k, Q4_K, 4))
+RLX_GATE_q5_k(RLX_DQ_ST_DEEP(q5_k, Q5_K, 4))
+RLX_GATE_q6_k(RLX_DQ_ST_DEEP(q6_k, Q6_K, 4))
+RLX_GATE_f16(RLX_DQ_ST_DEEP(f16, F16S, 4))
+RLX_GATE_bf16(RLX_DQ_ST_DEEP(bf16, BF16S, 4))
 
 // The planar schemes' kernels: f32 activations (decode GEMVs, the warp-per-column one, the
 // prefill's weight decode to each float type and its fused split).
@@ -698,8 +698,8 @@ RLX_DQ_ST_DEEP(bf16, BF16S, 4)
                                                         i64 rows, i64 K) {                    \
         dq_dequant<S, __nv_bfloat16>(w, out, rows, K);                                        \
     }
-RLX_DQ_PLANAR(q8_0p, Q8_0P)
-RLX_DQ_PLANAR(q4_0p, Q4_0P)
-RLX_DQ_PLANAR(q4_1p, Q4_1P)
-RLX_DQ_PLANAR(q5_0p, Q5_0P)
-RLX_DQ_PLANAR(q5_1p, Q5_1P)
+RLX_GATE_q8_0p(RLX_DQ_PLANAR(q8_0p, Q8_0P))
+RLX_GATE_q4_0p(RLX_DQ_PLANAR(q4_0p, Q4_0P))
+RLX_GATE_q4_1p(RLX_DQ_PLANAR(q4_1p, Q4_1P))
+RLX_GATE_q5_0p(RLX_DQ_PLANAR(q5_0p, Q5_0P))
+RLX_GATE_q5_1p(RLX_DQ_PLANAR(q5_1p, Q5_1P))

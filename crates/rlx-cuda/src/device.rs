@@ -162,8 +162,25 @@ impl Gpu {
             .map_err(|e| CudaError::driver("bind_to_thread", e))
     }
 
-    /// Compile (or fetch) `src` and look up `func` in it.
+    /// Compile (or fetch) `src` and look up `func` in it — for a sharded library, in the
+    /// shard that holds `func` (`kernels/shard.rs`), the whole library only if that fails.
     pub(crate) fn function(&self, src: &Src, func: &str) -> Result<Func, CudaError> {
+        if let Src::Lib(lib) = src {
+            if let Some(tag) = lib.shard_of(func) {
+                match self.function_in(&Src::Shard(*lib, tag), func) {
+                    Ok(f) => return Ok(f),
+                    // RLX_TRACE=1 says why; CI checks every kernel is in its shard.
+                    Err(e) if rlx_ir::env::flag(rlx_ir::env::Switch::Trace) => {
+                        eprintln!("[rlx-cuda] {func}: shard {tag} failed ({e}); the whole library")
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        self.function_in(src, func)
+    }
+
+    fn function_in(&self, src: &Src, func: &str) -> Result<Func, CudaError> {
         self.bind()?;
         let key = src.name();
         let loaded = self

@@ -9,6 +9,7 @@ pub mod profile;
 pub mod quant;
 pub mod reduce;
 pub mod shape_ops;
+pub mod shard;
 #[cfg(test)]
 mod signature_test;
 pub mod vision;
@@ -93,6 +94,8 @@ impl Lib {
 pub enum Src {
     /// A hand-written library.
     Lib(Lib),
+    /// One shard of a hand-written library (`shard.rs`): the kernels behind one gate tag.
+    Shard(Lib, &'static str),
     /// Generated code (region kernels); `common.cuh` is prepended like for the others.
     Generated(String),
 }
@@ -101,20 +104,24 @@ impl Src {
     /// The body (without `common.cuh`).
     pub fn body(&self) -> &str {
         match self {
-            Src::Lib(l) => l.source(),
+            Src::Lib(l) | Src::Shard(l, _) => l.source(),
             Src::Generated(s) => s,
         }
     }
 
     /// The full text handed to NVRTC.
     pub fn full(&self) -> String {
-        format!("{COMMON}\n{}", self.body())
+        match self {
+            Src::Shard(l, tag) => shard::shard_text(*l, tag),
+            _ => format!("{COMMON}\n{}", self.body()),
+        }
     }
 
     /// A short name for logs and the program name.
     pub fn name(&self) -> String {
         match self {
             Src::Lib(l) => l.name().to_string(),
+            Src::Shard(l, tag) => format!("{}.{tag}", l.name()),
             Src::Generated(s) => format!("gen_{:016x}", hash(s)),
         }
     }

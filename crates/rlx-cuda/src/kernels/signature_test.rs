@@ -189,7 +189,7 @@ fn structs() -> Vec<(&'static str, usize)> {
 /// Check one kernel against its library's declarations.
 fn check(k: &Kernel) {
     let lib = match &k.src {
-        super::Src::Lib(l) => *l,
+        super::Src::Lib(l) | super::Src::Shard(l, _) => *l,
         super::Src::Generated(_) => panic!("{} is generated", k.name),
     };
     let structs = structs();
