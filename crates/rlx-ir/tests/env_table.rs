@@ -83,8 +83,8 @@ fn every_rlx_name_in_the_sources_is_declared() {
         }
     }
     assert!(files.len() > 50, "found only {} Rust files", files.len());
-    // Rust code may name the kernels' own `#define RLX_…` macros (the CUDA backend's
-    // signature test reads them); those are not switches.
+    // Rust code may name the kernels' own `RLX_…` macros (the CUDA backend's signature test
+    // reads them, a library shard's text defines its gates); those are not switches.
     let mut macros = BTreeSet::new();
     for c in std::fs::read_dir(&crates).unwrap().flatten() {
         let Ok(kernels) = std::fs::read_dir(c.path().join("kernels")) else {
@@ -92,8 +92,13 @@ fn every_rlx_name_in_the_sources_is_declared() {
         };
         for k in kernels.flatten() {
             let text = std::fs::read_to_string(k.path()).unwrap_or_default();
+            // Macros a kernel defines or tests (RLX_SHARD: defined by the shard's text).
             for line in text.lines() {
-                if let Some(rest) = line.trim_start().strip_prefix("#define ") {
+                let l = line.trim_start();
+                let rest = ["#define ", "#ifndef ", "#ifdef "]
+                    .iter()
+                    .find_map(|p| l.strip_prefix(p));
+                if let Some(rest) = rest {
                     macros.extend(names_in(rest).into_iter().take(1));
                 }
             }
