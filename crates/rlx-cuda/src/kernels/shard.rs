@@ -13,9 +13,10 @@ pub const GATES: [&str; 17] = [
     "q8_0p", "q4_0p", "q4_1p", "q5_0p", "q5_1p",
 ];
 
-/// Weight schemes as kernel names spell them (quant's shard tags besides `base`).
-const SCHEMES: [&str; 15] = [
-    "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "f16", "bf16", "q8_0p",
+/// Quant's shard tags: `base` (the scheme-free kernels), then the weight schemes as kernel
+/// names spell them.
+const QUANT_TAGS: [&str; 16] = [
+    "base", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "f16", "bf16", "q8_0p",
     "q4_0p", "q4_1p", "q5_0p", "q5_1p",
 ];
 
@@ -31,12 +32,8 @@ const SCHEME_PREFIXES: [&str; 5] = [
 impl Lib {
     /// The shard tags this library is split by; empty for a library compiled whole.
     pub fn shard_tags(self) -> &'static [&'static str] {
-        const QUANT: [&str; 16] = [
-            "base", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "f16", "bf16",
-            "q8_0p", "q4_0p", "q4_1p", "q5_0p", "q5_1p",
-        ];
         match self {
-            Lib::Quant => &QUANT,
+            Lib::Quant => &QUANT_TAGS,
             Lib::Attention => &["f32", "f16", "bf16"],
             _ => &[],
         }
@@ -64,7 +61,7 @@ fn quant_shard(func: &str) -> &'static str {
             continue;
         };
         // The longest scheme that rest starts with as a whole token ("q8_0p" before "q8_0").
-        let hit = SCHEMES
+        let hit = QUANT_TAGS[1..]
             .iter()
             .filter(|s| {
                 rest.strip_prefix(**s)
