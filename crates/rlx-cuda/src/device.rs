@@ -180,6 +180,25 @@ impl Gpu {
         self.function_in(src, func)
     }
 
+    /// Whether the module of `src` is loaded already.
+    pub(crate) fn is_loaded(&self, src: &Src) -> bool {
+        (self.modules.lock().unwrap_or_else(|p| p.into_inner())).contains_key(&src.name())
+    }
+
+    /// Load `cubin` as module `key` (bound context), unless a module of that name is loaded.
+    pub(crate) fn load_module(&self, key: &str, cubin: &[u8]) -> Result<sys::CUmodule, CudaError> {
+        let _dev = self.lock();
+        let mut mods = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = mods.get(key) {
+            return Ok(m.0);
+        }
+        // SAFETY: cubin is a complete CUBIN image produced by NVRTC for this arch.
+        let m = unsafe { drv::module::load_data(cubin.as_ptr() as *const _) }
+            .map_err(|e| CudaError::driver("cuModuleLoadData", e))?;
+        mods.insert(key.to_string(), Module(m));
+        Ok(m)
+    }
+
     fn function_in(&self, src: &Src, func: &str) -> Result<Func, CudaError> {
         self.bind()?;
         let key = src.name();
@@ -191,22 +210,16 @@ impl Gpu {
             .map(|m| m.0);
         let m = match loaded {
             Some(m) => m,
+            // NVRTC runs outside the module map's lock so threads compiling different
+            // sources overlap; if two compile the same one, the first module loaded wins.
             None => {
-                // NVRTC runs outside the module map's lock so threads compiling different
-                // sources overlap; if two compile the same one, the first module loaded wins.
-                let cubin = crate::nvrtc::compile(src, &self.arch)?;
-                let _dev = self.lock();
-                let mut mods = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-                match mods.get(&key) {
-                    Some(m) => m.0,
-                    None => {
-                        // SAFETY: cubin is a complete CUBIN image produced by NVRTC for this arch.
-                        let m = unsafe { drv::module::load_data(cubin.as_ptr() as *const _) }
-                            .map_err(|e| CudaError::driver("cuModuleLoadData", e))?;
-                        mods.insert(key.clone(), Module(m));
-                        m
-                    }
+                // RLX_TRACE=1: a library compiled here was not foreseen by the plan's prewarm.
+                if !matches!(src, Src::Generated(_))
+                    && rlx_ir::env::flag(rlx_ir::env::Switch::Trace)
+                {
+                    eprintln!("[rlx-trace] {key}: compiled on first use ({func})");
                 }
+                self.load_module(&key, &crate::nvrtc::compile(src, &self.arch)?)?
             }
         };
         let cname = CString::new(func).map_err(|_| CudaError::Compile {

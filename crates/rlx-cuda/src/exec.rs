@@ -47,6 +47,7 @@ impl CudaOptions {
 }
 
 mod build;
+mod prewarm;
 mod profile;
 mod replay;
 pub use profile::ProfileRow;

@@ -32,6 +32,17 @@ impl CudaExecutable {
         // any thread), so the whole build holds the device lock.
         let _dev = self.gpu.lock();
         let nodes = self.graph.bind_static(bindings)?;
+        let t0 = std::time::Instant::now();
+        let warmed = super::prewarm::compile_all(
+            &self.gpu,
+            &super::prewarm::sources(&self.graph, &self.planar),
+        );
+        if warmed > 0 && trace_on() {
+            eprintln!(
+                "[rlx-trace] compiled {warmed} kernel sources side by side in {:.2} s",
+                t0.elapsed().as_secs_f64()
+            );
+        }
         let shapes: Vec<Vec<usize>> = (nodes.iter())
             .map(|n| n.shape.static_dims().expect("static"))
             .collect();

@@ -49,6 +49,12 @@ fn wq_name(w: Wq) -> String {
     format!("{}{p}", scheme_name(w.scheme))
 }
 
+/// The `quant` shard (`kernels/shard.rs`) holding a weight's scheme-specific kernels.
+pub fn shard_tag(scheme: QuantScheme, planar: bool) -> &'static str {
+    let name = format!("dq_gemv_{}", wq_name(Wq { scheme, planar }));
+    Lib::Quant.shard_of(&name).unwrap_or("base")
+}
+
 /// The optional parts of a GEMV: an RMS norm of x (gamma pointer, eps) before the product
 /// and a residual added after it (0 = absent).
 #[derive(Clone, Copy, Debug, Default)]
