@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub(crate) fn sources(g: &Graph, planar: &HashMap<usize, QuantScheme>) -> Vec<Src> {
     let mut big = Vec::new();
     let mut small = Vec::new();
-    let mut add = |list: &mut Vec<Src>, s: Src| {
+    let add = |list: &mut Vec<Src>, s: Src| {
         if !list.contains(&s) {
             list.push(s);
         }
