@@ -120,7 +120,7 @@ side)
   $W/rlx bench --device cuda --suites llm --iters 5 --gguf $L/smollm135-q4_1.gguf \
     --gguf $L/smollm135-f16.gguf --gguf $L/qwen05b-f16.gguf --gguf $L/qwen05b-q4_k_m.gguf 2>&1 | tee $out/rlx_bench.txt
   for f in qwen05b-f16 qwen05b-q4_k_m; do
-    $W/rlx bench --device cuda --suites llm --iters 2 --profile --gguf $L/$f.gguf 2>&1 | grep -A24 "^profile: .*decode"
+    $W/rlx bench --device cuda --suites llm --iters 2 --profile --gguf $L/$f.gguf 2>&1 | grep -A20 "^profile: "
   done 2>&1 | tee $out/rlx_profile.txt
   [ -n "${MICRO:-}" ] && bash bench/cuda_micro/run.sh 2>&1 | grep -E "^[A-Za-z0-9]|MISMATCH|today|best|wide" | tee $out/micro.txt ;;
 target)

@@ -439,7 +439,8 @@ struct AttnCw {
     unsigned long long kn, vn, cs, sn;
     i64 kn_b, kn_h, kn_s;
     i64 vn_b, vn_h, vn_s;
-    int n_rot, style, stage, pad_;
+    int n_rot, style, stage, pf_n;
+    unsigned long long pf[4], pf_bytes[4];
 };
 
 // Element e of head row x, rotated as shape_ops.cu's rope_at does (the f32 table rows cs/sn
@@ -558,6 +559,36 @@ __device__ __forceinline__ void att_cw_prefetch(const T* __restrict__ kc, const 
     }
 }
 
+// After the wait: the weights of the products that follow this layer's attention (c.pf,
+// exec/l2_prefetch.rs) requested into L2 as 32 KB bulk prefetches, spread over the grid's
+// blocks first (each SM's copy engine issues its own). HBM is idle while this kernel runs —
+// its cache rows were requested before the wait and are few — so the o / gate-up / down
+// GEMVs after it find their weights in L2 or already on the way. Only a hint: nothing reads
+// what it fetches but those GEMVs' own loads.
+__device__ __forceinline__ void att_weight_prefetch(const AttnCw& c) {
+#if __CUDA_ARCH__ >= 900
+    if (c.pf_n <= 0) return;
+    constexpr unsigned long long PIECE = 32768;
+    const int n = min(c.pf_n, 4);
+    unsigned long long pieces[4], total = 0;
+    for (int r = 0; r < n; ++r) total += (pieces[r] = (c.pf_bytes[r] + PIECE - 1) / PIECE);
+    const unsigned long long blocks = (unsigned long long)gridDim.x * gridDim.y;
+    const unsigned long long stride = blocks * blockDim.x;
+    const unsigned long long me = threadIdx.x * blocks + (blockIdx.y * gridDim.x + blockIdx.x);
+    for (unsigned long long g = me; g < total; g += stride) {
+        int r = 0;
+        unsigned long long q = g;
+        while (r < n - 1 && q >= pieces[r]) q -= pieces[r++];
+        const unsigned long long off = q * PIECE;
+        const unsigned size = (unsigned)min(PIECE, c.pf_bytes[r] - off);
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(c.pf[r] + off), "r"(size)
+                     : "memory");
+    }
+#else
+    (void)c;
+#endif
+}
+
 #define ATT_SPLIT_CW(sfx, T)                                                                  \
     extern "C" __global__ void __launch_bounds__(ATT_SPLIT_THREADS)                           \
         attn_split_cw_##sfx(const T* q, T* k, T* v, const u8* keep, T* out, float* part,      \
@@ -565,6 +596,7 @@ __device__ __forceinline__ void att_cw_prefetch(const T* __restrict__ kc, const 
         att_cw_prefetch<T>(k, v, a);                                                          \
         pdl_wait();                                                                           \
         pdl_launch_next();                                                                    \
+        att_weight_prefetch(c);                                                               \
         const int cap = a.sk;                                                                 \
         att_apply_past(a);                                                                    \
         attn_split_cw_body<T>(q, k, v, out, part, ticket, a, c, cap);                         \

@@ -93,6 +93,8 @@ pub struct Gpu {
     pub name: String,
     /// Streaming multiprocessors (sizes grid-stride launches).
     pub sms: u32,
+    /// L2 cache bytes (bounds what a decode step requests into it ahead of use).
+    pub l2_bytes: usize,
     modules: Mutex<HashMap<String, Module>>,
 }
 
@@ -131,12 +133,17 @@ impl Gpu {
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(|e| CudaError::driver("multiprocessor count", e))?
             .max(1) as u32;
+        let l2_bytes = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+            .map_err(|e| CudaError::driver("L2 cache size", e))?
+            .max(0) as usize;
         let gpu = Arc::new(Gpu {
             ctx,
             ordinal,
             arch: format!("sm_{maj}{min}"),
             name,
             sms,
+            l2_bytes,
             modules: Mutex::new(HashMap::new()),
         });
         map.insert(ordinal, gpu.clone());

@@ -47,6 +47,7 @@ impl CudaOptions {
 }
 
 mod build;
+mod l2_prefetch;
 mod prewarm;
 mod profile;
 mod replay;

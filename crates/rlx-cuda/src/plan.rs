@@ -219,6 +219,9 @@ pub(crate) struct LowerEnv {
     pub pending: Vec<Pending>,
     /// Device addresses of the weights held in the planar row layout (`crate::planar`).
     pub planar: std::collections::HashMap<u64, rlx_ir::QuantScheme>,
+    /// Per `CachedAttention` node id: the weight ranges its kernel requests into L2 for the
+    /// products after it (`exec::l2_prefetch`).
+    pub l2_prefetch: std::collections::HashMap<usize, Vec<(u64, u64)>>,
 }
 
 /// A collective in flight on the side stream: the byte ranges it reads and writes.
@@ -265,6 +268,7 @@ impl LowerEnv {
             events: Default::default(),
             pending: Vec::new(),
             planar: Default::default(),
+            l2_prefetch: Default::default(),
         }
     }
 

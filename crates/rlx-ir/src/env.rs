@@ -21,6 +21,7 @@ pub enum Switch {
     QuantAct,
     Planar,
     GemvTs,
+    L2Prefetch,
     CacheDir,
     CudaInclude,
     RequireCuda,
@@ -177,6 +178,15 @@ pub const SWITCHES: &[SwitchInfo] = &[
          coalesced 16-byte words before the wait for the previous kernel and decoded from \
          shared memory; off: on an H100 it made the 0.5B Q4_K_M decode 9-10% slower and left \
          SmolLM2 Q4_1 unchanged, see BENCHMARKS.md session 34)",
+    ),
+    sw(
+        Switch::L2Prefetch,
+        "RLX_L2_PREFETCH",
+        ON,
+        "0",
+        "do not let a decode step's attention kernel request the weights of the products after \
+         it (o, gate/up, down) into L2 while it runs (by default it does, with bulk prefetches \
+         of up to half the L2)",
     ),
     sw(
         Switch::CacheDir,

@@ -109,6 +109,11 @@ impl CudaExecutable {
         env.planar = (self.planar.iter())
             .map(|(i, &q)| (self.leaves[i].ptr, q))
             .collect();
+        if rlx_ir::env::flag(rlx_ir::env::Switch::L2Prefetch) {
+            // Half of L2: the prefetched weights share it with the step's activations and caches.
+            let budget = self.gpu.l2_bytes / 2;
+            env.l2_prefetch = super::l2_prefetch::ranges(g, &tensors, &fixed, budget);
+        }
         let mut dispatch = Vec::new();
         let trace = trace_on();
         for (n, bound) in g.nodes.iter().zip(&nodes) {

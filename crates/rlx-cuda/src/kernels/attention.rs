@@ -101,7 +101,8 @@ pub fn attn_split(sfx: Sfx, io: AttnIo, part: u64, ticket: u64, a: AttnArgs) -> 
 /// Mirrors `AttnCw` in `attention.cu`: what the fused decode kernel (`attn_split_cw_*`,
 /// `Op::CachedAttention`) reads besides the caches — this call's k/v rows (element strides
 /// batch, head, seq), the f32 cos/sin rows of its queries (`[sq, n_rot / 2]`, 0 without a
-/// rotation), and where its staged rows start in shared memory (floats).
+/// rotation), where its staged rows start in shared memory (floats), and the weights it
+/// requests into L2 for the products after it.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AttnCw {
@@ -114,7 +115,12 @@ pub struct AttnCw {
     pub n_rot: i32,
     pub style: i32,
     pub stage: i32,
-    pub pad: i32,
+    /// How many of `pf` / `pf_bytes` hold weight ranges the kernel requests into L2.
+    pub pf_n: i32,
+    /// Up to four weight ranges (16-byte aligned starts, sizes multiples of 16) of the
+    /// products that follow the attention (`exec::l2_prefetch`).
+    pub pf: [u64; 4],
+    pub pf_bytes: [u64; 4],
 }
 
 /// `attn_split_cw_<sfx>(q, k, v, keep, out, part, ticket, a, cw)`: [`attn_split`] that

@@ -161,10 +161,17 @@ pub(super) fn lower_split_fused(
     let (d, dv, sq) = (a.d as usize, a.dv as usize, a.sq as usize);
     let stage = p.body.div_ceil(4) * 4;
     let smem = 4 * (stage + d.div_ceil(4) * 4 + sq * (d + dv));
-    let cw = AttnCw {
+    let mut cw = AttnCw {
         stage: fits_i32(stage)?,
         ..f.cw
     };
+    if let Some(list) = ctx.env.l2_prefetch.get(&ctx.node.id.0) {
+        for (i, &(start, bytes)) in list.iter().take(cw.pf.len()).enumerate() {
+            cw.pf[i] = start;
+            cw.pf_bytes[i] = bytes;
+            cw.pf_n = i as i32 + 1;
+        }
+    }
     let kernel = k::attn_split_cw(io.sfx, io.ptrs, p.part, p.ticket, *a, cw);
     allow_smem(ctx, &kernel, smem)?;
     ctx.run_pdl(kernel, p.grid, [THREADS, 1, 1], smem as u32)
