@@ -182,11 +182,11 @@ pub const SWITCHES: &[SwitchInfo] = &[
     sw(
         Switch::L2Prefetch,
         "RLX_L2_PREFETCH",
-        ON,
-        "0",
-        "do not let a decode step's attention kernel request the weights of the products after \
-         it (o, gate/up, down) into L2 while it runs (by default it does, with bulk prefetches \
-         of up to half the L2)",
+        OFF,
+        "1",
+        "let a decode step's attention kernel request the weights of the products after it \
+         (o, gate/up, down) into L2 while it runs, with bulk prefetches of up to half the L2 \
+         (off: on an H100 it made every decode row 4-10% slower, see BENCHMARKS.md session 36)",
     ),
     sw(
         Switch::CacheDir,
