@@ -281,26 +281,45 @@ RLX_GATE_base(RLX_FLOAT_TYPES(RLX_DQ_HALF_CASTS))
 // f32), and dq_split_out summing a row's parts, smallest first, unscaled, plus the residual.
 // Two f16 parts carry 22 significant bits and three bf16 parts 24: the f32 product's
 // accuracy at tensor-core speed. One block (256 threads) per row.
+// Value i of row xr as the split sees it: x itself (glu 0), or silu(gate)·up of the row's
+// halves (x is [m, 2k]; glu as dq_swiglu's) rounded to T as dq_swiglu stores it, so the fused
+// split of the down projection's input writes the bytes dq_swiglu then dq_split_in write.
+template <typename T>
+__device__ __forceinline__ float dq_split_val(const T* __restrict__ xr, i64 i, i64 k, int glu) {
+    if (glu == 0) return ldf(xr, i);
+    const float gt = ldf(xr, glu == 1 ? i : k + i), up = ldf(xr, glu == 1 ? k + i : i);
+    T t;
+    stf(&t, 0, up * (gt / (1.0f + expf(-gt))));
+    return ldf(&t, 0);
+}
+template <typename T, typename W>
+__device__ __forceinline__ void dq_split_row(const T* __restrict__ x, W* __restrict__ h,
+                                             float* __restrict__ inv, i64 m, i64 k, int parts,
+                                             int glu) {
+    __shared__ float red[32];
+    const i64 r = blockIdx.x;
+    const T* xr = x + r * k * (glu != 0 ? 2 : 1);
+    float mx = 0.f;
+    for (i64 i = threadIdx.x; i < k; i += blockDim.x) mx = fmaxf(mx, fabsf(dq_split_val(xr, i, k, glu)));
+    mx = block_max(mx, red);
+    const int e = mx > 0.f && isfinite(mx) ? min(max(13 - ilogbf(mx), -120), 120) : 0;
+    const float s = ldexpf(1.f, e);
+    if (threadIdx.x == 0) inv[r] = ldexpf(1.f, -e);
+    for (i64 i = threadIdx.x; i < k; i += blockDim.x) {
+        float left = dq_split_val(xr, i, k, glu) * s;
+        for (int p = 0; p < parts; ++p) {
+            W* dst = h + (p * m + r) * k + i;
+            stf(dst, 0, left);
+            left -= ldf(dst, 0);
+        }
+    }
+}
+// glu 1 / 2: x is [m, 2k] and the split is of silu(gate)·up (the SwiGLU that the down
+// projection reads), computed here instead of by dq_swiglu into a scratch first.
 #define RLX_DQ_SPLIT(sfx, T, wsfx, W)                                                         \
     extern "C" __global__ void dq_split_in_##sfx##_##wsfx(const T* x, W* h, float* inv,       \
-                                                         i64 m, i64 k, int parts) {           \
-        __shared__ float red[32];                                                             \
-        const i64 r = blockIdx.x;                                                             \
-        const T* xr = x + r * k;                                                              \
-        float mx = 0.f;                                                                       \
-        for (i64 i = threadIdx.x; i < k; i += blockDim.x) mx = fmaxf(mx, fabsf(ldf(xr, i)));  \
-        mx = block_max(mx, red);                                                              \
-        const int e = mx > 0.f && isfinite(mx) ? min(max(13 - ilogbf(mx), -120), 120) : 0;   \
-        const float s = ldexpf(1.f, e);                                                       \
-        if (threadIdx.x == 0) inv[r] = ldexpf(1.f, -e);                                       \
-        for (i64 i = threadIdx.x; i < k; i += blockDim.x) {                                   \
-            float left = ldf(xr, i) * s;                                                      \
-            for (int p = 0; p < parts; ++p) {                                                 \
-                W* dst = h + (p * m + r) * k + i;                                             \
-                stf(dst, 0, left);                                                            \
-                left -= ldf(dst, 0);                                                          \
-            }                                                                                 \
-        }                                                                                     \
+                                                         i64 m, i64 k, int parts, int glu) {  \
+        dq_split_row<T, W>(x, h, inv, m, k, parts, glu);                                      \
     }
 #define RLX_DQ_SPLIT_OUT(sfx, T)                                                              \
     extern "C" __global__ void dq_split_out_##sfx(const float* y, const float* inv, T* out,   \

@@ -195,9 +195,10 @@ pub fn dq_cast_in(sfx: Sfx, wsfx: Sfx, x: u64, h: u64, n: i64) -> Kernel {
     Kernel::new(Lib::Quant, name, args)
 }
 
-/// `dq_split_in_<sfx>_<wsfx>(x, h, inv, m, k, parts)`: the `[m, k]` rows of x as `parts`
-/// half values each (`h` is `[parts·m, k]`), row r scaled by a power of two whose inverse
-/// goes to `inv[r]`.
+/// `dq_split_in_<sfx>_<wsfx>(x, h, inv, m, k, parts, glu)`: the `[m, k]` rows of x as
+/// `parts` half values each (`h` is `[parts·m, k]`), row r scaled by a power of two whose
+/// inverse goes to `inv[r]`; with glu 1 / 2, x is `[m, 2k]` and the rows split are its
+/// SwiGLU (`dq_swiglu`'s values, computed in the same pass).
 pub fn dq_split_in(
     sfx: Sfx,
     wsfx: Sfx,
@@ -205,8 +206,13 @@ pub fn dq_split_in(
     m: i64,
     k: i64,
     parts: i32,
+    glu: i32,
 ) -> Kernel {
-    let args = KArgs::new().ptr(x).ptr(h).ptr(inv).i64(m).i64(k).i32(parts);
+    let args = (KArgs::new().ptr(x).ptr(h).ptr(inv))
+        .i64(m)
+        .i64(k)
+        .i32(parts)
+        .i32(glu);
     let name = format!("dq_split_in_{}_{}", sfx.name(), wsfx.name());
     Kernel::new(Lib::Quant, name, args)
 }

@@ -196,7 +196,7 @@ fn fused_weight_split_equals_dequant_then_split() {
             main,
             "  {{ const u8* w = (const u8*)W + {off};\n    blockIdx.x = 0;\n    \
              dq_dequant_{name}_f32(w, wf, ROWS, K);\n    \
-             for (unsigned r = 0; r < ROWS; ++r) {{ blockIdx.x = r; dq_split_in_f32_f16(wf, ho, io, ROWS, K, 2); }}\n    \
+             for (unsigned r = 0; r < ROWS; ++r) {{ blockIdx.x = r; dq_split_in_f32_f16(wf, ho, io, ROWS, K, 2, 0); }}\n    \
              for (unsigned r = 0; r < ROWS; ++r) {{ blockIdx.x = r; dq_split_w_{name}(w, hn, in, ROWS, K); }}\n    \
              wr(\"old{i}.bin\", ho, 2 * ROWS * K * 2); wr(\"new{i}.bin\", hn, 2 * ROWS * K * 2);\n    \
              wr(\"iold{i}.bin\", io, ROWS * 4); wr(\"inew{i}.bin\", in, ROWS * 4);\n    \
@@ -269,6 +269,113 @@ fn fused_weight_split_equals_dequant_then_split() {
                 "{s:?}: the planar rows split differently"
             );
             println!("{s:?} planar: the same decoded values and split parts, bit for bit");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The split that computes the down projection's SwiGLU itself (`dq_split_in` with glu 1 / 2)
+/// writes the bytes of `dq_swiglu` followed by the plain split, for f32 and f16 activations
+/// and both half orders, and its parts times the row scale give back silu(gate)·up (f64) to
+/// the split's 22 bits. One emulated thread a block, blocks in turn.
+#[test]
+fn swiglu_split_equals_swiglu_then_split() {
+    let Some((dir, inc)) = hostemu::workdir("glusplit") else {
+        return;
+    };
+    let mut rng = Rng::new("swiglu_split_equals_swiglu_then_split");
+    let (rows, k) = (4usize, 300usize);
+    let x: Vec<f32> = (0..rows * 2 * k)
+        .map(|_| rng.range(-6.0, 6.0) as f32)
+        .collect();
+    let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(dir.join("x.bin"), &bytes).unwrap();
+    let mut main = String::from(
+        "int main() {\n  const float* X = (const float*)rd(\"x.bin\");\n  \
+         __half* xh = (__half*)calloc(ROWS * 2 * K, 2);\n  \
+         for (int i = 0; i < ROWS * 2 * K; ++i) xh[i] = __float2half_rn(X[i]);\n  \
+         float* hf = (float*)calloc(ROWS * K, 4);\n  __half* hh = (__half*)calloc(ROWS * K, 2);\n  \
+         __half* po = (__half*)calloc(2 * ROWS * K, 2);\n  __half* pn = (__half*)calloc(2 * ROWS * K, 2);\n  \
+         float* io = (float*)calloc(ROWS, 4);\n  float* in = (float*)calloc(ROWS, 4);\n  \
+         blockDim.x = 1;\n  gridDim.x = 1;\n",
+    );
+    for glu in [1, 2] {
+        for (sfx, src, h) in [("f32", "X", "hf"), ("f16", "xh", "hh")] {
+            let _ = writeln!(
+                main,
+                "  {{ blockIdx.x = 0; dq_swiglu_{sfx}({src}, {h}, ROWS, K, {glu});\n    \
+                 for (unsigned r = 0; r < ROWS; ++r) {{ blockIdx.x = r; dq_split_in_{sfx}_f16({h}, po, io, ROWS, K, 2, 0); }}\n    \
+                 for (unsigned r = 0; r < ROWS; ++r) {{ blockIdx.x = r; dq_split_in_{sfx}_f16({src}, pn, in, ROWS, K, 2, {glu}); }}\n    \
+                 wr(\"o_{sfx}{glu}.bin\", po, 2 * ROWS * K * 2); wr(\"n_{sfx}{glu}.bin\", pn, 2 * ROWS * K * 2);\n    \
+                 wr(\"io_{sfx}{glu}.bin\", io, ROWS * 4); wr(\"in_{sfx}{glu}.bin\", in, ROWS * 4); }}"
+            );
+        }
+    }
+    main.push_str("  return 0;\n}\n");
+    let text = format!(
+        "{PRELUDE}{PRELUDE_BITS}{}\n{WHOLE_FILE}{}\n#define ROWS {rows}\n#define K {k}\n{IO}{main}",
+        crate::kernels::COMMON,
+        super::Lib::Quant.source()
+    );
+    hostemu::build_and_run(&dir, &inc, "glusplit", &text);
+    let read = |f: String| std::fs::read(dir.join(f)).unwrap();
+    for glu in [1usize, 2] {
+        for sfx in ["f32", "f16"] {
+            let (old, new) = (
+                read(format!("o_{sfx}{glu}.bin")),
+                read(format!("n_{sfx}{glu}.bin")),
+            );
+            let (iold, inew) = (
+                read(format!("io_{sfx}{glu}.bin")),
+                read(format!("in_{sfx}{glu}.bin")),
+            );
+            assert!(
+                old == new,
+                "{sfx} glu {glu}: the fused split's parts differ"
+            );
+            assert!(
+                iold == inew,
+                "{sfx} glu {glu}: the fused split's row scales differ"
+            );
+            let parts: Vec<f64> = (new.chunks_exact(2))
+                .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f64())
+                .collect();
+            let mut worst = 0.0f64;
+            for r in 0..rows {
+                let inv = f32::from_le_bytes(inew[4 * r..4 * r + 4].try_into().unwrap()) as f64;
+                let at = |c: usize| {
+                    let v = x[r * 2 * k + c];
+                    if sfx == "f16" {
+                        half::f16::from_f32(v).to_f64()
+                    } else {
+                        v as f64
+                    }
+                };
+                let want: Vec<f64> = (0..k)
+                    .map(|c| {
+                        let (g, u) = if glu == 1 {
+                            (at(c), at(k + c))
+                        } else {
+                            (at(k + c), at(c))
+                        };
+                        u * g / (1.0 + (-g).exp())
+                    })
+                    .collect();
+                let big = want.iter().fold(0f64, |a, v| a.max(v.abs()));
+                // f16 activations: dq_swiglu rounds each value to f16 first (2^-11 relative).
+                let tol = if sfx == "f16" { 1e-3 } else { 1e-6 };
+                for c in 0..k {
+                    let back = (parts[r * k + c] + parts[(rows + r) * k + c]) * inv;
+                    let err = (back - want[c]).abs() / big.max(1e-30);
+                    assert!(
+                        err <= tol,
+                        "{sfx} glu {glu} row {r} col {c}: {back} vs {}",
+                        want[c]
+                    );
+                    worst = worst.max(err);
+                }
+            }
+            println!("{sfx} glu {glu}: fused = swiglu + split, bit for bit; worst error {worst:.1e} of the row's largest");
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

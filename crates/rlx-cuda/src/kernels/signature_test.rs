@@ -400,7 +400,7 @@ fn every_kernel() -> Vec<Kernel> {
         for w in [Sfx::F16, Sfx::BF16] {
             v.push(quant::dq_cast_in(s, w, 1, 2, 3));
             v.push(quant::dq_cast_out(w, s, 1, 2, 3, 4));
-            v.push(quant::dq_split_in(s, w, (1, 2, 3), 4, 5, 6));
+            v.push(quant::dq_split_in(s, w, (1, 2, 3), 4, 5, 6, 1));
         }
         v.push(quant::dq_split_out(s, (1, 2, 3, 4), 5, 6, 7));
         v.push(quant::dq_split2_out(s, (1, 2, 3, 4, 5), (6, 7, 8, 9)));

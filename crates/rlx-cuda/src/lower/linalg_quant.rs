@@ -219,7 +219,7 @@ fn split_gemm(
     let sfx = Sfx::float(x.dtype)?;
     let scheme = wq.scheme;
     let rb = k / scheme.block_len() * scheme.block_bytes();
-    let h = prepared(ctx, x, extras, glu, (m, k))?.ptr;
+    let (h, glu) = split_source(ctx, x, extras, glu, (m, k))?;
     // Per chunk row: two f16 parts and 2·(2m) f32 products.
     let per_row = 2 * k * 2 + 4 * m * 4;
     let mut chunk = (DEQUANT_SCRATCH / per_row).max(1);
@@ -230,7 +230,7 @@ fn split_gemm(
     let (mi, ki) = (m as i64, k as i64);
     let hx = ctx.scratch(2 * m * k * 2)?;
     let inv_x = ctx.scratch(m * 4)?;
-    let split = quant::dq_split_in(sfx, Sfx::F16, (h, hx, inv_x), mi, ki, 2);
+    let split = quant::dq_split_in(sfx, Sfx::F16, (h, hx, inv_x), mi, ki, 2, glu);
     ctx.run(split, [m as u32, 1, 1], [256, 1, 1], 0)?;
     let hw = ctx.scratch(2 * chunk * k * 2)?;
     let inv_w = ctx.scratch(chunk * 4)?;
@@ -441,13 +441,13 @@ fn half_gemm(
         DType::BF16
     };
     let wsfx = Sfx::float(wdt)?;
-    let h = prepared(ctx, x, extras, glu, (m, k))?.ptr;
     if strict {
+        let (h, glu) = split_source(ctx, x, extras, glu, (m, k))?;
         let parts = if wdt == DType::F16 { 2 } else { 3 };
         let hw = ctx.scratch(parts * m * k * 2)?;
         let inv = ctx.scratch(m * 4)?;
         let (mi, ki, pi) = (m as i64, k as i64, parts as i32);
-        let split = quant::dq_split_in(sfx, wsfx, (h, hw, inv), mi, ki, pi);
+        let split = quant::dq_split_in(sfx, wsfx, (h, hw, inv), mi, ki, pi, glu);
         ctx.run(split, [m as u32, 1, 1], [256, 1, 1], 0)?;
         let wt = DevTensor {
             ptr: w.ptr,
@@ -462,6 +462,7 @@ fn half_gemm(
         let kernel = quant::dq_split_out(sfx, ptrs, mi, n as i64, pi);
         return ctx.run_1d(kernel, m * n);
     }
+    let h = prepared(ctx, x, extras, glu, (m, k))?.ptr;
     half_product(
         ctx,
         (h, sfx),
@@ -498,6 +499,21 @@ fn half_product(
     ctx.gemm(g)?;
     let kernel = quant::dq_cast_out(wsfx, sfx, yw, out.ptr, res, (m * n) as i64);
     ctx.run_1d(kernel, m * n)
+}
+
+/// What a strict split reads: x with its SwiGLU left to the split kernel (the returned glu),
+/// or the [`prepared`] input (its norm, or x itself) with glu 0.
+fn split_source(
+    ctx: &mut NodeCtx,
+    x: &DevTensor,
+    extras: GemvExtras,
+    glu: i32,
+    (m, k): (usize, usize),
+) -> Result<(u64, i32), crate::lower::LowerError> {
+    if glu != 0 && extras.gamma == 0 {
+        return Ok((x.ptr, glu));
+    }
+    Ok((prepared(ctx, x, extras, glu, (m, k))?.ptr, 0))
 }
 
 /// The product's input for the GEMM paths (m > GEMV rows): x itself, or its SwiGLU (glu 1 / 2)
