@@ -321,34 +321,102 @@ __device__ __forceinline__ void dq_split_row(const T* __restrict__ x, W* __restr
                                                          i64 m, i64 k, int parts, int glu) {  \
         dq_split_row<T, W>(x, h, inv, m, k, parts, glu);                                      \
     }
+// The split products' sums are memory-bound passes over [parts·m, n] f32: where a row's
+// length allows, a thread takes four columns with 16-byte loads (the scratch rows start on
+// 16-byte boundaries) and one 32-bit row division, the sums in the same order as one column
+// a thread (the same bits). A grid sized for the columns or for the quads serves both.
+__device__ __forceinline__ i64 dq_row_of(i64 q, i64 per_row, i64 total) {
+    return total <= 0x7fffffffll ? (i64)((unsigned)q / (unsigned)per_row) : q / per_row;
+}
+__device__ __forceinline__ void f4_add(float4& t, const float4 v) {
+    t.x += v.x;
+    t.y += v.y;
+    t.z += v.z;
+    t.w += v.w;
+}
+template <typename T>
+__device__ __forceinline__ void dq_split_out_body(const float* __restrict__ y,
+                                                  const float* __restrict__ inv,
+                                                  T* __restrict__ out, const T* __restrict__ res,
+                                                  i64 m, i64 n, int parts) {
+    const i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    if ((n & 3) == 0) {
+        const i64 n4 = n >> 2, total = m * n4;
+        for (i64 q = first; q < total; q += stride) {
+            const i64 r = dq_row_of(q, n4, total), i = q << 2;
+            float4 t = make_float4(0.f, 0.f, 0.f, 0.f);
+            for (int p = parts - 1; p >= 0; --p)
+                f4_add(t, *reinterpret_cast<const float4*>(y + p * m * n + i));
+            const float s = inv[r];
+            const float tv[4] = {t.x, t.y, t.z, t.w};
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                stf(out, i + j, tv[j] * s + (res != nullptr ? ldf(res, i + j) : 0.f));
+        }
+        return;
+    }
+    for (i64 i = first; i < m * n; i += stride) {
+        const i64 r = i / n;
+        float t = 0.f;
+        for (int p = parts - 1; p >= 0; --p) t += y[p * m * n + i];
+        stf(out, i, t * inv[r] + (res != nullptr ? ldf(res, i) : 0.f));
+    }
+}
 #define RLX_DQ_SPLIT_OUT(sfx, T)                                                              \
     extern "C" __global__ void dq_split_out_##sfx(const float* y, const float* inv, T* out,   \
                                                   const T* res, i64 m, i64 n, int parts) {    \
-        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < m * n;                   \
-             i += (i64)gridDim.x * blockDim.x) {                                              \
-            const i64 r = i / n;                                                              \
-            float t = 0.f;                                                                    \
-            for (int p = parts - 1; p >= 0; --p) t += y[p * m * n + i];                       \
-            stf(out, i, t * inv[r] + (res != nullptr ? ldf(res, i) : 0.f));                   \
-        }                                                                                     \
+        dq_split_out_body<T>(y, inv, out, res, m, n, parts);                                  \
     }
 // A quantized weight's chunk: y holds [x_hi; x_lo] · [w_hi; w_lo]ᵀ ([2m, 2·rows]); column
 // c of row r of the output sums its four parts smallest first and unscales them by x's row
 // scale ix[r] and the weight row's iw[c] (powers of two: exact).
+template <typename T>
+__device__ __forceinline__ void dq_split2_out_body(const float* __restrict__ y,
+                                                   const float* __restrict__ ix,
+                                                   const float* __restrict__ iw,
+                                                   T* __restrict__ out, const T* __restrict__ res,
+                                                   i64 m, i64 rows, i64 ldo, i64 n0) {
+    const i64 w2 = 2 * rows;
+    const i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    if ((rows & 3) == 0) {
+        const i64 r4 = rows >> 2, total = m * r4;
+        for (i64 q = first; q < total; q += stride) {
+            const i64 r = dq_row_of(q, r4, total), c = (q - r * r4) << 2;
+            const float* hi = y + r * w2;
+            const float* lo = y + (m + r) * w2;
+            const float4 a = *reinterpret_cast<const float4*>(lo + rows + c);
+            const float4 b = *reinterpret_cast<const float4*>(lo + c);
+            const float4 d = *reinterpret_cast<const float4*>(hi + rows + c);
+            const float4 e = *reinterpret_cast<const float4*>(hi + c);
+            const float4 w = *reinterpret_cast<const float4*>(iw + c);
+            const float tv[4] = {((a.x + b.x) + d.x) + e.x, ((a.y + b.y) + d.y) + e.y,
+                                 ((a.z + b.z) + d.z) + e.z, ((a.w + b.w) + d.w) + e.w};
+            const float wv[4] = {w.x, w.y, w.z, w.w};
+            const float sx = ix[r];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const i64 o = r * ldo + n0 + c + j;
+                stf(out, o, tv[j] * sx * wv[j] + (res != nullptr ? ldf(res, o) : 0.f));
+            }
+        }
+        return;
+    }
+    for (i64 i = first; i < m * rows; i += stride) {
+        const i64 r = i / rows, c = i - r * rows;
+        const float* hi = y + r * w2;
+        const float* lo = y + (m + r) * w2;
+        const float t = ((lo[rows + c] + lo[c]) + hi[rows + c]) + hi[c];
+        const i64 o = r * ldo + n0 + c;
+        stf(out, o, t * ix[r] * iw[c] + (res != nullptr ? ldf(res, o) : 0.f));
+    }
+}
 #define RLX_DQ_SPLIT2_OUT(sfx, T)                                                             \
     extern "C" __global__ void dq_split2_out_##sfx(const float* y, const float* ix,           \
                                                    const float* iw, T* out, const T* res,     \
                                                    i64 m, i64 rows, i64 ldo, i64 n0) {        \
-        const i64 w2 = 2 * rows;                                                              \
-        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < m * rows;                \
-             i += (i64)gridDim.x * blockDim.x) {                                              \
-            const i64 r = i / rows, c = i - r * rows;                                         \
-            const float* hi = y + r * w2;                                                     \
-            const float* lo = y + (m + r) * w2;                                               \
-            const float t = ((lo[rows + c] + lo[c]) + hi[rows + c]) + hi[c];                  \
-            const i64 o = r * ldo + n0 + c;                                                   \
-            stf(out, o, t * ix[r] * iw[c] + (res != nullptr ? ldf(res, o) : 0.f));            \
-        }                                                                                     \
+        dq_split2_out_body<T>(y, ix, iw, out, res, m, rows, ldo, n0);                         \
     }
 #define RLX_DQ_SPLITS(sfx, T) \
     RLX_DQ_SPLIT(sfx, T, f16, __half) RLX_DQ_SPLIT(sfx, T, bf16, __nv_bfloat16) \

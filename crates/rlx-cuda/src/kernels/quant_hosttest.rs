@@ -380,3 +380,116 @@ fn swiglu_split_equals_swiglu_then_split() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The split products' sums (`dq_split_out`, `dq_split2_out`) give the bits of their formulas
+/// summed in order, on rows whose length is a multiple of 4 (four columns a thread, 16-byte
+/// loads) and on rows that are not, with and without a residual, from grids sized for
+/// columns or for quads (emulated with 3 threads in one block).
+#[test]
+fn split_sums_are_their_formulas_bit_for_bit() {
+    let Some((dir, inc)) = hostemu::workdir("splitsum") else {
+        return;
+    };
+    let mut rng = Rng::new("split_sums_are_their_formulas_bit_for_bit");
+    let (m, parts) = (3usize, 2usize);
+    let cases = [8usize, 6];
+    let mut vals: Vec<f32> = Vec::new();
+    let mut main = String::from(
+        "int main() {\n  const float* V = (const float*)rd(\"v.bin\");\n  float* out = (float*)calloc(4096, 4);\n  \
+         gridDim.x = 1;\n  blockDim.x = 3;\n",
+    );
+    let mut want: Vec<(String, Vec<f32>)> = Vec::new();
+    let fill = |vals: &mut Vec<f32>, n: usize, rng: &mut Rng| -> usize {
+        let at = vals.len().next_multiple_of(4);
+        vals.resize(at, 0.0);
+        vals.extend((0..n).map(|_| rng.range(-3.0, 3.0) as f32));
+        at
+    };
+    for &n in &cases {
+        for with_res in [false, true] {
+            let y = fill(&mut vals, parts * m * n, &mut rng);
+            let inv_at = vals.len();
+            vals.extend((0..m).map(|r| [0.25f32, 2.0, 0.0078125][r]));
+            let res = fill(&mut vals, m * n, &mut rng);
+            let mut w = Vec::new();
+            for r in 0..m {
+                for c in 0..n {
+                    let mut t = 0f32;
+                    for p in (0..parts).rev() {
+                        t += vals[y + p * m * n + r * n + c];
+                    }
+                    let rv = if with_res { vals[res + r * n + c] } else { 0.0 };
+                    w.push(t * vals[inv_at + r] + rv);
+                }
+            }
+            let tag = format!("s{n}{with_res}");
+            let resp = if with_res {
+                format!("V + {res}")
+            } else {
+                "nullptr".into()
+            };
+            let _ = writeln!(
+                main,
+                "  memset(out, 0, 4096 * 4);\n  for (unsigned t = 0; t < 3; ++t) {{ threadIdx.x = t; \
+                 dq_split_out_f32(V + {y}, V + {inv_at}, out, {resp}, {m}, {n}, {parts}); }}\n  \
+                 wr(\"{tag}.bin\", out, {} * 4);",
+                m * n
+            );
+            want.push((tag, w));
+            // dq_split2_out: a chunk of `n` weight rows at column n0 of an output 2n wide.
+            let (rows, ldo, n0) = (n, 2 * n, n);
+            let y2 = fill(&mut vals, 2 * m * 2 * rows, &mut rng);
+            let ix = vals.len();
+            vals.extend((0..m).map(|r| [0.5f32, 4.0, 0.125][r]));
+            let iw = fill(&mut vals, rows, &mut rng);
+            for c in 0..rows {
+                vals[iw + c] = [0.25f32, 1.0, 8.0, 0.5][c % 4];
+            }
+            let res2 = fill(&mut vals, m * ldo, &mut rng);
+            let mut w = vec![0f32; m * ldo];
+            for r in 0..m {
+                for c in 0..rows {
+                    let (hi, lo) = (y2 + r * 2 * rows, y2 + (m + r) * 2 * rows);
+                    let t =
+                        ((vals[lo + rows + c] + vals[lo + c]) + vals[hi + rows + c]) + vals[hi + c];
+                    let o = r * ldo + n0 + c;
+                    let rv = if with_res { vals[res2 + o] } else { 0.0 };
+                    w[o] = t * vals[ix + r] * vals[iw + c] + rv;
+                }
+            }
+            let tag = format!("q{n}{with_res}");
+            let resp = if with_res {
+                format!("V + {res2}")
+            } else {
+                "nullptr".into()
+            };
+            let _ = writeln!(
+                main,
+                "  memset(out, 0, 4096 * 4);\n  for (unsigned t = 0; t < 3; ++t) {{ threadIdx.x = t; \
+                 dq_split2_out_f32(V + {y2}, V + {ix}, V + {iw}, out, {resp}, {m}, {rows}, {ldo}, {n0}); }}\n  \
+                 wr(\"{tag}.bin\", out, {} * 4);",
+                m * ldo
+            );
+            want.push((tag, w));
+        }
+    }
+    main.push_str("  return 0;\n}\n");
+    let bytes: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(dir.join("v.bin"), &bytes).unwrap();
+    let text = format!(
+        "{PRELUDE}{PRELUDE_BITS}{}\n{WHOLE_FILE}{}\n{IO}{main}",
+        crate::kernels::COMMON,
+        super::Lib::Quant.source()
+    );
+    hostemu::build_and_run(&dir, &inc, "splitsum", &text);
+    for (tag, w) in want {
+        let got: Vec<f32> = std::fs::read(dir.join(format!("{tag}.bin")))
+            .unwrap()
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let same = got.iter().zip(&w).all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "{tag}: got {got:?}\nwant {w:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -247,7 +247,7 @@ fn split_gemm(
         parts_gemm(ctx, (hx, 2 * m), (hw, 2 * rows, DType::F16), k, y, &label)?;
         let ptrs = (y, inv_x, inv_w, out.ptr, extras.residual);
         let kernel = quant::dq_split2_out(sfx, ptrs, (mi, ri, n as i64, n0 as i64));
-        ctx.run_1d(kernel, m * rows)?;
+        ctx.run_1d(kernel, m * quads(rows))?;
         n0 += rows;
     }
     Ok(())
@@ -460,7 +460,7 @@ fn half_gemm(
         parts_gemm(ctx, (hw, parts * m), (pw, n, wdt), k, y, &label)?;
         let ptrs = (y, inv, out.ptr, extras.residual);
         let kernel = quant::dq_split_out(sfx, ptrs, mi, n as i64, pi);
-        return ctx.run_1d(kernel, m * n);
+        return ctx.run_1d(kernel, m * quads(n));
     }
     let h = prepared(ctx, x, extras, glu, (m, k))?.ptr;
     half_product(
@@ -499,6 +499,16 @@ fn half_product(
     ctx.gemm(g)?;
     let kernel = quant::dq_cast_out(wsfx, sfx, yw, out.ptr, res, (m * n) as i64);
     ctx.run_1d(kernel, m * n)
+}
+
+/// Threads a split sum needs for a row of `n` columns: a quad of columns each where n is a
+/// multiple of 4 (`dq_split_out` / `dq_split2_out` then load 16 bytes at a time).
+fn quads(n: usize) -> usize {
+    if n.is_multiple_of(4) {
+        n / 4
+    } else {
+        n
+    }
 }
 
 /// What a strict split reads: x with its SwiGLU left to the split kernel (the returned glu),
