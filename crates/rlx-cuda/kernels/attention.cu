@@ -407,12 +407,12 @@ __device__ __forceinline__ void att_ldsm_t(unsigned* r, const void* p) {
 template <typename T, int D, int DS>
 __device__ __forceinline__ void att_cp_tile(T* dst, const T* src, i64 sstride, int nrows,
                                             int nvalid) {
-    constexpr int C = D / 8;
+    constexpr int E = 16 / (int)sizeof(T), C = D / E;
     for (int idx = threadIdx.x; idx < nrows * C; idx += blockDim.x) {
         const int r = idx / C, c = idx - r * C;
         const bool ok = r < nvalid;
-        const T* g = src + (ok ? (i64)r * sstride : 0) + c * 8;
-        const unsigned sa = (unsigned)__cvta_generic_to_shared(dst + r * DS + c * 8);
+        const T* g = src + (ok ? (i64)r * sstride : 0) + c * E;
+        const unsigned sa = (unsigned)__cvta_generic_to_shared(dst + r * DS + c * E);
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(g),
                      "r"(ok ? 16 : 0));
     }

@@ -22,6 +22,7 @@ pub enum Switch {
     Planar,
     GemvTs,
     L2Prefetch,
+    AttnX3,
     CacheDir,
     CudaInclude,
     RequireCuda,
@@ -187,6 +188,15 @@ pub const SWITCHES: &[SwitchInfo] = &[
         "let a decode step's attention kernel request the weights of the products after it \
          (o, gate/up, down) into L2 while it runs, with bulk prefetches of up to half the L2 \
          (off: on an H100 it made every decode row 4-10% slower, see BENCHMARKS.md session 36)",
+    ),
+    sw(
+        Switch::AttnX3,
+        "RLX_ATTN_X3",
+        ON,
+        "0",
+        "keep f32 attention (the strict prefill's) off the tensor cores: without it the tuner \
+         also times `attn_x3_*`, both products as three TF32 products each (as accurate as \
+         f32), beside the SIMT kernel and keeps the faster",
     ),
     sw(
         Switch::CacheDir,

@@ -1,5 +1,5 @@
 //! Family functions of `kernels/attention.cu`: the SIMT flash forward (`attn_fwd_*`), the
-//! tensor-core forward (`attn_mma_*`), the decode split over keys (`attn_split_*`, which
+//! tensor-core forwards (`attn_mma_*`; `attn_x3_*` for f32, `attention_x3.cu`), the decode split over keys (`attn_split_*`, which
 //! merges its chunks itself, or + `attn_combine_*`) and the keep-mask conversion. `lower/transformer_attention.rs` picks
 //! the path and the variant; these own the names and argument order.
 use super::{Kernel, Lib, Sfx};
@@ -8,6 +8,9 @@ use crate::lower::KArgs;
 #[cfg(test)]
 #[path = "attention_hosttest.rs"]
 mod hosttest;
+#[cfg(test)]
+#[path = "attention_x3_hosttest.rs"]
+mod x3_hosttest;
 
 /// Mirrors `AttnArgs` in `attention.cu` (same field order; 160 bytes, no padding).
 #[repr(C)]
@@ -86,6 +89,14 @@ pub fn attn_fwd(v: FlashVariant, sfx: Sfx, io: AttnIo, a: AttnArgs) -> Kernel {
 /// 1, 2 or 4 warps.
 pub fn attn_mma(d: usize, warps: usize, sfx: Sfx, io: AttnIo, a: AttnArgs) -> Kernel {
     let name = format!("attn_mma_d{d}_w{warps}_{}", sfx.name());
+    Kernel::new(Lib::Attention, name, io.ptrs().pod(a))
+}
+
+/// `attn_x3_d<d>_w<warps>_k<bk>_f32(q, k, v, keep, out, a)`: f32, d in {32, 64, 128}, 1, 2
+/// or 4 warps, key tiles of 32 or 64; both products on tensor cores as three TF32 products
+/// each (as accurate as f32).
+pub fn attn_x3(d: usize, warps: usize, bk: usize, io: AttnIo, a: AttnArgs) -> Kernel {
+    let name = format!("attn_x3_d{d}_w{warps}_k{bk}_f32");
     Kernel::new(Lib::Attention, name, io.ptrs().pod(a))
 }
 

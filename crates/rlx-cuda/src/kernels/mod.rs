@@ -71,6 +71,7 @@ impl Lib {
         match self {
             Lib::Attention => concat!(
                 include_str!("../../kernels/attention.cu"),
+                include_str!("../../kernels/attention_x3.cu"),
                 include_str!("../../kernels/attention_decode.cu")
             ),
             Lib::Audio => include_str!("../../kernels/audio.cu"),

@@ -354,6 +354,13 @@ fn every_kernel() -> Vec<Kernel> {
         v.push(attention::attn_split_cw(s, io, 6, 7, a, cw));
         v.push(attention::attn_combine(s, 1, 2, a));
     }
+    for d in [32, 64, 128] {
+        for w in [1, 2, 4] {
+            for bk in [32, 64] {
+                v.push(attention::attn_x3(d, w, bk, io, a));
+            }
+        }
+    }
     for s in [Sfx::F16, Sfx::BF16] {
         for d in [32, 64, 128] {
             for w in [1, 2, 4] {

@@ -3,7 +3,8 @@
 //! Three paths, all one pass over K/V with an online or chunked softmax (no `Sq × Sk`
 //! buffer): `attn_mma_*` (f16/bf16, head_dim == v_head_dim in {32, 64, 128}) runs both
 //! products on tensor cores; `attn_fwd_*` is the SIMT kernel for everything else (f32, odd
-//! head sizes); when there are few query rows (decode) `attn_split_*` spreads each row's
+//! head sizes), and f32 with head_dim == v_head_dim in {32, 64, 128} also times `attn_x3_*`
+//! (tensor cores, three TF32 products a product: as accurate as f32) and keeps the faster; when there are few query rows (decode) `attn_split_*` spreads each row's
 //! keys over blocks and the last block of a row to finish merges the chunks (one launch;
 //! `attn_combine_*` is the kernel of the older two-launch merge, kept for comparison). The layouts differ only in
 //! element strides, which are computed here, so one kernel serves Packed, Bshd and Bhsd.
@@ -175,7 +176,32 @@ fn lower_over(
     } else if tensor_cores {
         lower_mma(ctx, &io, &a, b * h)
     } else {
-        lower_flash(ctx, &io, &a, b * h)
+        let x3 = q.dtype == DType::F32
+            && d == dv
+            && matches!(d, 32 | 64 | 128)
+            && a.vec & 7 == 7
+            && [&q, &k, &v, &out].iter().all(|t| t.ptr.is_multiple_of(16))
+            && rlx_ir::env::flag(rlx_ir::env::Switch::AttnX3);
+        let mut cands = if x3 {
+            x3_candidates(ctx, &io, &a, b * h)?
+        } else {
+            Vec::new()
+        };
+        cands.extend(flash_candidates(ctx, &io, &a, b * h)?);
+        if cands.is_empty() {
+            crate::unsupported!(
+                "head_dim {d} / {sq} queries fit no query tile ({} B of shared memory at 16 rows)",
+                flash_smem(1, 8, d, dv)
+            );
+        }
+        let key = format!(
+            "attn_fwd{} {} bh={bh} keep={} {a:?}",
+            if x3 { "+x3" } else { "" },
+            sfx.name(),
+            io.ptrs.keep != 0,
+            bh = b * h
+        );
+        ctx.launch_fastest(&key, cands)
     }
 }
 
@@ -212,7 +238,13 @@ fn flash_smem(rows: usize, kj: usize, d: usize, dv: usize) -> usize {
     4 * (bq * ds + bk * ds + bk * dv4 + bq * (bk + 8) + bk)
 }
 
-fn lower_flash(ctx: &mut NodeCtx, io: &Io, a: &AttnArgs, bh: usize) -> Lowered {
+/// The SIMT forward's instances that fit this shape (any dtype and head size).
+fn flash_candidates(
+    ctx: &mut NodeCtx,
+    io: &Io,
+    a: &AttnArgs,
+    bh: usize,
+) -> Result<Vec<KernelLaunch>, LowerError> {
     let sfx = io.sfx;
     let (sq, d, dv) = (a.sq as usize, a.d as usize, a.dv as usize);
     // Output chunks of 4 columns per lane (8 lanes share a row), rounded to an instance.
@@ -243,18 +275,33 @@ fn lower_flash(ctx: &mut NodeCtx, io: &Io, a: &AttnArgs, bh: usize) -> Lowered {
         let grid = [fits_i32(bh)? as u32, tiles as u32, 1];
         cands.push(candidate(ctx, kernel, grid, THREADS, smem)?);
     }
-    if cands.is_empty() {
-        crate::unsupported!(
-            "head_dim {d} / {sq} queries fit no query tile ({} B of shared memory at 16 rows)",
-            flash_smem(1, kj, d, dv)
-        );
+    Ok(cands)
+}
+
+/// The f32 tensor-core forward's instances (`attn_x3_*`: d == dv in {32, 64, 128}, rows
+/// 16-byte aligned): 1, 2 or 4 warps of 16 query rows, key tiles of 32 or 64.
+fn x3_candidates(
+    ctx: &mut NodeCtx,
+    io: &Io,
+    a: &AttnArgs,
+    bh: usize,
+) -> Result<Vec<KernelLaunch>, LowerError> {
+    let (sq, d) = (a.sq as usize, a.d as usize);
+    let mut cands = Vec::new();
+    for warps in [4usize, 2, 1] {
+        for bk in [64usize, 32] {
+            // Q tile and two K/V tile pairs in f32 (rows padded by 4), two key-mask tiles.
+            let smem = (16 * warps + 4 * bk) * (d + 4) * 4 + 2 * bk * 4;
+            let tiles = sq.div_ceil(16 * warps);
+            if smem > SMEM_MAX || tiles > 65535 {
+                continue;
+            }
+            let kernel = k::attn_x3(d, warps, bk, io.ptrs, *a);
+            let grid = [fits_i32(bh)? as u32, tiles as u32, 1];
+            cands.push(candidate(ctx, kernel, grid, 32 * warps as u32, smem)?);
+        }
     }
-    let key = format!(
-        "attn_fwd {} bh={bh} keep={} {a:?}",
-        sfx.name(),
-        io.ptrs.keep != 0
-    );
-    ctx.launch_fastest(&key, cands)
+    Ok(cands)
 }
 
 /// What every attention kernel reads and writes, and the storage suffix of its name.
