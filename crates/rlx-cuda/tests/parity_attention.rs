@@ -17,7 +17,9 @@ rlx_testutil::case_tests!(transformer, cuda);
 
 /// The lowering times its query-tile variants and keeps the fastest, so which one a shape
 /// gets depends on the GPU: force each in turn (64/32/16 query rows for the SIMT kernel,
-/// 4/2/1 warps for the tensor-core one) over head sizes, masks and ragged tiles.
+/// 4/2/1 warps for the tensor-core one; for f32 with head sizes 32/64/128 first the six
+/// `attn_x3_*` instances, 4/2/1 warps × 64/32-key tiles, then the SIMT ones) over head
+/// sizes, masks, grouped KV heads, a KV cache and ragged tiles.
 #[test]
 fn attention_every_tile_variant() {
     if !gpu() {
@@ -30,6 +32,12 @@ fn attention_every_tile_variant() {
         Attn::new(L::Bshd, 2, 33, 33, 2, 2, 128).mask(M::SlidingWindow(9)),
         Attn::new(L::Packed, 1, 37, 37, 2, 2, 80),
         Attn::new(L::Bhsd, 2, 29, 29, 2, 2, 7),
+        Attn::new(L::Bshd, 1, 40, 96, 4, 2, 64)
+            .mask(M::Causal)
+            .cached(),
+        Attn::new(L::Packed, 1, 50, 50, 6, 2, 64)
+            .mask(M::Causal)
+            .cap(20.0),
     ];
     for a in problems {
         let case = attention_case(a, PLAIN);
@@ -41,7 +49,9 @@ fn attention_every_tile_variant() {
                 .zip(raw)
                 .map(|(i, v)| feed(i.name, &i.dims, v))
                 .collect();
-            for variant in 0..3 {
+            // Past the last candidate a forced index takes the last one.
+            let variants = if dt == DType::F32 { 9 } else { 3 };
+            for variant in 0..variants {
                 let opts = CudaOptions {
                     force_variant: Some(variant),
                     ..CudaOptions::strict()
