@@ -151,11 +151,12 @@ ab)
   [ -e .devbin/rlx_old.xz ] && xz -dc .devbin/rlx_old.xz > $W/rlx_old && chmod +x $W/rlx_old
   # AB="rlx 'RLX_GEMV_TS=1 rlx'" leaves the old binary out (a shorter call).
   eval "set -- ${AB:-rlx_old rlx 'RLX_GEMV_TS=1 rlx'}"
+  # ABM: the GGUFs (names under $L, without .gguf) to run them on.
+  g=""; for m in ${ABM:-qwen05b-q4_k_m smollm135-q4_1}; do g="$g --gguf $L/$m.gguf"; done
   for r in 1 2; do for b in "$@"; do
     echo "== round $r: $b"
     e=""; [ "$b" != "${b#RLX_}" ] && e=${b% *}
-    env $e $W/${b##* } bench --device cuda --suites llm --iters 5 --gguf $L/qwen05b-q4_k_m.gguf \
-      --gguf $L/smollm135-q4_1.gguf 2>&1 | grep -E "tg128|pp512" | tee -a $out/rlx_ab.txt
+    env $e $W/${b##* } bench --device cuda --suites llm --iters 5 $g 2>&1 | grep -E "tg128|pp512" | tee -a $out/rlx_ab.txt
   done; done ;;
 variants)
   # After `side` in the same warm session (its llama.cpp binaries and GGUFs still in /tmp):

@@ -277,6 +277,55 @@ __device__ __forceinline__ void rope_cache_write(X* __restrict__ cache, const X*
     }
 }
 
+// ---- The prefill's q, k and v straight from the fused qkv product. x is `rows` rows of w
+// elements holding q (columns oq.., nq of them), k (ok.., nk) and v (ov.., nv); one launch
+// rotates q into qo ([rows, nq]), rotates k into the k cache and copies v into the v cache
+// (CacheWrite's layout: blocks of s rows, cap rows a block, at row *pos; a position out of
+// range writes no cache row), each element rounded as rope, rope_cache_write and cache_write
+// round it. It stands for the three narrows' copies and those three launches.
+struct QkvArgs {
+    i64 rows, s, cap, w, oq, nq, ok, nk, ov, nv, hd, nrot;
+    int style, pad_;
+};
+template <typename X, typename C>
+__device__ __forceinline__ void qkv_rope_cache(const X* __restrict__ x, X* __restrict__ qo,
+                                               X* __restrict__ kc, X* __restrict__ vc,
+                                               const i64* __restrict__ pos,
+                                               const C* __restrict__ cs,
+                                               const C* __restrict__ sn, const Dims8& cvq,
+                                               const Dims8& cvk, const QkvArgs& a) {
+    pdl_wait();
+    pdl_launch_next();
+    const i64 p = *pos;
+    const bool in_range = p >= 0 && p <= a.cap - a.s;
+    const i64 tot = a.nq + a.nk + a.nv, n = a.rows * tot, half = a.nrot / 2;
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += stride) {
+        const i64 row = e / tot;
+        i64 c = e - row * tot;
+        const X* xr = x + row * a.w;
+        if (c < a.nq) {
+            const i64 r = row * (a.nq / a.hd) + c / a.hd, d = c % a.hd;
+            X* dst = qo + row * a.nq + c;
+            if (d >= a.nrot) *dst = xr[a.oq + c];
+            else stf(dst, 0, rope_at<X, C>(xr + a.oq, cs, sn, cvq, c, r, d, half, a.style));
+            continue;
+        }
+        if (!in_range) continue;
+        const i64 o = row / a.s, at = o * a.cap + p + (row - o * a.s);
+        c -= a.nq;
+        if (c < a.nk) {
+            const i64 r = row * (a.nk / a.hd) + c / a.hd, d = c % a.hd;
+            X* dst = kc + at * a.nk + c;
+            if (d >= a.nrot) *dst = xr[a.ok + c];
+            else stf(dst, 0, rope_at<X, C>(xr + a.ok, cs, sn, cvk, c, r, d, half, a.style));
+        } else {
+            c -= a.nk;
+            vc[at * a.nv + c] = xr[a.ov + c];
+        }
+    }
+}
+
 #define RLX_ROPE_KERNEL(xs, X, cs_, C)                                                        \
     extern "C" __global__ void rope_##xs##_##cs_(const X* x, const C* cs, const C* sn, X* out,\
                                                 Dims8 cv, i64 rows, i64 hd, i64 nrot,          \
@@ -288,6 +337,11 @@ __device__ __forceinline__ void rope_cache_write(X* __restrict__ cache, const X*
         i64 c, i64 s, i64 inner, i64 hd, i64 nrot, int style) {                               \
         rope_cache_write<X, C>(cache, x, pos, cs, sn, cv, outer, c, s, inner, hd, nrot,       \
                                style);                                                        \
+    }                                                                                         \
+    extern "C" __global__ void qkv_rope_cache_##xs##_##cs_(                                   \
+        const X* x, X* qo, X* kc, X* vc, const i64* pos, const C* cs, const C* sn, Dims8 cvq,  \
+        Dims8 cvk, QkvArgs a) {                                                               \
+        qkv_rope_cache<X, C>(x, qo, kc, vc, pos, cs, sn, cvq, cvk, a);                        \
     }
 #define RLX_ROPE_COS(xs, X)                                                                   \
     RLX_ROPE_KERNEL(xs, X, f32, float)                                                        \

@@ -50,6 +50,7 @@ mod build;
 mod l2_prefetch;
 mod prewarm;
 mod profile;
+mod qkv_views;
 mod replay;
 pub use profile::ProfileRow;
 

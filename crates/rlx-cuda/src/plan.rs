@@ -222,6 +222,9 @@ pub(crate) struct LowerEnv {
     /// Per `CachedAttention` node id: the weight ranges its kernel requests into L2 for the
     /// products after it (`exec::l2_prefetch`).
     pub l2_prefetch: std::collections::HashMap<usize, Vec<(u64, u64)>>,
+    /// Per `CachedAttention` node id: the fused qkv product it reads q, k and v from and
+    /// their (start, len) columns, its narrows not run (`exec::qkv_views`).
+    pub qkv: std::collections::HashMap<usize, (crate::lower::DevTensor, [(usize, usize); 3])>,
 }
 
 /// A collective in flight on the side stream: the byte ranges it reads and writes.
@@ -269,6 +272,7 @@ impl LowerEnv {
             pending: Vec::new(),
             planar: Default::default(),
             l2_prefetch: Default::default(),
+            qkv: Default::default(),
         }
     }
 

@@ -114,11 +114,24 @@ impl CudaExecutable {
             let budget = self.gpu.l2_bytes / 2;
             env.l2_prefetch = super::l2_prefetch::ranges(g, &tensors, &fixed, budget);
         }
+        // Verify mode compares every node's value, the narrows' included: they all run.
+        let qkv = if self.opts.verify {
+            HashMap::new()
+        } else {
+            super::qkv_views::sources(g, &views, &tensors)
+        };
+        let unrun = super::qkv_views::skipped(&qkv);
+        env.qkv = (qkv.iter())
+            .map(|(&a, s)| (a, (tensors[s.src].clone(), s.cols)))
+            .collect();
         let mut dispatch = Vec::new();
         let trace = trace_on();
         for (n, bound) in g.nodes.iter().zip(&nodes) {
             // Views are not run; an in-place write is a view of its cache that is.
-            if n.op.is_leaf() || (views[n.id.0].is_some() && !n.op.kind().is_in_place()) {
+            if n.op.is_leaf()
+                || (views[n.id.0].is_some() && !n.op.kind().is_in_place())
+                || unrun.contains(&n.id.0)
+            {
                 continue;
             }
             // A step that reads a collective's result or writes over its buffers waits for
@@ -144,6 +157,26 @@ impl CudaExecutable {
                 None => dispatch.push((n.id, n.op.kind(), None)),
                 Some(why) => {
                     env.steps.truncate(before);
+                    // The CPU reads q, k and v from the narrows' buffers: run them now (the
+                    // product is intact until here, see `qkv_views`).
+                    for &j in qkv.get(&n.id.0).map(|s| &s.narrows[..]).unwrap_or(&[]) {
+                        let mut c = NodeCtx {
+                            node: &nodes[j],
+                            ins: (g.nodes[j].inputs.iter())
+                                .map(|i| tensors[i.0].clone())
+                                .collect(),
+                            fixed: vec![false; g.nodes[j].inputs.len()],
+                            out: tensors[j].clone(),
+                            precision: self.opts.precision,
+                            env: &mut env,
+                        };
+                        if let Some(why) = outcome(&g.nodes[j], lower_node(&mut c))? {
+                            return Err(node_err(
+                                &g.nodes[j],
+                                format!("narrow for a CPU step: {why}"),
+                            ));
+                        }
+                    }
                     // A CPU step ends the GPU segment: nothing may be left running beside it.
                     env.join(None);
                     if trace {

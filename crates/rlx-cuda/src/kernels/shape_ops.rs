@@ -172,6 +172,58 @@ pub fn rope_cache_write(
     Kernel::new(Lib::ShapeOps, name, args)
 }
 
+/// Mirrors `QkvArgs` in `shape_ops.cu` (element counts and offsets; 104 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QkvArgs {
+    /// Rows of the fused product (batch × sequence).
+    pub rows: i64,
+    /// Rows a cache block takes at a time (the sequence length).
+    pub s: i64,
+    /// Rows of a cache block.
+    pub cap: i64,
+    /// Elements of a fused row.
+    pub w: i64,
+    pub oq: i64,
+    pub nq: i64,
+    pub ok: i64,
+    pub nk: i64,
+    pub ov: i64,
+    pub nv: i64,
+    pub hd: i64,
+    pub nrot: i64,
+    pub style: i32,
+    pub pad: i32,
+}
+
+/// `qkv_rope_cache_<xs>_<cs>(x, qo, kc, vc, pos, cos, sin, cvq, cvk, a)`: q rotated out of
+/// the fused product x into qo, k rotated into the k cache and v copied into the v cache at
+/// row `*pos` (the prefill's q/k/v, see `QkvArgs`).
+#[allow(clippy::too_many_arguments)]
+pub fn qkv_rope_cache(
+    xs: Sfx,
+    cs: Sfx,
+    (x, qo, kc, vc): (u64, u64, u64, u64),
+    (pos, cos, sin): (u64, u64, u64),
+    cvq: Dims8,
+    cvk: Dims8,
+    a: QkvArgs,
+) -> Kernel {
+    let args = KArgs::new()
+        .ptr(x)
+        .ptr(qo)
+        .ptr(kc)
+        .ptr(vc)
+        .ptr(pos)
+        .ptr(cos)
+        .ptr(sin)
+        .dims(cvq)
+        .dims(cvk)
+        .pod(a);
+    let name = format!("qkv_rope_cache_{}_{}", xs.name(), cs.name());
+    Kernel::new(Lib::ShapeOps, name, args)
+}
+
 /// `cache_write_<unit>(cache, new, pos, outer, C, S, inner)`: `outer` × `S` rows of `inner`
 /// units into the cache at row `*pos` of `C`; units B1..B16.
 pub fn cache_write(

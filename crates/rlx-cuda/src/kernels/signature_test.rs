@@ -183,6 +183,7 @@ fn structs() -> Vec<(&'static str, usize)> {
         ("ConvG", std::mem::size_of::<vision::ConvG>()),
         ("AttnArgs", std::mem::size_of::<attention::AttnArgs>()),
         ("AttnCw", std::mem::size_of::<attention::AttnCw>()),
+        ("QkvArgs", std::mem::size_of::<shape_ops::QkvArgs>()),
     ]
 }
 
@@ -489,6 +490,16 @@ fn every_kernel() -> Vec<Kernel> {
                 10,
                 11,
                 0,
+            ));
+            let qa = shape_ops::QkvArgs::default();
+            v.push(shape_ops::qkv_rope_cache(
+                xs,
+                cs,
+                (1, 2, 3, 4),
+                (5, 6, 7),
+                d,
+                d,
+                qa,
             ));
         }
     }

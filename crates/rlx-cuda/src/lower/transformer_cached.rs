@@ -8,9 +8,10 @@
 //! block reads a row another block writes, so nothing waits. Anything else (prefill, other
 //! head sizes) runs the ops it stands for: the k and v cache writes, q's rotation into
 //! scratch, then the attention kernels over the caches.
-use super::super::rope_impl::{rope_cache_write_rows, rope_rows};
+use super::super::rope_impl::{qkv_rope_cache_rows, rope_cache_write_rows, rope_rows};
 use super::{allow_smem, fits_i32, lower_over, plan_split, strides, Io, SPLIT_MAX_SQ, THREADS};
 use crate::kernels::attention::{self as k, AttnArgs, AttnCw};
+use crate::lower::shape::move_ops::row_copy;
 use crate::lower::{DevTensor, Lowered, NodeCtx};
 use rlx_ir::{AttentionLayout, AttentionSpec, CachedRope, DType, RopeStyle};
 
@@ -49,6 +50,22 @@ pub(in super::super) fn lower(
             Some(pos.clone()),
             Some(&f),
         );
+    }
+    let qkv = ctx.env.qkv.get(&ctx.node.id.0).cloned();
+    if let (Some((src, cols)), Some((r, cos, sin))) = (&qkv, tables) {
+        let ins = [q, kn, vn, kc, vc, pos, cos, sin];
+        if let Some(rotated) = qkv_rope_cache_rows(ctx, (src, *cols), ins, spec.head_dim, r)? {
+            let spec = spec.clone().with_past();
+            let kv = [rotated, kc.clone(), vc.clone()];
+            return lower_over(ctx, &spec, kv, Some(pos.clone()), None);
+        }
+    }
+    if let Some((src, cols)) = &qkv {
+        // The narrows were not run: copy q, k and v out of the product here.
+        for (t, &(start, len)) in [q, kn, vn].into_iter().zip(cols) {
+            narrow_rows(ctx, src, start, t)?;
+            debug_assert_eq!(t.dims.last(), Some(&len));
+        }
     }
     // The ops it stands for, in the order of the unfused graph.
     match tables {
@@ -175,4 +192,26 @@ pub(super) fn lower_split_fused(
     let kernel = k::attn_split_cw(io.sfx, io.ptrs, p.part, p.ticket, *a, cw);
     allow_smem(ctx, &kernel, smem)?;
     ctx.run_pdl(kernel, p.grid, [THREADS, 1, 1], smem as u32)
+}
+
+/// Columns [start, start + t's last dim) of every row of the fused product `src` into `t`
+/// (what the narrow would have copied).
+fn narrow_rows(ctx: &mut NodeCtx, src: &DevTensor, start: usize, t: &DevTensor) -> Lowered {
+    let (w, len) = (src.dims.last().copied(), t.dims.last().copied());
+    let (Some(w), Some(len)) = (w, len) else {
+        crate::unsupported!("a narrow of a scalar");
+    };
+    let es = src.dtype.size_bytes();
+    let rows = src.numel() / w.max(1);
+    let from = src.ptr + (start * es) as u64;
+    row_copy(
+        ctx,
+        from,
+        t.ptr,
+        &[rows],
+        &[w as i64],
+        &[len as i64],
+        len,
+        es,
+    )
 }

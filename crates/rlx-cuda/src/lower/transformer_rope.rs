@@ -8,6 +8,10 @@ use crate::unsupported;
 use rlx_ir::ops::attention::rope_view;
 use rlx_ir::{Dim, RopeStyle};
 
+#[cfg(test)]
+#[path = "transformer_rope_hosttest.rs"]
+mod hosttest;
+
 /// What both Rope kernels take beyond their pointers: x's and the tables' storage, the
 /// tables' row of each head row (`cv`), and the style code.
 struct RopePlan {
@@ -160,4 +164,71 @@ pub(super) fn rope_cache_write_rows(
     let (hd, nrot) = (head_dim as i64, n_rot as i64);
     let kernel = shape_ops::rope_cache_write(p.xs, p.cs, ptrs, p.cv, dims, hd, nrot, p.style);
     ctx.run_1d_pdl(kernel, new.numel())
+}
+
+/// The prefill's q, k and v out of the fused product `src` (`exec::qkv_views`): q rotated
+/// into scratch (returned), k rotated into its cache and v copied into its cache at `*pos`,
+/// one launch, each value rounded as the Rope / RopeCacheWrite / CacheWrite kernels round
+/// it. None when the shapes are not the plain prefill layout (`[b, s, W]` product, caches
+/// `[b, cap, width]` of the same dtype): the caller then copies the narrows itself.
+pub(super) fn qkv_rope_cache_rows(
+    ctx: &mut NodeCtx,
+    (src, cols): (&DevTensor, [(usize, usize); 3]),
+    [q, kn, vn, kc, vc, pos, cos, sin]: [&DevTensor; 8],
+    head_dim: usize,
+    rope: rlx_ir::CachedRope,
+) -> Result<Option<DevTensor>, LowerError> {
+    let dt = src.dtype;
+    let same = [q, kn, vn, kc, vc]
+        .iter()
+        .all(|t| t.dtype == dt && t.rank() == 3);
+    if !same || src.rank() != 3 || pos.dtype != rlx_ir::DType::I64 || pos.numel() != 1 {
+        return Ok(None);
+    }
+    let (b, s, w) = (src.dims[0], src.dims[1], src.dims[2]);
+    let widths = [q, kn, vn].map(|t| t.dims[2]);
+    let fits = [q, kn, vn].iter().all(|t| t.dims[..2] == [b, s])
+        && (0..3).all(|i| cols[i].1 == widths[i] && cols[i].0 + cols[i].1 <= w)
+        && kc.dims[0] == b
+        && vc.dims[0] == b
+        && kc.dims[1] == vc.dims[1]
+        && kc.dims[2] == widths[1]
+        && vc.dims[2] == widths[2]
+        && head_dim > 0
+        && widths[0].is_multiple_of(head_dim)
+        && widths[1].is_multiple_of(head_dim);
+    if !fits {
+        return Ok(None);
+    }
+    let cfg = (head_dim, rope.n_rot, rope.style);
+    let pq = plan(q, cos, sin, q, cfg)?;
+    let pk = plan(kn, cos, sin, kn, cfg)?;
+    let rotated = DevTensor {
+        ptr: ctx.scratch((q.numel() * dt.size_bytes()).max(1))?,
+        ..q.clone()
+    };
+    let a = shape_ops::QkvArgs {
+        rows: (b * s) as i64,
+        s: s as i64,
+        cap: kc.dims[1] as i64,
+        w: w as i64,
+        oq: cols[0].0 as i64,
+        nq: widths[0] as i64,
+        ok: cols[1].0 as i64,
+        nk: widths[1] as i64,
+        ov: cols[2].0 as i64,
+        nv: widths[2] as i64,
+        hd: head_dim as i64,
+        nrot: rope.n_rot as i64,
+        style: pq.style,
+        pad: 0,
+    };
+    let n = b * s * (widths[0] + widths[1] + widths[2]);
+    if n > 0 {
+        let ptrs = (src.ptr, rotated.ptr, kc.ptr, vc.ptr);
+        let tabs = (pos.ptr, cos.ptr, sin.ptr);
+        let kernel = shape_ops::qkv_rope_cache(pq.xs, pq.cs, ptrs, tabs, pq.cv, pk.cv, a);
+        ctx.run_1d_pdl(kernel, n)?;
+    }
+    Ok(Some(rotated))
 }
