@@ -187,3 +187,84 @@ __device__ __forceinline__ void norm_rows_vec(const T* __restrict__ x, const T* 
     RLX_NORM_VEC_KERNEL(sfx, T, 4)                                                           \
     RLX_NORM_VEC_KERNEL(sfx, T, 8)
 RLX_FLOAT_TYPES(RLX_NORM_VEC)
+
+// norm_split_v<V>_<sfx>_<wsfx>: the RMS norm of norm_v<V> (same sums, same rounding to T)
+// with the strict product's input split as its epilogue (quant.cu's dq_split_in): the row
+// scaled by the power of two that puts its largest |value| in [2^13, 2^14), then `parts` half
+// parts, part p of row r at h row p·rows + r, inv[r] the scale's inverse. One launch instead
+// of the norm's and the split's, and no [rows, len] scratch between them: the bytes of
+// norm_v<V> then dq_split_in.
+template <typename T, typename W, int V>
+__device__ __forceinline__ void norm_split_rows(const T* __restrict__ x, const T* __restrict__ g,
+                                                W* __restrict__ h, float* __restrict__ inv,
+                                                i64 rows, i64 len64, float eps, int parts) {
+    const int lane = threadIdx.x;
+    const int n4 = (int)(len64 >> 2);
+    const i64 rstep = (i64)gridDim.x * blockDim.y;
+    const float inv_n = 1.0f / (float)len64;
+    for (i64 row = (i64)blockIdx.x * blockDim.y + threadIdx.y; row < rows; row += rstep) {
+        const T* xr = x + row * len64;
+        float4 v[V];
+        float q = 0.f;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            const int e = 4 * (lane + 32 * k);
+            v[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (e < 4 * n4) {
+                const float4 a = ld4f(xr + e);
+                v[k] = a;
+                q += (a.x * a.x + a.y * a.y) + (a.z * a.z + a.w * a.w);
+            }
+        }
+        const float rstd = 1.0f / sqrtf(warp_sum(q) * inv_n + eps);
+        float mx = 0.f;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            const int e = 4 * (lane + 32 * k);
+            if (e < 4 * n4) {
+                const float4 gv = ld4f(g + e);
+                const float4 o = make_float4(v[k].x * rstd * gv.x, v[k].y * rstd * gv.y,
+                                             v[k].z * rstd * gv.z, v[k].w * rstd * gv.w);
+                // The norm's output as norm_v<V> stores it.
+                __align__(16) T t[4];
+                st4f(t, o);
+                v[k] = ld4f(t);
+                mx = fmaxf(mx, fmaxf(fmaxf(fabsf(v[k].x), fabsf(v[k].y)),
+                                     fmaxf(fabsf(v[k].z), fabsf(v[k].w))));
+            }
+        }
+        mx = warp_max(mx);
+        const int sc = mx > 0.f && isfinite(mx) ? min(max(13 - ilogbf(mx), -120), 120) : 0;
+        const float s = ldexpf(1.f, sc);
+        if (lane == 0) inv[row] = ldexpf(1.f, -sc);
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            const int e = 4 * (lane + 32 * k);
+            if (e < 4 * n4) {
+                const float vals[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+#pragma unroll
+                for (int c = 0; c < 4; ++c) {
+                    float left = vals[c] * s;
+                    for (int p = 0; p < parts; ++p) {
+                        W* dst = h + (p * rows + row) * len64 + e + c;
+                        stf(dst, 0, left);
+                        left -= ldf(dst, 0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#define RLX_NORM_SPLIT_KERNEL(sfx, T, wsfx, W, V)                                            \
+    extern "C" __global__ void __launch_bounds__(256)                                        \
+        norm_split_v##V##_##sfx##_##wsfx(const T* x, const T* g, W* h, float* inv, i64 rows, \
+                                         i64 len, float eps, int parts) {                    \
+        norm_split_rows<T, W, V>(x, g, h, inv, rows, len, eps, parts);                       \
+    }
+#define RLX_NORM_SPLIT_W(sfx, T, wsfx, W)                                                    \
+    RLX_NORM_SPLIT_KERNEL(sfx, T, wsfx, W, 1) RLX_NORM_SPLIT_KERNEL(sfx, T, wsfx, W, 2)      \
+    RLX_NORM_SPLIT_KERNEL(sfx, T, wsfx, W, 4) RLX_NORM_SPLIT_KERNEL(sfx, T, wsfx, W, 8)
+#define RLX_NORM_SPLIT(sfx, T)                                                               \
+    RLX_NORM_SPLIT_W(sfx, T, f16, __half) RLX_NORM_SPLIT_W(sfx, T, bf16, __nv_bfloat16)
+RLX_FLOAT_TYPES(RLX_NORM_SPLIT)

@@ -3,6 +3,10 @@ use super::reduce::RowTile;
 use super::{Kernel, Lib, Sfx};
 use crate::lower::KArgs;
 
+#[cfg(test)]
+#[path = "norm_split_hosttest.rs"]
+mod split_hosttest;
+
 /// Which row kernel of norm.cu: a cached-row tile (`norm_w<vpt>` / `norm_b<vpt>`) or the
 /// four-wide vector kernel with `v` vectors a lane (`norm_v<v>`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,4 +52,31 @@ pub fn norm(
         NormRows::Vec4(v) => format!("v{v}"),
     };
     Kernel::new(Lib::Norm, format!("norm_{variant}_{}", sfx.name()), args)
+}
+
+/// `norm_split_v<v>_<sfx>_<wsfx>(x, g, h, inv, rows, len, eps, parts)`: the RMS norm of
+/// `norm_v<v>` split into `parts` half values per element as `dq_split_in` splits (h
+/// `[parts · rows, len]`, inv the rows' scale inverses), one warp a row.
+#[allow(clippy::too_many_arguments)]
+pub fn norm_split(
+    v: usize,
+    sfx: Sfx,
+    wsfx: Sfx,
+    (x, g, h, inv): (u64, u64, u64, u64),
+    rows: i64,
+    len: i64,
+    eps: f32,
+    parts: i32,
+) -> Kernel {
+    let args = KArgs::new()
+        .ptr(x)
+        .ptr(g)
+        .ptr(h)
+        .ptr(inv)
+        .i64(rows)
+        .i64(len)
+        .f32(eps)
+        .i32(parts);
+    let name = format!("norm_split_v{v}_{}_{}", sfx.name(), wsfx.name());
+    Kernel::new(Lib::Norm, name, args)
 }

@@ -476,6 +476,11 @@ fn every_kernel() -> Vec<Kernel> {
         for r in &variants {
             v.push(norm::norm(*r, s, np, 7, 8, 1e-5, 1));
         }
+        for ws in [Sfx::F16, Sfx::BF16] {
+            for vv in [1, 2, 4, 8] {
+                v.push(norm::norm_split(vv, s, ws, (1, 2, 3, 4), 5, 6, 1e-5, 2));
+            }
+        }
     }
     for xs in FLOATS {
         for cs in FLOATS {

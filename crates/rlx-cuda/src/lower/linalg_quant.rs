@@ -12,9 +12,10 @@
 use super::super::{DevTensor, KernelLaunch, Lowered, NodeCtx};
 use super::gemm_input;
 use crate::gemm::GemmDesc;
-use crate::kernels::norm::NormPtrs;
+use crate::kernels::norm::{self as norm_k, NormPtrs, NormRows};
 use crate::kernels::quant::{GemvExtras, Wq};
 use crate::kernels::{quant, Sfx};
+use crate::lower::norm::vec_rows;
 use rlx_ir::{DType, QuantScheme};
 
 /// Rows up to which the GEMV kernel is used (its accumulator count, `GEMV_MAX_M`).
@@ -219,7 +220,6 @@ fn split_gemm(
     let sfx = Sfx::float(x.dtype)?;
     let scheme = wq.scheme;
     let rb = k / scheme.block_len() * scheme.block_bytes();
-    let (h, glu) = split_source(ctx, x, extras, glu, (m, k))?;
     // Per chunk row: two f16 parts and 2·(2m) f32 products.
     let per_row = 2 * k * 2 + 4 * m * 4;
     let mut chunk = (DEQUANT_SCRATCH / per_row).max(1);
@@ -228,10 +228,7 @@ fn split_gemm(
     }
     let chunk = chunk.min(n);
     let (mi, ki) = (m as i64, k as i64);
-    let hx = ctx.scratch(2 * m * k * 2)?;
-    let inv_x = ctx.scratch(m * 4)?;
-    let split = quant::dq_split_in(sfx, Sfx::F16, (h, hx, inv_x), mi, ki, 2, glu);
-    ctx.run(split, [m as u32, 1, 1], [256, 1, 1], 0)?;
+    let (hx, inv_x) = split_input(ctx, x, extras, glu, (m, k), (Sfx::F16, 2))?;
     let hw = ctx.scratch(2 * chunk * k * 2)?;
     let inv_w = ctx.scratch(chunk * 4)?;
     let y = ctx.scratch(2 * m * 2 * chunk * 4)?;
@@ -442,13 +439,9 @@ fn half_gemm(
     };
     let wsfx = Sfx::float(wdt)?;
     if strict {
-        let (h, glu) = split_source(ctx, x, extras, glu, (m, k))?;
         let parts = if wdt == DType::F16 { 2 } else { 3 };
-        let hw = ctx.scratch(parts * m * k * 2)?;
-        let inv = ctx.scratch(m * 4)?;
-        let (mi, ki, pi) = (m as i64, k as i64, parts as i32);
-        let split = quant::dq_split_in(sfx, wsfx, (h, hw, inv), mi, ki, pi, glu);
-        ctx.run(split, [m as u32, 1, 1], [256, 1, 1], 0)?;
+        let (hw, inv) = split_input(ctx, x, extras, glu, (m, k), (wsfx, parts))?;
+        let (mi, pi) = (m as i64, parts as i32);
         let wt = DevTensor {
             ptr: w.ptr,
             dims: vec![n, k],
@@ -509,6 +502,37 @@ fn quads(n: usize) -> usize {
     } else {
         n
     }
+}
+
+/// The strict product's input as `parts` half values of `wsfx` per element (`[parts · m, k]`)
+/// and the rows' scale inverses: an RMS norm and its split in one launch (`norm_split_*`)
+/// where the row fits the warp-per-row norm, else [`split_source`] then `dq_split_in`.
+fn split_input(
+    ctx: &mut NodeCtx,
+    x: &DevTensor,
+    extras: GemvExtras,
+    glu: i32,
+    (m, k): (usize, usize),
+    (wsfx, parts): (Sfx, usize),
+) -> Result<(u64, u64), crate::lower::LowerError> {
+    let sfx = Sfx::float(x.dtype)?;
+    let hw = ctx.scratch(parts * m * k * 2)?;
+    let inv = ctx.scratch(m * 4)?;
+    let (mi, ki, pi) = (m as i64, k as i64, parts as i32);
+    let es = x.dtype.size_bytes();
+    if glu == 0 && extras.gamma != 0 {
+        let ptrs = [x.ptr, extras.gamma];
+        if let Some((NormRows::Vec4(v), grid, block)) = vec_rows(es, m, k, &ptrs) {
+            let p = (x.ptr, extras.gamma, hw, inv);
+            let kernel = norm_k::norm_split(v, sfx, wsfx, p, mi, ki, extras.eps, pi);
+            ctx.run(kernel, grid, block, 0)?;
+            return Ok((hw, inv));
+        }
+    }
+    let (h, glu) = split_source(ctx, x, extras, glu, (m, k))?;
+    let split = quant::dq_split_in(sfx, wsfx, (h, hw, inv), mi, ki, pi, glu);
+    ctx.run(split, [m as u32, 1, 1], [256, 1, 1], 0)?;
+    Ok((hw, inv))
 }
 
 /// What a strict split reads: x with its SwiGLU left to the split kernel (the returned glu),

@@ -128,7 +128,7 @@ pub(crate) fn launch_norm(
 
 /// The vectorised warp-per-row kernel (`norm_v<V>`) when the row is a multiple of four
 /// elements of at most 1024 and every pointer (0 = absent) is aligned to four elements.
-fn vec_rows(
+pub(crate) fn vec_rows(
     elem: usize,
     rows: usize,
     len: usize,
