@@ -247,3 +247,90 @@ fn decode_steps_replay_one_fused_cached_attention() {
         }
     }
 }
+
+/// A prompt's rows through a decoder layer's attention block as the LLM graphs build it: q,
+/// k and v are last-axis narrows of one fused product, so the prefill reads them straight
+/// from it (`qkv_rope_cache_*`, the narrows not run). Two prompts in a row at advancing
+/// positions (the second attends over the caches the first wrote) must match the CPU; in f64
+/// the attention falls back to the CPU, which then needs the narrows run after all.
+#[test]
+fn prefill_reads_q_k_v_out_of_the_fused_product() {
+    if !gpu() {
+        return;
+    }
+    let mut rng = Rng::new("prefill_reads_q_k_v_out_of_the_fused_product");
+    // (ctx, heads, kv heads, head size, n_rot, style, prompt rows)
+    let problems = [
+        (
+            128usize,
+            4usize,
+            2usize,
+            64usize,
+            64usize,
+            RopeStyle::Half,
+            40usize,
+        ),
+        (96, 3, 1, 32, 16, RopeStyle::Interleaved, 24),
+    ];
+    for (ctx, h, hkv, d, n_rot, style, s) in problems {
+        for dt in [DType::F32, DType::F16, DType::BF16, DType::F64] {
+            let (w, half, wx) = (hkv * d, n_rot / 2, (h + 2 * hkv) * d + 8);
+            let mut g = Graph::new("prefill");
+            let cache = |g: &mut Graph, n: &str| g.param(n, Shape::new(&[1, ctx, w], dt)).unwrap();
+            let (kc, vc) = (cache(&mut g, "k_cache"), cache(&mut g, "v_cache"));
+            let x = g.input("x", Shape::new(&[1, s, wx], dt)).unwrap();
+            let x2 = g.add(x, x).unwrap();
+            let q = g.narrow(x2, -1, 0, h * d).unwrap();
+            let k = g.narrow(x2, -1, h * d, w).unwrap();
+            let v = g.narrow(x2, -1, h * d + w, w).unwrap();
+            let pos = g.input("pos", Shape::new(&[1], DType::I64)).unwrap();
+            let f32s = Shape::new(&[s, 1, half], DType::F32);
+            let cos = g.input("cos", f32s.clone()).unwrap();
+            let sin = g.input("sin", f32s).unwrap();
+            let qr = g.rope(q, cos, sin, d, n_rot, style).unwrap();
+            let kr = g.rope(k, cos, sin, d, n_rot, style).unwrap();
+            let kw = g.cache_write(kc, kr, pos, 1).unwrap();
+            let vw = g.cache_write(vc, v, pos, 1).unwrap();
+            let spec = AttentionSpec::new(h, d).causal();
+            let o = g.attention_cached(qr, kw, vw, pos, spec).unwrap();
+            g.set_outputs(vec![o]);
+            let fused = rlx_opt::optimize(&g).unwrap();
+            let what = format!("{dt} ctx {ctx} {h}/{hkv}x{d} rot {n_rot} {style:?} rows {s}");
+            let count = |k: OpKind| fused.nodes.iter().filter(|n| n.op.kind() == k).count();
+            assert_eq!(count(OpKind::CachedAttention), 1, "{what}: fused");
+            assert_eq!(count(OpKind::Narrow), 3, "{what}: the narrows");
+
+            let mut cpu = rlx_cpu::CpuExecutable::new(g.clone()).unwrap();
+            let mut gpu = compile_gpu(&fused, CudaOptions::strict());
+            let ran: Vec<_> = gpu.dispatch().into_iter().map(|(_, k, _)| k).collect();
+            let narrows = ran.iter().filter(|k| **k == OpKind::Narrow).count();
+            // The narrows run only where the attention is on the CPU (f64).
+            assert_eq!(
+                narrows,
+                if dt == DType::F64 { 3 } else { 0 },
+                "{what}: {ran:?}"
+            );
+            for name in ["k_cache", "v_cache"] {
+                let init = HostTensor::from_f64_as(&[1, ctx, w], &rng.normals(ctx * w), dt);
+                cpu.set_param(name, &init).unwrap();
+                gpu.set_param(name, &init).unwrap();
+            }
+            for p in [3, 3 + s] {
+                let t = |n: &'static str, dims: &[usize], v: Vec<f64>, dt| {
+                    (n, HostTensor::from_f64_as(dims, &v, dt))
+                };
+                let tab = |rng: &mut Rng| rng.uniforms(s * half, -1.0, 1.0);
+                let ins = [
+                    t("x", &[1, s, wx], rng.normals(s * wx), dt),
+                    t("cos", &[s, 1, half], tab(&mut rng), DType::F32),
+                    t("sin", &[s, 1, half], tab(&mut rng), DType::F32),
+                    ("pos", HostTensor::from_i64(&[1], &[p as i64])),
+                ];
+                let want = cpu.run(&ins).unwrap();
+                let got = gpu.run(&ins).unwrap();
+                let tol = tol(dt, rlx_cuda::Precision::F32);
+                compare(&format!("{what} pos {p}"), &got[0], &want[0], tol);
+            }
+        }
+    }
+}
