@@ -176,6 +176,7 @@ impl CudaExecutable {
                                 format!("narrow for a CPU step: {why}"),
                             ));
                         }
+                        dispatch.push((g.nodes[j].id, g.nodes[j].op.kind(), None));
                     }
                     // A CPU step ends the GPU segment: nothing may be left running beside it.
                     env.join(None);
