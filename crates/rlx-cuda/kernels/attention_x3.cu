@@ -41,7 +41,13 @@ __device__ __forceinline__ void att_mma3(float* c, const unsigned* ab, const uns
     att_mma_tf32(c, ab, bb0, bb1);
 }
 
-template <int D, int NW, int BK>
+// SK (split keys): the NW warps share one 16-row query tile and each takes its own BK / NW
+// keys of every key tile, with its own running max, sum and output; at the end the warps'
+// partials are merged through shared memory. A prompt's attention has few 16-row tiles (14
+// heads × 32 at pp512 on the 0.5B shape: one warp per SM sub-partition), and one warp's
+// chain of dependent products leaves the tensor cores idle: splitting the keys gives each SM
+// four times the warps for the same work.
+template <int D, int NW, int BK, bool SK>
 __device__ __forceinline__ void attn_x3_body(const float* __restrict__ q,
                                              const float* __restrict__ k,
                                              const float* __restrict__ v,
@@ -49,7 +55,8 @@ __device__ __forceinline__ void attn_x3_body(const float* __restrict__ q,
                                              float* __restrict__ out, const AttnArgs& a) {
     // Row stride D + 4 floats: the 8 rows × 4 columns a fragment load touches, and the
     // 4 key pairs × 8 columns of a V fragment, fall in 32 distinct banks.
-    constexpr int BQ = 16 * NW, DS = D + 4, NT = D / 8, NB = BK / 8;
+    constexpr int BQ = SK ? 16 : 16 * NW, DS = D + 4, NT = D / 8, KW = SK ? BK / NW : BK;
+    constexpr int NB = KW / 8;
     extern __shared__ float4 att_smem4[];
     // Q, then two K/V buffers (the next tile loads while this one is used), then masks.
     float* Qs = reinterpret_cast<float*>(att_smem4);
@@ -67,7 +74,9 @@ __device__ __forceinline__ void attn_x3_body(const float* __restrict__ q,
     const float* vb = v + b * a.v_b + kvh * a.v_h;
     const u8* kp = keep ? keep + (i64)b * a.sk : nullptr;
 
-    const int row0 = q0 + warp * 16 + g, row1 = row0 + 8;
+    // The warp's query rows (its own 16, or the block's) and its keys of each tile.
+    const int wr = SK ? 0 : warp * 16, kofs = SK ? warp * KW : 0;
+    const int row0 = q0 + wr + g, row1 = row0 + 8;
     int lo0 = 0, hi0 = 0, lo1 = 0, hi1 = 0;
     if (row0 < a.sq) att_range(a, row0, lo0, hi0);
     if (row1 < a.sq) att_range(a, row1, lo1, hi1);
@@ -93,7 +102,7 @@ __device__ __forceinline__ void attn_x3_body(const float* __restrict__ q,
     float o[NT][4];
 #pragma unroll
     for (int n = 0; n < NT; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    const float* Qw = Qs + (warp * 16 + g) * DS + t4;
+    const float* Qw = Qs + (wr + g) * DS + t4;
 
     int buf = 0;
     for (int kt = blo; kt < bhi; kt += BK, buf ^= 1) {
@@ -105,9 +114,9 @@ __device__ __forceinline__ void attn_x3_body(const float* __restrict__ q,
             att_cp_wait<0>();
         }
         __syncthreads();
-        const float* Ks = KV + buf * 2 * BK * DS;
+        const float* Ks = KV + buf * 2 * BK * DS + kofs * DS;
         const float* Vs = Ks + BK * DS;
-        const float* Km = Kms + buf * BK;
+        const float* Km = Kms + buf * BK + kofs;
 
         float s[NB][4];
 #pragma unroll
@@ -133,15 +142,16 @@ __device__ __forceinline__ void attn_x3_body(const float* __restrict__ q,
         }
 
         const bool full = !kp && kt >= flo && kt + BK <= fhi;
+        const int k0 = kt + kofs;
         float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
         for (int n = 0; n < NB; ++n)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                const int key = kt + n * 8 + 2 * t4 + (e & 1);
+                const int key = k0 + n * 8 + 2 * t4 + (e & 1);
                 const int lo = e < 2 ? lo0 : lo1, hi = e < 2 ? hi0 : hi1;
                 const bool ok =
-                    full || (key >= lo && key < hi && (!kp || Km[key - kt] != 0.f));
+                    full || (key >= lo && key < hi && (!kp || Km[key - k0] != 0.f));
                 const float x = ok ? att_logit(s[n][e], a) : -INFINITY;
                 s[n][e] = x;
                 if (e < 2) mx0 = fmaxf(mx0, x);
@@ -179,7 +189,7 @@ __device__ __forceinline__ void attn_x3_body(const float* __restrict__ q,
         }
 
         // Keys past the block's last visible one have probability 0 in every row.
-        const int kend = min(BK, bhi - kt);
+        const int kend = min(BK, bhi - kt) - kofs;
 #pragma unroll
         for (int kk = 0; kk < NB; ++kk) {
             if (kk * 8 >= kend) break;
@@ -208,8 +218,45 @@ __device__ __forceinline__ void attn_x3_body(const float* __restrict__ q,
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
     float* ob = out + b * a.o_b + h * a.o_h;
+    if (SK) {
+        // Each warp's rows (m, l) and unnormalised outputs into the freed K/V tiles, then
+        // every thread merges some of the tile's 16 × D outputs over the warps.
+        __syncthreads();
+        constexpr int PW = 16 * D + 32;
+        float* mine = KV + warp * PW;
+#pragma unroll
+        for (int n = 0; n < NT; ++n) {
+            const int col = n * 8 + 2 * t4;
+            mine[g * D + col] = o[n][0];
+            mine[g * D + col + 1] = o[n][1];
+            mine[(g + 8) * D + col] = o[n][2];
+            mine[(g + 8) * D + col + 1] = o[n][3];
+        }
+        if (t4 == 0) {
+            mine[16 * D + g] = m0;
+            mine[16 * D + g + 8] = m1;
+            mine[16 * D + 16 + g] = l0;
+            mine[16 * D + 16 + g + 8] = l1;
+        }
+        __syncthreads();
+        for (int idx = tid; idx < 16 * D; idx += blockDim.x) {
+            const int r = idx / D, c = idx - r * D;
+            if (q0 + r >= a.sq) continue;
+            float mx = -INFINITY;
+            for (int w = 0; w < NW; ++w) mx = fmaxf(mx, KV[w * PW + 16 * D + r]);
+            float lsum = 0.f, acc = 0.f;
+            for (int w = 0; w < NW; ++w) {
+                const float mw = KV[w * PW + 16 * D + r];
+                const float f = mw == -INFINITY ? 0.f : __expf(mw - mx);
+                lsum += KV[w * PW + 16 * D + 16 + r] * f;
+                acc += KV[w * PW + r * D + c] * f;
+            }
+            ob[(i64)(q0 + r) * a.o_s + c] = lsum > 0.f ? acc / lsum : 0.f;
+        }
+        return;
+    }
+    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
 #pragma unroll
     for (int n = 0; n < NT; ++n) {
         const int col = n * 8 + 2 * t4;
@@ -222,14 +269,18 @@ __device__ __forceinline__ void attn_x3_body(const float* __restrict__ q,
     }
 }
 
-#define ATT_X3(D, NW, BK)                                                                     \
+#define ATT_X3(D, NW, BK, SK, name)                                                           \
     extern "C" __global__ void __launch_bounds__(32 * NW)                                    \
-        attn_x3_d##D##_w##NW##_k##BK##_f32(const float* q, const float* k, const float* v,   \
-                                            const u8* keep, float* out, AttnArgs a) {         \
+        name##_d##D##_w##NW##_k##BK##_f32(const float* q, const float* k, const float* v,    \
+                                           const u8* keep, float* out, AttnArgs a) {          \
         att_apply_past(a);                                                                    \
-        attn_x3_body<D, NW, BK>(q, k, v, keep, out, a);                                      \
+        attn_x3_body<D, NW, BK, SK>(q, k, v, keep, out, a);                                  \
     }
-#define ATT_X3_D(D) ATT_X3(D, 1, 32) ATT_X3(D, 2, 32) ATT_X3(D, 4, 32) \
-    ATT_X3(D, 1, 64) ATT_X3(D, 2, 64) ATT_X3(D, 4, 64)
+#define ATT_X3_D(D)                                                                           \
+    ATT_X3(D, 1, 32, false, attn_x3) ATT_X3(D, 2, 32, false, attn_x3)                        \
+    ATT_X3(D, 4, 32, false, attn_x3) ATT_X3(D, 1, 64, false, attn_x3)                        \
+    ATT_X3(D, 2, 64, false, attn_x3) ATT_X3(D, 4, 64, false, attn_x3)                        \
+    ATT_X3(D, 2, 32, true, attn_x3s) ATT_X3(D, 4, 32, true, attn_x3s)                        \
+    ATT_X3(D, 2, 64, true, attn_x3s) ATT_X3(D, 4, 64, true, attn_x3s)
 RLX_GATE_f32(ATT_X3_D(32) ATT_X3_D(64) ATT_X3_D(128))
 

@@ -18,7 +18,8 @@ rlx_testutil::case_tests!(transformer, cuda);
 /// The lowering times its query-tile variants and keeps the fastest, so which one a shape
 /// gets depends on the GPU: force each in turn (64/32/16 query rows for the SIMT kernel,
 /// 4/2/1 warps for the tensor-core one; for f32 with head sizes 32/64/128 first the six
-/// `attn_x3_*` instances, 4/2/1 warps × 64/32-key tiles, then the SIMT ones) over head
+/// `attn_x3_*` instances, 4/2/1 warps × 64/32-key tiles, the four key-splitting
+/// `attn_x3s_*` ones, then the SIMT ones) over head
 /// sizes, masks, grouped KV heads, a KV cache and ragged tiles.
 #[test]
 fn attention_every_tile_variant() {
@@ -50,7 +51,7 @@ fn attention_every_tile_variant() {
                 .map(|(i, v)| feed(i.name, &i.dims, v))
                 .collect();
             // Past the last candidate a forced index takes the last one.
-            let variants = if dt == DType::F32 { 9 } else { 3 };
+            let variants = if dt == DType::F32 { 13 } else { 3 };
             for variant in 0..variants {
                 let opts = CudaOptions {
                     force_variant: Some(variant),

@@ -94,9 +94,11 @@ pub fn attn_mma(d: usize, warps: usize, sfx: Sfx, io: AttnIo, a: AttnArgs) -> Ke
 
 /// `attn_x3_d<d>_w<warps>_k<bk>_f32(q, k, v, keep, out, a)`: f32, d in {32, 64, 128}, 1, 2
 /// or 4 warps, key tiles of 32 or 64; both products on tensor cores as three TF32 products
-/// each (as accurate as f32).
-pub fn attn_x3(d: usize, warps: usize, bk: usize, io: AttnIo, a: AttnArgs) -> Kernel {
-    let name = format!("attn_x3_d{d}_w{warps}_k{bk}_f32");
+/// each (as accurate as f32). `split` (`attn_x3s_*`, 2 or 4 warps): the warps share one
+/// 16-row query tile and split each key tile between them.
+pub fn attn_x3(d: usize, warps: usize, bk: usize, split: bool, io: AttnIo, a: AttnArgs) -> Kernel {
+    let kind = if split { "attn_x3s" } else { "attn_x3" };
+    let name = format!("{kind}_d{d}_w{warps}_k{bk}_f32");
     Kernel::new(Lib::Attention, name, io.ptrs().pod(a))
 }
 

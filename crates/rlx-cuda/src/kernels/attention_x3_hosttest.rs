@@ -71,9 +71,11 @@ struct Case {
     cap: f32,
     warps: usize,
     bk: usize,
+    /// The warps split the keys of one 16-row tile (`attn_x3s_*`).
+    split: bool,
 }
 
-const CASES: [Case; 6] = [
+const CASES: [Case; 10] = [
     Case {
         heads: 2,
         kv_heads: 1,
@@ -86,6 +88,7 @@ const CASES: [Case; 6] = [
         cap: 0.0,
         warps: 2,
         bk: 32,
+        split: false,
     },
     Case {
         heads: 2,
@@ -99,6 +102,7 @@ const CASES: [Case; 6] = [
         cap: 0.0,
         warps: 1,
         bk: 64,
+        split: false,
     },
     Case {
         heads: 1,
@@ -112,6 +116,7 @@ const CASES: [Case; 6] = [
         cap: 0.0,
         warps: 4,
         bk: 32,
+        split: false,
     },
     Case {
         heads: 4,
@@ -125,6 +130,7 @@ const CASES: [Case; 6] = [
         cap: 3.0,
         warps: 1,
         bk: 32,
+        split: false,
     },
     Case {
         heads: 1,
@@ -138,6 +144,7 @@ const CASES: [Case; 6] = [
         cap: 0.0,
         warps: 4,
         bk: 64,
+        split: false,
     },
     Case {
         heads: 3,
@@ -151,6 +158,63 @@ const CASES: [Case; 6] = [
         cap: 0.0,
         warps: 2,
         bk: 64,
+        split: false,
+    },
+    Case {
+        heads: 2,
+        kv_heads: 1,
+        d: 64,
+        sq: 40,
+        sk: 40,
+        past: None,
+        mask: 1,
+        window: 0,
+        cap: 0.0,
+        warps: 4,
+        bk: 32,
+        split: true,
+    },
+    Case {
+        heads: 2,
+        kv_heads: 2,
+        d: 32,
+        sq: 20,
+        sk: 80,
+        past: Some(50),
+        mask: 1,
+        window: 0,
+        cap: 0.0,
+        warps: 2,
+        bk: 64,
+        split: true,
+    },
+    Case {
+        heads: 4,
+        kv_heads: 2,
+        d: 64,
+        sq: 17,
+        sk: 45,
+        past: None,
+        mask: 3,
+        window: 0,
+        cap: 3.0,
+        warps: 4,
+        bk: 64,
+        split: true,
+    },
+    Case {
+        heads: 1,
+        kv_heads: 1,
+        d: 128,
+        sq: 33,
+        sk: 33,
+        past: None,
+        mask: 2,
+        window: 9,
+        cap: 0.0,
+        warps: 2,
+        bk: 32,
+        split: true,
     },
 ];
 
@@ -236,8 +300,9 @@ fn x3_attention_matches_f64_on_the_host() {
         blob.extend(keep.iter().map(|&b| b as u8));
         blob.resize(blob.len().next_multiple_of(256), 0);
         wants.push(reference(c, &q, &k, &v, &keep));
-        let smem = (16 * c.warps + 4 * c.bk) * (d + 4) * 4 + 2 * c.bk * 4;
-        let tiles = sq.div_ceil(16 * c.warps);
+        let rows = if c.split { 16 } else { 16 * c.warps };
+        let smem = (rows + 4 * c.bk) * (d + 4) * 4 + 2 * c.bk * 4;
+        let tiles = sq.div_ceil(rows);
         let past = match c.past {
             Some(p) => format!("P[{ci}] = {p}; a.past = (unsigned long long)(P + {ci});"),
             None => String::new(),
@@ -254,7 +319,7 @@ fn x3_attention_matches_f64_on_the_host() {
              a.v_b = {kn}; a.v_h = {d}; a.v_s = {ks};\n    a.o_b = {n}; a.o_h = {d}; a.o_s = {qs};\n    \
              a.heads = {h}; a.group = {grp}; a.sq = {sq}; a.sk = {sk}; a.d = {d}; a.dv = {d};\n    \
              a.mask = {mask}; a.window = {win}; a.scale = {scale:e}f; a.cap = {cap:e}f; a.vec = 7; {past}\n    \
-             emu_launch2({h}, {tiles}, {threads}, {smem}, [&] {{ attn_x3_d{d}_w{w}_k{bk}_f32(\
+             emu_launch2({h}, {tiles}, {threads}, {smem}, [&] {{ {kind}_d{d}_w{w}_k{bk}_f32(\
              (const float*)(D + {oq}), (const float*)(D + {ok}), (const float*)(D + {ov}), {keep_ptr}, out, a); }});\n    \
              wr(\"out{ci}.bin\", out, {n} * 4); }}\n",
             n = sq * h * d,
@@ -269,6 +334,7 @@ fn x3_attention_matches_f64_on_the_host() {
             threads = 32 * c.warps,
             w = c.warps,
             bk = c.bk,
+            kind = if c.split { "attn_x3s" } else { "attn_x3" },
         );
     }
     main.push_str("  return 0;\n}\n");
@@ -304,8 +370,19 @@ fn x3_attention_matches_f64_on_the_host() {
         let c = &CASES[ci];
         println!(
             "case {ci} (heads {}/{}, D {}, sq {}, keys {}, past {:?}, mask {} window {}, cap {}, \
-             {} warps, key tile {}): worst output error {worst:.2e}",
-            c.heads, c.kv_heads, c.d, c.sq, c.sk, c.past, c.mask, c.window, c.cap, c.warps, c.bk
+             {} warps, key tile {}, keys split {}): worst output error {worst:.2e}",
+            c.heads,
+            c.kv_heads,
+            c.d,
+            c.sq,
+            c.sk,
+            c.past,
+            c.mask,
+            c.window,
+            c.cap,
+            c.warps,
+            c.bk,
+            c.split
         );
         assert!(
             worst < 2e-5,

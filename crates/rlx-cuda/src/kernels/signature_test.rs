@@ -358,7 +358,10 @@ fn every_kernel() -> Vec<Kernel> {
     for d in [32, 64, 128] {
         for w in [1, 2, 4] {
             for bk in [32, 64] {
-                v.push(attention::attn_x3(d, w, bk, io, a));
+                v.push(attention::attn_x3(d, w, bk, false, io, a));
+                if w > 1 {
+                    v.push(attention::attn_x3(d, w, bk, true, io, a));
+                }
             }
         }
     }

@@ -279,7 +279,8 @@ fn flash_candidates(
 }
 
 /// The f32 tensor-core forward's instances (`attn_x3_*`: d == dv in {32, 64, 128}, rows
-/// 16-byte aligned): 1, 2 or 4 warps of 16 query rows, key tiles of 32 or 64.
+/// 16-byte aligned): 1, 2 or 4 warps of 16 query rows, key tiles of 32 or 64; then 2 or 4
+/// warps sharing 16 query rows and splitting the keys (`attn_x3s_*`).
 fn x3_candidates(
     ctx: &mut NodeCtx,
     io: &Io,
@@ -288,18 +289,21 @@ fn x3_candidates(
 ) -> Result<Vec<KernelLaunch>, LowerError> {
     let (sq, d) = (a.sq as usize, a.d as usize);
     let mut cands = Vec::new();
-    for warps in [4usize, 2, 1] {
-        for bk in [64usize, 32] {
-            // Q tile and two K/V tile pairs in f32 (rows padded by 4), two key-mask tiles.
-            let smem = (16 * warps + 4 * bk) * (d + 4) * 4 + 2 * bk * 4;
-            let tiles = sq.div_ceil(16 * warps);
-            if smem > SMEM_MAX || tiles > 65535 {
-                continue;
-            }
-            let kernel = k::attn_x3(d, warps, bk, io.ptrs, *a);
-            let grid = [fits_i32(bh)? as u32, tiles as u32, 1];
-            cands.push(candidate(ctx, kernel, grid, 32 * warps as u32, smem)?);
+    let shapes = [4usize, 2, 1]
+        .into_iter()
+        .flat_map(|w| [(w, 64usize, false), (w, 32, false)])
+        .chain([(4, 64, true), (4, 32, true), (2, 64, true), (2, 32, true)]);
+    for (warps, bk, split) in shapes {
+        let rows = if split { 16 } else { 16 * warps };
+        // Q tile and two K/V tile pairs in f32 (rows padded by 4), two key-mask tiles.
+        let smem = (rows + 4 * bk) * (d + 4) * 4 + 2 * bk * 4;
+        let tiles = sq.div_ceil(rows);
+        if smem > SMEM_MAX || tiles > 65535 {
+            continue;
         }
+        let kernel = k::attn_x3(d, warps, bk, split, io.ptrs, *a);
+        let grid = [fits_i32(bh)? as u32, tiles as u32, 1];
+        cands.push(candidate(ctx, kernel, grid, 32 * warps as u32, smem)?);
     }
     Ok(cands)
 }
