@@ -258,6 +258,26 @@ static void wr(const char* p, const void* b, size_t n) {
 }
 ";
 
+/// Append `bytes` to an emulation's input blob at a 256-byte boundary (where a device
+/// allocation starts) and return their offset in it.
+pub fn put_aligned(blob: &mut Vec<u8>, bytes: impl IntoIterator<Item = u8>) -> usize {
+    blob.resize(blob.len().next_multiple_of(256), 0);
+    let off = blob.len();
+    blob.extend(bytes);
+    off
+}
+
+/// `v` as the little-endian bytes of f16 (`half`) or f32 values, as a kernel stores them.
+pub fn storage_bytes(v: &[f64], half: bool) -> Vec<u8> {
+    if half {
+        (v.iter())
+            .flat_map(|&x| half::f16::from_f64(x).to_le_bytes())
+            .collect()
+    } else {
+        v.iter().flat_map(|&x| (x as f32).to_le_bytes()).collect()
+    }
+}
+
 /// A fresh folder with the host stand-ins of the CUDA headers, and the CUDA include folder;
 /// `None` (printed) where g++ or the headers (`RLX_CUDA_INCLUDE`) are missing.
 pub fn workdir(tag: &str) -> Option<(PathBuf, PathBuf)> {

@@ -272,12 +272,8 @@ fn x3_attention_matches_f64_on_the_host() {
     };
     let mut rng = Rng::new("x3_attention_matches_f64_on_the_host");
     let mut blob: Vec<u8> = Vec::new();
-    // Each array 256-byte aligned, as device allocations are.
     let put = |v: &[f64], blob: &mut Vec<u8>| {
-        let off = blob.len();
-        blob.extend(v.iter().flat_map(|&x| (x as f32).to_le_bytes()));
-        blob.resize(blob.len().next_multiple_of(256), 0);
-        off
+        hostemu::put_aligned(blob, hostemu::storage_bytes(v, false))
     };
     let mut main = String::from(
         "int main() {\n  char* D = (char*)rd(\"in.bin\");\n  long long* P = (long long*)calloc(8, 8);\n",
@@ -296,9 +292,7 @@ fn x3_attention_matches_f64_on_the_host() {
             .map(|&u| u < 0.6)
             .collect();
         let (oq, ok, ov) = (put(&q, &mut blob), put(&k, &mut blob), put(&v, &mut blob));
-        let okeep = blob.len();
-        blob.extend(keep.iter().map(|&b| b as u8));
-        blob.resize(blob.len().next_multiple_of(256), 0);
+        let okeep = hostemu::put_aligned(&mut blob, keep.iter().map(|&b| b as u8));
         wants.push(reference(c, &q, &k, &v, &keep));
         let rows = if c.split { 16 } else { 16 * c.warps };
         let smem = (rows + 4 * c.bk) * (d + 4) * 4 + 2 * c.bk * 4;

@@ -119,18 +119,7 @@ fn norm_split_is_the_norm_then_dq_split_in_bit_for_bit() {
             row.iter_mut().for_each(|v| *v *= scale);
         }
         let g: Vec<f64> = rng.uniforms(c.len, 0.5, 1.5);
-        let mut put = |v: &[f64]| {
-            let off = blob.len();
-            for &a in v {
-                if c.f16 {
-                    blob.extend(half::f16::from_f64(a).to_le_bytes());
-                } else {
-                    blob.extend((a as f32).to_le_bytes());
-                }
-            }
-            blob.resize(blob.len().next_multiple_of(256), 0);
-            off
-        };
+        let mut put = |v: &[f64]| hostemu::put_aligned(&mut blob, hostemu::storage_bytes(v, c.f16));
         let (ox, og) = (put(&x), put(&g));
         let v = (c.len / 4).div_ceil(32).next_power_of_two();
         let _ = write!(

@@ -109,26 +109,16 @@ fn qkv_rope_cache_writes_the_bytes_of_narrows_rope_and_cache_writes() {
         let w = nq + 2 * nk + c.pad;
         let rows = c.b * c.s;
         let half = c.n_rot / 2;
-        let ox = blob.len();
-        for v in rng.normals(rows * w) {
-            if c.f16 {
-                blob.extend(half::f16::from_f64(v).to_le_bytes());
-            } else {
-                blob.extend((v as f32).to_le_bytes());
-            }
-        }
-        blob.resize(blob.len().next_multiple_of(256), 0);
-        let otab = blob.len();
+        let x = hostemu::storage_bytes(&rng.normals(rows * w), c.f16);
+        let ox = hostemu::put_aligned(&mut blob, x);
         let ang = rng.uniforms(c.s * half, -3.0, 3.0);
         let table: Vec<f32> = (ang.iter().map(|a| a.cos() as f32))
             .chain(ang.iter().map(|a| a.sin() as f32))
             .collect();
-        blob.extend(table.iter().flat_map(|v| v.to_le_bytes()));
-        blob.resize(blob.len().next_multiple_of(256), 0);
+        let otab = hostemu::put_aligned(&mut blob, table.iter().flat_map(|v| v.to_le_bytes()));
         // Stale cache contents the kernels must leave outside the written rows.
-        let ocache = blob.len();
-        blob.extend((0..2 * c.b * c.cap * nk * es).map(|_| rng.next_u64() as u8));
-        blob.resize(blob.len().next_multiple_of(256), 0);
+        let stale = (0..2 * c.b * c.cap * nk * es).map(|_| rng.next_u64() as u8);
+        let ocache = hostemu::put_aligned(&mut blob, stale.collect::<Vec<_>>());
 
         let dt = if c.f16 { DType::F16 } else { DType::F32 };
         let tensor = |dims: Vec<usize>, dtype| DevTensor {
