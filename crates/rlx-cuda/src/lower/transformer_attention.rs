@@ -4,7 +4,8 @@
 //! buffer): `attn_mma_*` (f16/bf16, head_dim == v_head_dim in {32, 64, 128}) runs both
 //! products on tensor cores; `attn_fwd_*` is the SIMT kernel for everything else (f32, odd
 //! head sizes), and f32 with head_dim == v_head_dim in {32, 64, 128} also times `attn_x3_*`
-//! (tensor cores, three TF32 products a product: as accurate as f32) and keeps the faster; when there are few query rows (decode) `attn_split_*` spreads each row's
+//! and `attn_x3s_*` (tensor cores, three TF32 products a product: as accurate as f32) and
+//! keeps the fastest; when there are few query rows (decode) `attn_split_*` spreads each row's
 //! keys over blocks and the last block of a row to finish merges the chunks (one launch;
 //! `attn_combine_*` is the kernel of the older two-launch merge, kept for comparison). The layouts differ only in
 //! element strides, which are computed here, so one kernel serves Packed, Bshd and Bhsd.
