@@ -278,6 +278,23 @@ pub fn storage_bytes(v: &[f64], half: bool) -> Vec<u8> {
     }
 }
 
+/// The f32 values an emulation wrote to `name` in `dir`, as f64.
+pub fn read_f32s(dir: &Path, name: &str) -> Vec<f64> {
+    (std::fs::read(dir.join(name)).unwrap().chunks_exact(4))
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()) as f64)
+        .collect()
+}
+
+/// The largest |got − want| / (1 + |want|); a NaN anywhere makes it infinite.
+pub fn worst_error(got: &[f64], want: &[f64]) -> f64 {
+    (got.iter().zip(want))
+        .map(|(g, w)| (g - w).abs() / (1.0 + w.abs()))
+        .fold(
+            0.0,
+            |a, e| if e.is_nan() { f64::INFINITY } else { a.max(e) },
+        )
+}
+
 /// A fresh folder with the host stand-ins of the CUDA headers, and the CUDA include folder;
 /// `None` (printed) where g++ or the headers (`RLX_CUDA_INCLUDE`) are missing.
 pub fn workdir(tag: &str) -> Option<(PathBuf, PathBuf)> {

@@ -250,23 +250,10 @@ fn fused_decode_attention_matches_f64_on_the_host() {
     let bytes: Vec<u8> = blob.iter().flat_map(|v| v.to_le_bytes()).collect();
     std::fs::write(dir.join("in.bin"), bytes).unwrap();
     hostemu::build_and_run(&dir, &inc, "attn", &text);
-    let floats = |name: String| -> Vec<f64> {
-        std::fs::read(dir.join(name))
-            .unwrap()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes(b.try_into().unwrap()) as f64)
-            .collect()
-    };
+    let floats = |name: String| hostemu::read_f32s(&dir, &name);
     for (ci, (out, kc, vc, nsplit)) in wants.iter().enumerate() {
         let got = floats(format!("out{ci}.bin"));
-        let worst = got
-            .iter()
-            .zip(out)
-            .map(|(g, w)| (g - w).abs() / (1.0 + w.abs()))
-            .fold(
-                0.0,
-                |a: f64, e| if e.is_nan() { f64::INFINITY } else { a.max(e) },
-            );
+        let worst = hostemu::worst_error(&got, out);
         let c = &CASES[ci];
         println!(
             "case {ci} (heads {}/{}, D {}, sq {}, position {}, window {}, {nsplit} chunk(s) planned): \

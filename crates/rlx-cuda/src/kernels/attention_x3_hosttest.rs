@@ -348,19 +348,8 @@ fn x3_attention_matches_f64_on_the_host() {
     std::fs::write(dir.join("in.bin"), &blob).unwrap();
     hostemu::build_and_run(&dir, &inc, "attn_x3", &text);
     for (ci, want) in wants.iter().enumerate() {
-        let got: Vec<f64> = std::fs::read(dir.join(format!("out{ci}.bin")))
-            .unwrap()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes(b.try_into().unwrap()) as f64)
-            .collect();
-        let worst = got
-            .iter()
-            .zip(want)
-            .map(|(g, w)| (g - w).abs() / (1.0 + w.abs()))
-            .fold(
-                0.0,
-                |a: f64, e| if e.is_nan() { f64::INFINITY } else { a.max(e) },
-            );
+        let got = hostemu::read_f32s(&dir, &format!("out{ci}.bin"));
+        let worst = hostemu::worst_error(&got, want);
         let c = &CASES[ci];
         println!(
             "case {ci} (heads {}/{}, D {}, sq {}, keys {}, past {:?}, mask {} window {}, cap {}, \
